@@ -1,0 +1,53 @@
+# slowpath — see README.md. Every target installs what it needs from Debian.
+GO        ?= go
+BIN       := bin/slowpath
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/slowpath/slowpath/internal/cli.Version=$(VERSION)
+STATICCHECK_VERSION := v0.8.2
+FUZZTIME  ?= 5s
+
+# Debian packages: the main job needs none; tests need real tools.
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf
+
+.PHONY: all build run test unit lint fuzz bench generate deps-test clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+
+# The main job: diagnose this host.
+run: build
+	./$(BIN) doctor
+
+deps-test:
+	./scripts/install-deps.sh $(TEST_DEPS)
+
+# Everything, as CI runs it. Privileged and VM tests fail (not skip) here.
+test: deps-test lint build
+	SLOWPATH_STRICT=1 $(GO) test -count=1 -timeout 25m ./...
+	$(MAKE) fuzz
+
+# Unprivileged quick loop for development.
+unit:
+	$(GO) test -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfe[lb].go$$')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# Runs every fuzz target briefly (FUZZTIME each) on top of its seed corpus.
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+bench: deps-test build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
+
+# Regenerates bpf2go output (committed so `go build` needs no clang).
+generate:
+	./scripts/install-deps.sh clang llvm libbpf-dev
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,32 @@
+// Package analyze turns a snapshot into models and findings. It is pure and
+// is what doctor runs on both a live collection and a saved snapshot, which
+// is why the two give the same report.
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/slowpath/slowpath/internal/check"
+	// The check packages register their checks in init.
+	_ "github.com/slowpath/slowpath/internal/check/netcheck"
+	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
+	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Run builds the models from s, runs every check and assembles the report.
+// A model that cannot be built is an error naming the section.
+func Run(s *snapshot.Snapshot, cfg check.Config) (*report.Report, error) {
+	sm, err := storage.Build(s)
+	if err != nil {
+		return nil, fmt.Errorf("storage model: %w", err)
+	}
+	nm, err := network.Build(s)
+	if err != nil {
+		return nil, fmt.Errorf("network model: %w", err)
+	}
+	in := &check.Input{Snapshot: s, Storage: sm, Network: nm, Config: cfg}
+	return report.New(in, check.Run(in, false)), nil
+}

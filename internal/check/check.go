@@ -1,0 +1,197 @@
+// Package check defines findings and the registry of checks. A check is a
+// pure function of the analysis input: no I/O, no clock. Checks live one per
+// file in the storagecheck and netcheck packages and register themselves here.
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Severity orders findings. Its JSON form is the lower-case name.
+type Severity int
+
+const (
+	Info Severity = iota + 1
+	Warning
+	Critical
+)
+
+var severityNames = map[Severity]string{Info: "info", Warning: "warning", Critical: "critical"}
+
+func (s Severity) String() string {
+	if n, ok := severityNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// ParseSeverity reads info, warning or critical; "none" gives 0, which no finding reaches.
+func ParseSeverity(s string) (Severity, error) {
+	if s == "none" {
+		return Severity(100), nil
+	}
+	for k, v := range severityNames {
+		if v == strings.ToLower(s) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q: use info, warning, critical or none", s)
+}
+
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return err
+	}
+	v, err := ParseSeverity(str)
+	*s = v
+	return err
+}
+
+// Status says whether a check found a problem.
+type Status string
+
+const (
+	Fail    Status = "fail"    // the problem is present
+	Pass    Status = "pass"    // the check ran and found nothing
+	Unknown Status = "unknown" // the check could not decide; Summary says why
+	Skipped Status = "skipped" // the check does not apply to this host
+)
+
+// Evidence is one observed fact behind a finding.
+type Evidence struct {
+	Source   string `json:"source"`             // file, ioctl or metadata path the value came from
+	Key      string `json:"key,omitempty"`      // field within the source
+	Observed string `json:"observed"`           // what was seen
+	Expected string `json:"expected,omitempty"` // what a healthy host shows
+}
+
+// Finding is one result of one check about one subject.
+type Finding struct {
+	ID          string     `json:"id"`
+	Status      Status     `json:"status"`
+	Severity    Severity   `json:"severity"`
+	Subject     string     `json:"subject"` // mount point, device or interface
+	Summary     string     `json:"summary"`
+	Evidence    []Evidence `json:"evidence,omitempty"`
+	Remediation string     `json:"remediation,omitempty"`
+	References  []string   `json:"references,omitempty"`
+}
+
+// Input is what every check reads. Models are built once from the snapshot.
+type Input struct {
+	Snapshot *snapshot.Snapshot
+	Storage  *storage.Model
+	Network  *network.Model
+	Config   Config
+}
+
+// Config is user policy that changes how findings are graded.
+type Config struct {
+	// RequiredStacks marks subjects (mount points or device names) whose
+	// stacked encryption is required by compliance: the finding is kept,
+	// graded info, and still states the cost.
+	RequiredStacks []string `json:"required_stacks,omitempty"`
+}
+
+// Check is one registered check.
+type Check struct {
+	ID       string // stable dotted id: part of the JSON contract
+	Title    string
+	Severity Severity // default severity of a failing finding
+	Run      func(*Input) []Finding
+}
+
+var registry = map[string]Check{}
+
+// Register adds a check. It panics on a duplicate id, which is a programming
+// error caught by any test that imports the check packages.
+func Register(c Check) {
+	if _, dup := registry[c.ID]; dup {
+		panic("check: duplicate id " + c.ID)
+	}
+	if c.Run == nil || c.ID == "" || c.Severity == 0 {
+		panic("check: incomplete registration " + c.ID)
+	}
+	registry[c.ID] = c
+}
+
+// All returns the registered checks sorted by id.
+func All() []Check {
+	out := make([]Check, 0, len(registry))
+	for _, c := range registry {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Run evaluates every registered check and returns the findings sorted by
+// severity (worst first), then id and subject, so output is deterministic.
+// Passing results are kept only when keepPass is set.
+func Run(in *Input, keepPass bool) []Finding {
+	var out []Finding
+	for _, c := range All() {
+		for _, f := range c.Run(in) {
+			if f.ID == "" {
+				f.ID = c.ID
+			}
+			if f.Severity == 0 {
+				f.Severity = c.Severity
+			}
+			if f.Status == "" {
+				f.Status = Fail
+			}
+			if f.Status == Pass && !keepPass {
+				continue
+			}
+			out = append(out, f)
+		}
+	}
+	Sort(out)
+	return out
+}
+
+// Sort orders findings worst first, then by id and subject.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Subject < b.Subject
+	})
+}
+
+// Worst returns the highest severity among failing or unknown findings, 0 if none.
+func Worst(fs []Finding) Severity {
+	var w Severity
+	for _, f := range fs {
+		if (f.Status == Fail || f.Status == Unknown) && f.Severity > w {
+			w = f.Severity
+		}
+	}
+	return w
+}
+
+// IsRequiredStack reports whether subject is marked as a compliance-required stack.
+func (c Config) IsRequiredStack(subject string) bool {
+	for _, s := range c.RequiredStacks {
+		if s == subject {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,71 @@
+// Package cli wires the subcommands into the slowpath binary.
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/cli/collect"
+	"github.com/slowpath/slowpath/internal/cli/doctor"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+// NewRootCmd builds the command tree around env.
+func NewRootCmd(env *clienv.Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "slowpath",
+		Short:         "Find, prove and fix the hidden costs of encryption at rest and kernel data-path defaults",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       env.Version,
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	// node_exporter's flag names, so operators need not learn new ones.
+	pf := root.PersistentFlags()
+	pf.StringVar(&env.FS.Proc, "path.procfs", env.FS.Proc, "procfs mountpoint")
+	pf.StringVar(&env.FS.Sys, "path.sysfs", env.FS.Sys, "sysfs mountpoint")
+	pf.StringVar(&env.FS.Root, "path.rootfs", env.FS.Root, "root filesystem mountpoint")
+	root.AddCommand(
+		doctor.NewCmdDoctor(env, nil),
+		collect.NewCmdCollect(env, nil),
+	)
+	for _, add := range extraCommands {
+		root.AddCommand(add(env))
+	}
+	return root
+}
+
+// extraCommands lets other files in this package add subcommands without
+// editing the list above (one file per command family).
+var extraCommands []func(*clienv.Env) *cobra.Command
+
+// Main runs slowpath with args and returns the process exit code.
+func Main(args []string) int {
+	env := clienv.Default(Version)
+	return Run(env, args)
+}
+
+// Run executes args against env and maps errors to exit codes.
+func Run(env *clienv.Env, args []string) int {
+	root := NewRootCmd(env)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return clienv.ExitOK
+	}
+	var ee *clienv.ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(env.Stderr, "slowpath: %v\n", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintf(env.Stderr, "slowpath: %v\n", err)
+	return clienv.ExitUsage
+}

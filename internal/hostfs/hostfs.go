@@ -1,0 +1,69 @@
+// Package hostfs names the host filesystem roots that collectors read.
+// It is the only place that knows where /proc, /sys and / live, so every
+// reader can be pointed at a fixture tree instead (see prometheus/procfs
+// internal/fs). Nothing outside internal/collect should use it.
+package hostfs
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+)
+
+// FS is a set of host roots. The zero value is not useful; use Default or New.
+type FS struct {
+	Proc string // usually /proc
+	Sys  string // usually /sys
+	Root string // usually /; used for /dev, /etc and backing files
+}
+
+// Default returns the live host roots.
+func Default() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/"} }
+
+// New roots all three trees under one directory, as fixture trees do:
+// dir/proc, dir/sys and dir itself.
+func New(dir string) FS {
+	return FS{Proc: filepath.Join(dir, "proc"), Sys: filepath.Join(dir, "sys"), Root: dir}
+}
+
+// ProcPath joins elements under the proc root.
+func (f FS) ProcPath(elem ...string) string {
+	return filepath.Join(append([]string{f.Proc}, elem...)...)
+}
+
+// SysPath joins elements under the sys root.
+func (f FS) SysPath(elem ...string) string { return filepath.Join(append([]string{f.Sys}, elem...)...) }
+
+// RootPath joins elements under the root filesystem.
+func (f FS) RootPath(elem ...string) string {
+	return filepath.Join(append([]string{f.Root}, elem...)...)
+}
+
+// Kind classifies an error from reading the host, so that expected absences
+// are reported as facts rather than failures. It is the one place where
+// errno values are interpreted; callers never compare error strings.
+type Kind string
+
+const (
+	KindMissing     Kind = "missing"     // ENOENT: the kernel or host does not have it
+	KindPermission  Kind = "permission"  // EACCES, EPERM: run as root or grant a capability
+	KindUnsupported Kind = "unsupported" // EOPNOTSUPP, ENOTTY, EINVAL from an ioctl or attribute
+	KindError       Kind = "error"       // anything else, including malformed content
+)
+
+// Classify returns the Kind of err. A nil error has no kind.
+func Classify(err error) Kind {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENXIO):
+		return KindMissing
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return KindPermission
+	case errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOTTY), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS):
+		return KindUnsupported
+	default:
+		return KindError
+	}
+}

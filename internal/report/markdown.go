@@ -1,0 +1,82 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// mdEscape keeps table cells intact.
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func writeMarkdown(w io.Writer, r *Report) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# slowpath doctor\n\n")
+	if r.Kernel != "" {
+		fmt.Fprintf(b, "- kernel: `%s`\n", r.Kernel)
+	}
+	if r.Cloud != "" {
+		fmt.Fprintf(b, "- cloud: %s\n", r.Cloud)
+	}
+	fmt.Fprintf(b, "\n## Storage paths\n\n")
+	if len(r.Storage) == 0 {
+		fmt.Fprintf(b, "None found.\n")
+	} else {
+		fmt.Fprintf(b, "| path | encryption layers | chain |\n|---|---|---|\n")
+		for _, p := range r.Storage {
+			subject := p.MountPoint
+			if subject == "" {
+				subject = p.Device
+			}
+			var chain []string
+			for _, l := range p.Layers {
+				c := l.Kind + " " + l.Name
+				if l.Encrypted {
+					c = "**" + c + " (encrypted"
+					if l.EncryptedBy != "" {
+						c += " by " + l.EncryptedBy
+					}
+					c += ")**"
+				}
+				chain = append(chain, c)
+			}
+			fmt.Fprintf(b, "| `%s` | %d | %s |\n", mdEscape(subject), p.EncryptionLayers, mdEscape(strings.Join(chain, " → ")))
+		}
+	}
+	fmt.Fprintf(b, "\n## Findings\n\n")
+	if len(r.Findings) == 0 {
+		fmt.Fprintf(b, "None.\n")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(b, "### %s `%s` — %s\n\n%s\n\n", strings.ToUpper(f.Severity.String()), f.ID, mdEscape(f.Subject), f.Summary)
+		if f.Status != "fail" {
+			fmt.Fprintf(b, "Status: %s\n\n", f.Status)
+		}
+		for _, e := range f.Evidence {
+			fmt.Fprintf(b, "- `%s`", e.Source)
+			if e.Key != "" {
+				fmt.Fprintf(b, " %s", e.Key)
+			}
+			fmt.Fprintf(b, ": %s", e.Observed)
+			if e.Expected != "" {
+				fmt.Fprintf(b, " (expected %s)", e.Expected)
+			}
+			fmt.Fprintf(b, "\n")
+		}
+		if f.Remediation != "" {
+			fmt.Fprintf(b, "\nFix:\n\n```\n%s\n```\n", f.Remediation)
+		}
+		for _, ref := range f.References {
+			fmt.Fprintf(b, "- <%s>\n", ref)
+		}
+		fmt.Fprintf(b, "\n")
+	}
+	if len(r.NotCollected) > 0 {
+		fmt.Fprintf(b, "## Not collected\n\n")
+		for _, e := range r.NotCollected {
+			fmt.Fprintf(b, "- %s: %s (%s)\n", e.Collector, mdEscape(e.Message), e.Kind)
+		}
+	}
+	return b.Flush()
+}

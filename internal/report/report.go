@@ -1,0 +1,78 @@
+// Package report renders analysis results as text, JSON or Markdown. The JSON
+// form is a stable interface documented in docs/json.md.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Report is what doctor prints. Field names are the JSON contract.
+type Report struct {
+	FormatVersion int    `json:"format_version"`
+	Kernel        string `json:"kernel,omitempty"`
+	// Cloud is "provider instance-type" when known.
+	Cloud    string          `json:"cloud,omitempty"`
+	Findings []check.Finding `json:"findings"`
+	Storage  []storage.Path  `json:"storage"`
+	Network  *network.Model  `json:"network,omitempty"`
+	// NotCollected lists what the snapshot lacks, so a partial report says so.
+	NotCollected []snapshot.CollectError `json:"not_collected,omitempty"`
+}
+
+// JSONVersion is the version of the report's JSON shape.
+const JSONVersion = 1
+
+// New assembles a report from an analysis input and its findings.
+func New(in *check.Input, findings []check.Finding) *Report {
+	r := &Report{FormatVersion: JSONVersion, Findings: findings, Network: in.Network}
+	if r.Findings == nil {
+		r.Findings = []check.Finding{}
+	}
+	if in.Storage != nil {
+		r.Storage = in.Storage.Paths
+	}
+	if r.Storage == nil {
+		r.Storage = []storage.Path{}
+	}
+	if s := in.Snapshot; s != nil {
+		if s.Host != nil {
+			r.Kernel = s.Host.KernelRelease
+		}
+		if c := s.Cloud; c != nil {
+			r.Cloud = c.Provider
+			if c.InstanceType != "" {
+				r.Cloud += " " + c.InstanceType
+			}
+		}
+		r.NotCollected = s.Manifest.Errors
+	}
+	return r
+}
+
+// Options control rendering.
+type Options struct {
+	Color bool // ANSI colour; only on a TTY and never with NO_COLOR
+}
+
+// Write renders r in the named format: text, json or markdown.
+func Write(w io.Writer, r *Report, format string, o Options) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "text", "":
+		return writeText(w, r, o)
+	case "markdown", "md":
+		return writeMarkdown(w, r)
+	default:
+		return fmt.Errorf("unknown format %q: use text, json or markdown", format)
+	}
+}

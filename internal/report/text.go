@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
+)
+
+const width = 80
+
+type textWriter struct {
+	w     *bufio.Writer
+	color bool
+}
+
+func (t *textWriter) printf(format string, a ...any) { fmt.Fprintf(t.w, format, a...) }
+
+func (t *textWriter) paint(code, s string) string {
+	if !t.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (t *textWriter) heading(s string) {
+	t.printf("\n%s\n%s\n", t.paint("1", s), strings.Repeat("=", len(s)))
+}
+
+// wrap prints s wrapped to the report width with the given indent.
+func (t *textWriter) wrap(indent, s string) {
+	line := indent
+	for _, word := range strings.Fields(s) {
+		if len(line) > len(indent) && len(line)+1+len(word) > width {
+			t.printf("%s\n", line)
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += word
+	}
+	if len(line) > len(indent) {
+		t.printf("%s\n", line)
+	}
+}
+
+func writeText(w io.Writer, r *Report, o Options) error {
+	t := &textWriter{w: bufio.NewWriter(w), color: o.Color}
+	t.printf("slowpath doctor")
+	if r.Kernel != "" {
+		t.printf(" — kernel %s", r.Kernel)
+	}
+	if r.Cloud != "" {
+		t.printf(" — %s", r.Cloud)
+	}
+	t.printf("\n")
+	writeStorageText(t, r)
+	writeNetworkText(t, r)
+	writeFindingsText(t, r.Findings)
+	if len(r.NotCollected) > 0 {
+		t.heading("Not collected")
+		for _, e := range r.NotCollected {
+			t.wrap("  ", fmt.Sprintf("%s: %s (%s)", e.Collector, e.Message, e.Kind))
+		}
+	}
+	return t.w.Flush()
+}
+
+func (t *textWriter) severity(s check.Severity) string {
+	label := strings.ToUpper(s.String())
+	switch s {
+	case check.Critical:
+		return t.paint("31;1", label)
+	case check.Warning:
+		return t.paint("33;1", label)
+	default:
+		return t.paint("36", label)
+	}
+}
+
+func writeFindingsText(t *textWriter, fs []check.Finding) {
+	t.heading("Findings")
+	if len(fs) == 0 {
+		t.printf("  none\n")
+		return
+	}
+	for _, f := range fs {
+		status := ""
+		if f.Status != check.Fail {
+			status = " (" + string(f.Status) + ")"
+		}
+		t.printf("\n%s %s%s — %s\n", t.severity(f.Severity), f.ID, status, f.Subject)
+		t.wrap("  ", f.Summary)
+		for _, e := range f.Evidence {
+			ev := e.Source
+			if e.Key != "" {
+				ev += " " + e.Key
+			}
+			ev += ": " + e.Observed
+			if e.Expected != "" {
+				ev += " (expected " + e.Expected + ")"
+			}
+			t.wrap("    - ", ev)
+		}
+		if f.Remediation != "" {
+			t.printf("  fix:\n")
+			for _, line := range strings.Split(f.Remediation, "\n") {
+				t.printf("    %s\n", line)
+			}
+		}
+	}
+}

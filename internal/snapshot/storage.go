@@ -1,0 +1,123 @@
+package snapshot
+
+// Storage is what the storage collectors read: mounts and block devices with
+// their stacking relations. It holds facts only; the path model is built
+// from it by internal/model/storage.
+type Storage struct {
+	Mounts       []Mount       `json:"mounts,omitempty"`
+	BlockDevices []BlockDevice `json:"block_devices,omitempty"`
+}
+
+// Mount is one line of /proc/self/mountinfo (proc(5)), plus what was learnt
+// about the mount root.
+type Mount struct {
+	MountID    int    `json:"mount_id"`
+	ParentID   int    `json:"parent_id"`
+	MajorMinor string `json:"major_minor"` // "254:0"; 0:N for virtual filesystems
+	Root       string `json:"root"`        // path within the filesystem
+	MountPoint string `json:"mount_point"`
+	Options    string `json:"options,omitempty"`
+	FSType     string `json:"fs_type"`
+	Source     string `json:"source,omitempty"`
+	SuperOpts  string `json:"super_options,omitempty"`
+	// Fscrypt is the fscrypt policy of the mount root, nil when the root is
+	// not encrypted or the check could not run (see Manifest.Errors).
+	Fscrypt *Fscrypt `json:"fscrypt,omitempty"`
+}
+
+// Fscrypt is a file-based encryption policy (FS_IOC_GET_ENCRYPTION_POLICY_EX).
+type Fscrypt struct {
+	Version       int    `json:"version"`
+	ContentsMode  string `json:"contents_mode"` // e.g. AES-256-XTS
+	FilenamesMode string `json:"filenames_mode"`
+}
+
+// Block device kinds as slowpath names them.
+const (
+	KindDisk      = "disk"
+	KindPartition = "partition"
+	KindDM        = "dm"
+	KindMD        = "md"
+	KindLoop      = "loop"
+	KindZram      = "zram"
+	KindRAM       = "ram" // brd ramdisk
+	KindOther     = "other"
+)
+
+// BlockDevice is one entry of /sys/class/block.
+type BlockDevice struct {
+	Name       string `json:"name"`        // kernel name: sda, sda1, dm-0, loop3
+	MajorMinor string `json:"major_minor"` // from dev
+	Kind       string `json:"kind"`        // one of the Kind constants
+	// Parent is the whole disk of a partition.
+	Parent    string `json:"parent,omitempty"`
+	SizeBytes uint64 `json:"size_bytes"` // size is in 512-byte sectors in sysfs
+	ReadOnly  bool   `json:"read_only,omitempty"`
+	Removable bool   `json:"removable,omitempty"`
+	// Slaves are the devices this one is built on; Holders those built on it.
+	Slaves  []string  `json:"slaves,omitempty"`
+	Holders []string  `json:"holders,omitempty"`
+	Queue   *Queue    `json:"queue,omitempty"`
+	DM      *DM       `json:"dm,omitempty"`
+	Loop    *Loop     `json:"loop,omitempty"`
+	MD      *MD       `json:"md,omitempty"`
+	Ident   *Identity `json:"identity,omitempty"`
+}
+
+// Queue is /sys/block/NAME/queue. Pointers are nil when the file is absent.
+type Queue struct {
+	Rotational        *bool    `json:"rotational,omitempty"`
+	LogicalBlockSize  int      `json:"logical_block_size,omitempty"`
+	PhysicalBlockSize int      `json:"physical_block_size,omitempty"`
+	Scheduler         string   `json:"scheduler,omitempty"` // the active one, e.g. "none"
+	Schedulers        []string `json:"schedulers,omitempty"`
+	NrRequests        int      `json:"nr_requests,omitempty"`
+	ReadAheadKB       int      `json:"read_ahead_kb,omitempty"`
+}
+
+// DM is a device-mapper device: /sys/block/dm-N/dm plus its table as the
+// DM_TABLE_STATUS ioctl (or dmsetup table) reports it.
+type DM struct {
+	Name    string     `json:"name"`
+	UUID    string     `json:"uuid,omitempty"` // e.g. CRYPT-LUKS2-<uuid>-NAME
+	Targets []DMTarget `json:"targets,omitempty"`
+}
+
+// DMTarget is one line of a dm table.
+//
+// Params is the target's parameter string exactly as the kernel prints it,
+// except that for crypt targets the key field is replaced at collection time:
+// a hex key becomes "redacted:<bits>" (its length in bits); a keyring
+// reference (":32:logon:desc") names a key rather than containing it and is
+// kept. Key material never enters a snapshot.
+type DMTarget struct {
+	Start  uint64 `json:"start"`  // sectors
+	Length uint64 `json:"length"` // sectors
+	Type   string `json:"type"`   // crypt, linear, striped, integrity, ...
+	Params string `json:"params"`
+}
+
+// Loop is /sys/block/loopN/loop.
+type Loop struct {
+	BackingFile string `json:"backing_file"`
+	Offset      uint64 `json:"offset,omitempty"`
+	DirectIO    bool   `json:"dio,omitempty"`
+	// BackingDevice is major:minor of the filesystem holding BackingFile,
+	// when it could be determined (stat of the backing file).
+	BackingDevice string `json:"backing_device,omitempty"`
+}
+
+// MD is /sys/block/mdN/md.
+type MD struct {
+	Level string `json:"level"` // raid0, raid1, ...
+}
+
+// Identity is what the device says it is.
+type Identity struct {
+	Transport string `json:"transport,omitempty"` // nvme, scsi, virtio, ata, mmc, ...
+	Vendor    string `json:"vendor,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Firmware  string `json:"firmware,omitempty"`
+	// Serial is deliberately not collected: it identifies hardware and is
+	// not needed for analysis.
+}
