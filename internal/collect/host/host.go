@@ -1,11 +1,33 @@
 // Package host collects kernel release, CPU flags, DMI identity and crypto
-// drivers into snapshot.Host.
+// drivers into snapshot.Host. Each reader lives in a file named after the
+// kernel file it reads; a missing file is recorded in the manifest and the
+// rest is still collected.
 package host
 
 import (
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// Collect fills s.Host. Placeholder until the storage collectors land (issue 2).
-func Collect(fs hostfs.FS, s *snapshot.Snapshot) {}
+// Collect fills s.Host from the roots in fs.
+func Collect(fs hostfs.FS, s *snapshot.Snapshot) {
+	h := &snapshot.Host{}
+	s.Host = h
+	collectKernel(fs, h, s)
+	collectCPUInfo(fs, h, s)
+	collectDMI(fs, h, s)
+	collectCrypto(fs, h, s)
+}
+
+// readTrimmed reads a one-value kernel file (sysctl, sysfs attribute).
+func readTrimmed(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
