@@ -23,7 +23,19 @@ type Mount struct {
 	// Fscrypt is the fscrypt policy of the mount root, nil when the root is
 	// not encrypted or the check could not run (see Manifest.Errors).
 	Fscrypt *Fscrypt `json:"fscrypt,omitempty"`
+	// FscryptStatus says whether the root was checked: "encrypted" (Fscrypt
+	// is set), "not_encrypted", "unsupported" (the filesystem or its
+	// feature flags lack fscrypt) or empty when it was not checked (a
+	// filesystem type without fscrypt support, or an error in Manifest.Errors).
+	FscryptStatus string `json:"fscrypt_status,omitempty"`
 }
+
+// Fscrypt status values of Mount.FscryptStatus.
+const (
+	FscryptEncrypted    = "encrypted"
+	FscryptNotEncrypted = "not_encrypted"
+	FscryptUnsupported  = "unsupported"
+)
 
 // Fscrypt is a file-based encryption policy (FS_IOC_GET_ENCRYPTION_POLICY_EX).
 type Fscrypt struct {
@@ -105,6 +117,9 @@ type Loop struct {
 	// BackingDevice is major:minor of the filesystem holding BackingFile,
 	// when it could be determined (stat of the backing file).
 	BackingDevice string `json:"backing_device,omitempty"`
+	// BackingBlockDevice is major:minor of BackingFile itself when it is
+	// a block device node (losetup /dev/sdb) rather than a regular file.
+	BackingBlockDevice string `json:"backing_block_device,omitempty"`
 }
 
 // MD is /sys/block/mdN/md.
