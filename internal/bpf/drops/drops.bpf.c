@@ -1,0 +1,133 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Counts dropped packets in the kernel, keyed by (reason, location,
+// ifindex, kernel stack id), from the BTF tracepoint skb:kfree_skb.
+// Nothing is sent to user space per packet: user space reads the maps once
+// at the end.
+//
+// The tracepoint's arguments (include/trace/events/skb.h):
+//   5.5–5.16:  (skb, location)
+//   5.17–6.10: (skb, location, reason)
+//   6.11+:     (skb, location, reason, rx_sk)
+// As a tp_btf program the arguments arrive as a u64 array in that order,
+// so reason is always ctx[2] when it exists; the loader sets has_reason
+// from the kernel's BTF, and the verifier prunes the branch when it is
+// false (a frozen .rodata value is a known constant).
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Minimal CO-RE views of kernel structs: field offsets are relocated
+// against the running kernel's BTF at load time.
+struct net_device {
+	int ifindex;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	struct net_device *dev;
+	int skb_iif;
+} __attribute__((preserve_access_index));
+
+struct drop_key {
+	__u32 reason;
+	__u32 ifindex;
+	__u64 location;
+	__s32 stack_id; // -1: no stack (not requested or not collected)
+	__u32 pad;
+};
+
+// Set by the loader before load.
+volatile const __u8 has_reason = 1;
+volatile const __u8 with_stacks = 0;
+// Stack of NOT_SPECIFIED frees are skipped unless asked for: they are
+// numerous and mostly not drops (docs/drops.md).
+volatile const __u8 stack_unspecified = 0;
+volatile const __u32 unspecified_reason = 2;
+volatile const __u32 filter_ifindex = 0; // 0: every interface
+
+#define MAX_ENTRIES 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, MAX_ENTRIES);
+	__type(key, struct drop_key);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 4096);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));
+} stacks SEC(".maps");
+
+enum {
+	ERR_KEYS = 0,   // the drops map was full: packets not counted
+	ERR_STACKS = 1, // bpf_get_stackid failed: counted without a stack
+	ERR_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ERR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} errors SEC(".maps");
+
+static __always_inline void count_error(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&errors, &idx);
+	if (v)
+		*v += 1;
+}
+
+SEC("tp_btf/kfree_skb")
+int on_kfree_skb(__u64 *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	struct net_device *dev = BPF_CORE_READ(skb, dev);
+	struct drop_key key = {};
+
+	// The receiving device for RX drops; skb_iif once dev was cleared.
+	if (dev)
+		key.ifindex = BPF_CORE_READ(dev, ifindex);
+	else
+		key.ifindex = BPF_CORE_READ(skb, skb_iif);
+	if (filter_ifindex && key.ifindex != filter_ifindex)
+		return 0;
+
+	key.location = ctx[1];
+	if (has_reason)
+		key.reason = (__u32)ctx[2];
+	key.stack_id = -1;
+	if (with_stacks && (stack_unspecified || !has_reason || key.reason != unspecified_reason)) {
+		long id = bpf_get_stackid(ctx, &stacks, 0);
+		if (id >= 0)
+			key.stack_id = id;
+		else
+			count_error(ERR_STACKS);
+	}
+
+	__u64 *v = bpf_map_lookup_elem(&drops, &key);
+	if (v) {
+		*v += 1; // per-CPU value: no atomic needed
+		return 0;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(&drops, &key, &one, BPF_NOEXIST)) {
+		// Another packet on this CPU cannot race us, so this is a full map
+		// (or an entry made by another CPU between lookup and update).
+		v = bpf_map_lookup_elem(&drops, &key);
+		if (v)
+			*v += 1;
+		else
+			count_error(ERR_KEYS);
+	}
+	return 0;
+}

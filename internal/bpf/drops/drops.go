@@ -1,0 +1,252 @@
+// Package drops loads the eBPF program behind `slowpath net drops`: a BTF
+// tracepoint on skb:kfree_skb that counts dropped packets in a per-CPU
+// hash keyed by (reason, location, ifindex, stack id), and optionally
+// records kernel stacks in a stack map. Nothing is copied to user space
+// per packet; Read collects the maps once.
+//
+// The C source is drops.bpf.c; bpf_bpfel.go and bpf_bpfel.o are generated
+// by bpf2go (`make generate`) and committed, so building needs no clang.
+package drops
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/drops"
+)
+
+// Options select what the program collects.
+type Options struct {
+	// Stacks records a kernel stack per drop (bpf_get_stackid).
+	Stacks bool
+	// StacksUnspecified also records stacks of NOT_SPECIFIED frees, which
+	// are skipped by default because they are frequent and mostly not
+	// drops.
+	StacksUnspecified bool
+	// Ifindex counts only drops whose skb belongs to this interface; 0
+	// counts all.
+	Ifindex uint32
+}
+
+// Errors a caller may want to tell apart.
+var (
+	ErrNoBTF             = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrTracepointMissing = errors.New("tracepoint skb:kfree_skb not found in the kernel's BTF (btf_trace_kfree_skb): the kernel is too old or built without it")
+)
+
+// Linux capability numbers (include/uapi/linux/capability.h).
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// CheckPrivileges says which capabilities are missing to load a tracing
+// program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers
+// both.
+func CheckPrivileges() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(capSysAdmin) {
+		return nil
+	}
+	var missing []string
+	if !has(capBPF) {
+		missing = append(missing, "CAP_BPF")
+	}
+	if !has(capPerfmon) {
+		missing = append(missing, "CAP_PERFMON")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("loading the eBPF drop tracer needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
+}
+
+// ProbeKernel reads what the kernel's BTF says about skb:kfree_skb: whether
+// it carries a drop reason and the reason names. It needs no privileges.
+func ProbeKernel() (drops.Kernel, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
+			return drops.Kernel{}, ErrNoBTF
+		}
+		return drops.Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+	}
+	return probeSpec(spec)
+}
+
+func probeSpec(spec *btf.Spec) (drops.Kernel, error) {
+	var k drops.Kernel
+	// The tracepoint's prototype: void (*)(void *__data, struct sk_buff *skb,
+	// void *location[, enum skb_drop_reason reason[, struct sock *rx_sk]]).
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_kfree_skb", &td); err != nil {
+		return k, ErrTracepointMissing
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return k, fmt.Errorf("btf_trace_kfree_skb is %s, not a function pointer", td.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok || len(proto.Params) < 3 {
+		return k, fmt.Errorf("btf_trace_kfree_skb has an unexpected prototype %v", ptr.Target)
+	}
+	if len(proto.Params) >= 4 {
+		if e, ok := btf.UnderlyingType(proto.Params[3].Type).(*btf.Enum); ok && e.Name == "skb_drop_reason" {
+			k.HasReasons = true
+			k.Reasons = make(map[uint32]string, len(e.Values))
+			for _, v := range e.Values {
+				if name, ok := drops.ReasonName(v.Name); ok {
+					k.Reasons[uint32(v.Value)] = name
+				}
+			}
+		}
+	}
+	return k, nil
+}
+
+// Tracer is a loaded and attached drop counter. Close detaches it.
+type Tracer struct {
+	objs   bpfObjects
+	link   link.Link
+	kernel drops.Kernel
+	start  time.Time
+}
+
+// Start checks privileges, loads the program for this kernel and attaches
+// it. The caller must Close the Tracer.
+func Start(opts Options) (*Tracer, error) {
+	kernel, err := ProbeKernel()
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK for eBPF maps: %w", err)
+	}
+	spec, err := loadBpf()
+	if err != nil {
+		return nil, err
+	}
+	unspecified, _ := kernel.Unspecified()
+	consts := map[string]any{
+		bpfVarHasReason:         b2u8(kernel.HasReasons),
+		bpfVarWithStacks:        b2u8(opts.Stacks),
+		bpfVarStackUnspecified:  b2u8(opts.StacksUnspecified),
+		bpfVarUnspecifiedReason: unspecified,
+		bpfVarFilterIfindex:     opts.Ifindex,
+	}
+	for name, v := range consts {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	if !opts.Stacks {
+		// The stack map is unused: keep it minimal.
+		spec.Maps[bpfMapStacks].MaxEntries = 1
+	}
+	t := &Tracer{kernel: kernel}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("kernel refused the drop tracer: %+v", ve)
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load eBPF drop tracer: %w (needs CAP_BPF and CAP_PERFMON; is kernel.unprivileged_bpf_disabled or a lockdown in force?)", err)
+		}
+		return nil, fmt.Errorf("load eBPF drop tracer: %w", err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: t.objs.OnKfreeSkb})
+	if err != nil {
+		t.objs.Close()
+		return nil, fmt.Errorf("attach to tracepoint skb:kfree_skb: %w", err)
+	}
+	t.link = l
+	t.start = time.Now()
+	return t, nil
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Read returns the counters collected so far. It can be called while the
+// program is attached; counts keep growing.
+func (t *Tracer) Read() (*drops.Capture, error) {
+	c := &drops.Capture{Kernel: t.kernel, DurationSeconds: time.Since(t.start).Seconds()}
+	var (
+		key    bpfDropKey
+		counts []uint64
+	)
+	stackIDs := map[int32]bool{}
+	it := t.objs.Drops.Iterate()
+	for it.Next(&key, &counts) {
+		var sum uint64
+		for _, n := range counts {
+			sum += n
+		}
+		c.Records = append(c.Records, drops.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, StackID: key.StackId, Count: sum})
+		if key.StackId >= 0 {
+			stackIDs[key.StackId] = true
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read drops map: %w", err)
+	}
+	if len(stackIDs) > 0 {
+		c.Stacks = make(map[int32][]uint64, len(stackIDs))
+		frames := make([]uint64, t.objs.Stacks.ValueSize()/8)
+		for id := range stackIDs {
+			if err := t.objs.Stacks.Lookup(uint32(id), &frames); err != nil {
+				// A stack id whose trace was replaced: keep the count, lose the stack.
+				continue
+			}
+			var st []uint64
+			for _, f := range frames {
+				if f == 0 {
+					break
+				}
+				st = append(st, f)
+			}
+			c.Stacks[id] = st
+		}
+	}
+	var errs []uint64
+	for i, dst := range []*uint64{&c.LostRecords, &c.LostStacks} {
+		if err := t.objs.Errors.Lookup(uint32(i), &errs); err != nil {
+			return nil, fmt.Errorf("read errors map: %w", err)
+		}
+		for _, n := range errs {
+			*dst += n
+		}
+	}
+	return c, nil
+}
+
+// Close detaches the program and frees its maps.
+func (t *Tracer) Close() error {
+	var err error
+	if t.link != nil {
+		err = t.link.Close()
+	}
+	return errors.Join(err, t.objs.Close())
+}

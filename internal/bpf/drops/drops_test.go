@@ -1,0 +1,90 @@
+package drops
+
+import (
+	"net"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/drops"
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+func TestProbeKernelNamesReasons(t *testing.T) {
+	k, err := ProbeKernel()
+	if err != nil {
+		testenv.Unavailable(t, err.Error())
+	}
+	if !k.HasReasons {
+		t.Skip("kernel without drop reasons")
+	}
+	v, ok := k.Unspecified()
+	if !ok {
+		t.Fatalf("NOT_SPECIFIED missing from %d reasons", len(k.Reasons))
+	}
+	found := false
+	for _, n := range k.Reasons {
+		found = found || n == "CPU_BACKLOG"
+	}
+	if !found {
+		t.Errorf("CPU_BACKLOG not among the kernel's reasons (NOT_SPECIFIED=%d)", v)
+	}
+}
+
+// sendToClosedPort sends n datagrams to an unused UDP port on loopback.
+func sendToClosedPort(t *testing.T, n int) int {
+	t.Helper()
+	// Bind then close to learn a port nobody listens on.
+	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	// An unconnected socket: a connected one would turn the ICMP port
+	// unreachable into ECONNREFUSED on the next write, which is not sent.
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dst := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	for i := 0; i < n; i++ {
+		if _, err := c.WriteTo([]byte("slowpath"), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return port
+}
+
+func TestNoSocketOnLoopback(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, stacks := range []bool{false, true} {
+		tr, err := Start(Options{Stacks: stacks, Ifindex: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendToClosedPort(t, 5)
+		c, err := tr.Read()
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, r := range c.Records {
+			name := c.Kernel.Name(r.Reason)
+			if r.Ifindex != 1 {
+				t.Errorf("record on ifindex %d passed the loopback filter: %+v", r.Ifindex, r)
+			}
+			if name == "NO_SOCKET" {
+				n += r.Count
+				if stacks && (r.StackID < 0 || len(c.Stacks[r.StackID]) == 0) {
+					t.Errorf("NO_SOCKET record without a stack: %+v", r)
+				}
+			}
+			t.Logf("%s loc=%#x if=%d stack=%d count=%d", name, r.Location, r.Ifindex, r.StackID, r.Count)
+		}
+		if n < 5 {
+			t.Errorf("stacks=%v: %d NO_SOCKET drops, want >= 5", stacks, n)
+		}
+		_ = drops.NoStack
+	}
+}

@@ -1,0 +1,54 @@
+// Package drops turns the in-kernel drop counters of `slowpath net drops`
+// into a report: it names drop reasons (from the kernel's BTF enum
+// skb_drop_reason, read by the loader), maps them to the layer of the data
+// path and the slowpath check they relate to, symbolises drop locations
+// and stacks with a /proc/kallsyms table, and folds stacks for flame
+// graphs. It is pure: the loader in internal/bpf/drops reads the kernel,
+// this package only sees a Capture, so recorded captures are test input.
+package drops
+
+// NoStack is the stack id of a record collected without a stack.
+const NoStack = -1
+
+// Record is one entry of the in-kernel drops map, summed over CPUs.
+type Record struct {
+	Reason   uint32 `json:"reason"`   // enum skb_drop_reason value; 0 when the kernel has no reasons
+	Location uint64 `json:"location"` // return address inside the function that freed the skb
+	Ifindex  uint32 `json:"ifindex"`  // skb->dev, else skb->skb_iif; 0 when neither is set
+	StackID  int32  `json:"stack_id"` // key into Capture.Stacks, or NoStack
+	Count    uint64 `json:"count"`
+}
+
+// Kernel describes what the running kernel offers, learned from its BTF.
+type Kernel struct {
+	// HasReasons is true when skb:kfree_skb carries a drop reason (5.17+,
+	// or a backport).
+	HasReasons bool `json:"has_reasons"`
+	// Reasons names enum skb_drop_reason values without the
+	// SKB_DROP_REASON_ prefix.
+	Reasons map[uint32]string `json:"reasons,omitempty"`
+}
+
+// Unspecified returns the value of NOT_SPECIFIED in k's enum, which moved
+// between kernels (0 on 5.17, 2 once SKB_NOT_DROPPED_YET and SKB_CONSUMED
+// were added before it).
+func (k Kernel) Unspecified() (uint32, bool) {
+	for v, n := range k.Reasons {
+		if n == "NOT_SPECIFIED" {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// Capture is everything read back from the kernel after a run.
+type Capture struct {
+	Kernel          Kernel             `json:"kernel"`
+	DurationSeconds float64            `json:"duration_seconds"`
+	Records         []Record           `json:"records"`
+	Stacks          map[int32][]uint64 `json:"stacks,omitempty"` // innermost frame first
+	// LostRecords counts drops not counted because the map was full;
+	// LostStacks counts drops counted without their stack.
+	LostRecords uint64 `json:"lost_records,omitempty"`
+	LostStacks  uint64 `json:"lost_stacks,omitempty"`
+}
