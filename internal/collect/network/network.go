@@ -1,8 +1,13 @@
-// Package network collects interfaces, rings, softnet, snmp and sysctls.
+// Package network reads the host's network data path into snapshot.Net:
+// interfaces with driver, rings, channels, queues and IRQs (sysfs, ethtool
+// ioctl, rtnetlink), the receive-path sysctls, whether the kernel names skb
+// drop reasons, and samples of every drop counter. It is the only network
+// code that touches the host; everything it reads goes into the snapshot.
 package network
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -10,11 +15,132 @@ import (
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// Options configure network collection.
-type Options struct{}
+// DefaultInterval is the wait between the two counter samples of a live
+// collection: long enough for a live problem to move its counters, short
+// enough not to slow doctor down.
+const DefaultInterval = time.Second
 
-// Collect fills s.Net. Placeholder until the network collectors land (issue 4).
-func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot) {}
+// Options configure network collection.
+type Options struct {
+	// Interval between the two counter samples; 0 takes one sample only,
+	// and checks that need rates then report unknown.
+	Interval time.Duration
+	// Ethtool and Netlink answer the non-file requests. Nil means the live
+	// kernel (SIOCETHTOOL ioctl, rtnetlink); tests pass fakes.
+	Ethtool Ethtool
+	Netlink Netlink
+	// Monotonic is the clock for sample timestamps; nil means CLOCK_MONOTONIC.
+	Monotonic func() int64
+	// Sleep waits between samples; nil means a context-aware time.Sleep.
+	Sleep func(context.Context, time.Duration) error
+}
 
 // AddFlags registers the network collection flags on fs.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {}
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Interval = DefaultInterval
+	fs.DurationVar(&o.Interval, "net-interval", DefaultInterval,
+		"wait between the two samples of network drop counters (0 takes one sample: rates unknown)")
+}
+
+// Collect fills s.Net. What cannot be read is recorded in the manifest;
+// expected absences (a driver without ring parameters) are recorded in the
+// interface as unsupported instead.
+func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	src, closeSrc := o.sources()
+	defer closeSrc()
+	n := &snapshot.Net{}
+	s.Net = n
+
+	names, err := ListInterfaces(fs)
+	if err != nil {
+		s.AddError("net.interfaces", fs.SysPath("class", "net"), err)
+	}
+	kinds, err := src.nl.LinkKinds()
+	if err != nil {
+		s.AddError("net.netlink", "RTM_GETLINK", err)
+	}
+	irqs, err := readInterrupts(fs)
+	if err != nil {
+		s.AddError("net.irqs", fs.ProcPath("interrupts"), err)
+	}
+	for _, name := range names {
+		ifc, err := readInterface(fs, name)
+		if err != nil {
+			s.AddError("net.interfaces", fs.SysPath("class", "net", name), err)
+			continue
+		}
+		ifc.Kind = kinds[name]
+		addEthtool(src.eth, &ifc, s)
+		ifc.IRQs = interfaceIRQs(fs, irqs, ifc.Name, ifc.BusInfo)
+		n.Interfaces = append(n.Interfaces, ifc)
+	}
+	n.Sysctls = readSysctls(fs, s)
+	n.DropReasons = readDropReasons(fs)
+
+	sm := &Sampler{fs: fs, src: src, mono: o.monotonic()}
+	first, errs := sm.Sample()
+	for _, e := range errs {
+		s.AddError(e.Collector, e.Path, e.Err)
+	}
+	n.Samples = append(n.Samples, first)
+	if o.Interval <= 0 {
+		return
+	}
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	if err := sleep(ctx, o.Interval); err != nil {
+		s.AddError("net.samples", "second sample", err)
+		return
+	}
+	second, _ := sm.Sample() // errors repeat those of the first sample
+	n.Samples = append(n.Samples, second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type sources struct {
+	eth Ethtool
+	nl  Netlink
+}
+
+// sources returns the ethtool and netlink sources, opening live ones when
+// none were given. A live source that cannot be opened answers every
+// request with the error, so it is recorded per request like any other.
+func (o Options) sources() (sources, func()) {
+	src := sources{eth: o.Ethtool, nl: o.Netlink}
+	closeFn := func() {}
+	if src.eth == nil {
+		e, err := NewLiveEthtool()
+		if err != nil {
+			src.eth = failedEthtool{err}
+		} else {
+			src.eth = e
+			closeFn = e.Close
+		}
+	}
+	if src.nl == nil {
+		src.nl = LiveNetlink{}
+	}
+	return src, closeFn
+}
+
+func (o Options) monotonic() func() int64 {
+	if o.Monotonic != nil {
+		return o.Monotonic
+	}
+	return monotonicNow
+}
