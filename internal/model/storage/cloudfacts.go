@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Where encryption of a layer runs.
+const (
+	ByKernelCPU    = "kernel-cpu"            // this kernel, on this VM's CPUs (dm-crypt, fscrypt)
+	ByHypervisor   = "hypervisor-host"       // the cloud host under the VM (Azure encryption at host)
+	ByDrive        = "drive"                 // hardware on the device path (Nitro instance store, local SSD)
+	ByCloudStorage = "cloud-storage-service" // the remote storage service (Azure SSE, GCP PD)
+)
+
+// CloudDisk says what a cloud disk is and how the platform encrypts it.
+type CloudDisk struct {
+	Provider string `json:"provider"`
+	Role     string `json:"role"` // e.g. instance-store, ebs, temp-disk, managed-disk, local-ssd, persistent-disk
+	// Encrypted is nil when encryption cannot be known from inside the VM.
+	Encrypted   *bool  `json:"encrypted"`
+	EncryptedBy string `json:"encrypted_by,omitempty"`
+	Algorithm   string `json:"algorithm,omitempty"`
+	// Fact is the id of the cloudFacts row that decided, Source its documentation.
+	Fact   string `json:"fact"`
+	Source string `json:"source"`
+	Note   string `json:"note,omitempty"`
+}
+
+// cloudFact is one documented statement about a cloud disk. Each row names
+// its source; none is inferred. Rows are tried in order, first match wins.
+type cloudFact struct {
+	id       string
+	provider string
+	// models matches the device's identity model (trimmed, exact).
+	models []string
+	// tempDisk matches Azure's SCSI temp disk: model "Virtual Disk" whose
+	// size equals IMDS storageProfile.resourceDisk.size.
+	tempDisk bool
+	// eah: nil any, else must equal Azure securityProfile.encryptionAtHost.
+	eah       *bool
+	role      string
+	encrypted *bool // nil: not knowable from inside
+	by        string
+	algorithm string
+	source    string
+	note      string
+}
+
+func ptr(b bool) *bool { return &b }
+
+// cloudFacts is the one table of cloud disk facts. Model strings are what
+// the devices report in /sys/block/*/device/model; encryption statements
+// are quoted in docs/checks.md with the same links.
+var cloudFacts = []cloudFact{
+	{
+		id: "aws-nitro-instance-store", provider: "aws",
+		models: []string{"Amazon EC2 NVMe Instance Storage"},
+		role:   "instance-store", encrypted: ptr(true), by: ByDrive, algorithm: "XTS-AES-256",
+		// "The data on NVMe instance storage is encrypted using an XTS-AES-256 block
+		// cipher implemented in a hardware module on the instance ... You cannot disable this encryption."
+		source: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ssd-instance-store.html",
+		note:   "always on, cannot be disabled; keys destroyed when the instance stops",
+	},
+	{
+		id: "aws-ebs", provider: "aws",
+		models: []string{"Amazon Elastic Block Store"},
+		role:   "ebs", encrypted: nil, by: ByHypervisor, algorithm: "AES-256-XTS",
+		// EBS encryption is per volume, done on the EC2 host; the guest sees the same device either way.
+		source: "https://docs.aws.amazon.com/kms/latest/cryptographic-details/ebs-volume-encryption.html",
+		note:   "EBS encryption is a per-volume setting applied on the Nitro host and invisible from inside; check with `aws ec2 describe-volumes --query 'Volumes[].Encrypted'`",
+	},
+	{
+		id: "azure-eah-temp-nvme", provider: "azure",
+		models: []string{"Microsoft NVMe Direct Disk", "Microsoft NVMe Direct Disk v2"},
+		eah:    ptr(true), role: "temp-disk", encrypted: ptr(true), by: ByHypervisor, algorithm: "AES-256 (platform-managed key)",
+		// "Encryption at host enables encryption at rest for your temporary disk and OS/data disk caches."
+		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption#encryption-at-host---end-to-end-encryption-for-your-vm-data",
+	},
+	{
+		id: "azure-eah-temp-scsi", provider: "azure", tempDisk: true,
+		eah: ptr(true), role: "temp-disk", encrypted: ptr(true), by: ByHypervisor, algorithm: "AES-256 (platform-managed key)",
+		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption#encryption-at-host---end-to-end-encryption-for-your-vm-data",
+	},
+	{
+		id: "azure-eah-managed", provider: "azure",
+		models: []string{"Virtual Disk"},
+		eah:    ptr(true), role: "managed-disk", encrypted: ptr(true), by: ByHypervisor, algorithm: "AES-256",
+		// "For disks with encryption at host enabled, the server hosting your VM provides
+		// the encryption for your data, and that encrypted data flows into Azure Storage."
+		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption",
+	},
+	{
+		id: "azure-temp-no-eah", provider: "azure", tempDisk: true,
+		models: []string{"Microsoft NVMe Direct Disk", "Microsoft NVMe Direct Disk v2"},
+		eah:    ptr(false), role: "temp-disk", encrypted: ptr(false),
+		// "Temporary disks are not managed disks and are not encrypted by SSE, unless you enable encryption at host."
+		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption",
+		note:   "not encrypted by the platform per Azure docs; no Microsoft document found that states hardware encryption of local temp disks",
+	},
+	{
+		id: "azure-managed-sse", provider: "azure",
+		models: []string{"Virtual Disk"},
+		eah:    ptr(false), role: "managed-disk", encrypted: ptr(true), by: ByCloudStorage, algorithm: "AES-256",
+		// "SSE automatically encrypts your data stored on Azure managed disks (OS and data disks) at rest by default"
+		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption",
+	},
+	{
+		id: "gcp-local-ssd", provider: "gcp",
+		models: []string{"nvme_card", "EphemeralDisk"},
+		role:   "local-ssd", encrypted: ptr(true), by: ByDrive, algorithm: "AES-256",
+		// "Compute Engine offers always-encrypted local solid-state drive (SSD) block storage"
+		source: "https://cloud.google.com/compute/docs/disks/local-ssd",
+	},
+	{
+		id: "gcp-persistent-disk", provider: "gcp",
+		models: []string{"PersistentDisk", "nvme_card-pd"},
+		role:   "persistent-disk", encrypted: ptr(true), by: ByCloudStorage, algorithm: "AES-256",
+		// Google encrypts all customer content at rest by default.
+		source: "https://cloud.google.com/docs/security/encryption/default-encryption",
+	},
+}
+
+// lookupCloudDisk finds the cloud fact for a whole disk, nil when the disk is
+// not a recognised cloud disk. Azure rows that depend on encryption at host
+// are skipped when IMDS did not say (nil), and a note explains it instead.
+func lookupCloudDisk(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
+	if c == nil || d == nil {
+		return nil
+	}
+	model := ""
+	if d.Ident != nil {
+		model = strings.TrimSpace(d.Ident.Model)
+	}
+	var eah *bool
+	isTemp := false
+	if c.Azure != nil {
+		eah = c.Azure.EncryptionAtHost
+		isTemp = isAzureTempDisk(c.Azure, d, model)
+	}
+	for i := range cloudFacts {
+		f := &cloudFacts[i]
+		if f.provider != c.Provider {
+			continue
+		}
+		modelOK := false
+		for _, m := range f.models {
+			if m == model {
+				modelOK = true
+			}
+		}
+		if f.tempDisk && isTemp {
+			modelOK = true
+		} else if !f.tempDisk && f.role == "managed-disk" && isTemp {
+			modelOK = false // the SCSI temp disk also reports "Virtual Disk"
+		}
+		if !modelOK {
+			continue
+		}
+		if f.eah != nil {
+			if eah == nil {
+				return &CloudDisk{Provider: c.Provider, Role: f.role, Fact: "azure-eah-unknown", Source: f.source,
+					Note: "Azure instance metadata did not report securityProfile.encryptionAtHost; host encryption unknown"}
+			}
+			if *f.eah != *eah {
+				continue
+			}
+		}
+		return &CloudDisk{Provider: c.Provider, Role: f.role, Encrypted: f.encrypted, EncryptedBy: f.by,
+			Algorithm: f.algorithm, Fact: f.id, Source: f.source, Note: f.note}
+	}
+	return nil
+}
+
+// isAzureTempDisk recognises the temp (resource) disk: an NVMe direct disk,
+// or the SCSI "Virtual Disk" whose size matches IMDS resourceDisk.size (MiB).
+// Both the OS disk and the temp disk report "Virtual Disk", so size is the
+// distinguishing fact available in a snapshot.
+func isAzureTempDisk(a *snapshot.AzureMeta, d *snapshot.BlockDevice, model string) bool {
+	if strings.HasPrefix(model, "Microsoft NVMe Direct Disk") {
+		return true
+	}
+	if model != "Virtual Disk" || a.ResourceDiskSizeMB <= 0 {
+		return false
+	}
+	return d.SizeBytes == uint64(a.ResourceDiskSizeMB)<<20
+}
