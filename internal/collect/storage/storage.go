@@ -1,13 +1,110 @@
 // Package storage collects mounts and block devices, with device-mapper
 // tables read through the DM ioctl and key material removed at the source.
+//
+// Readers are split by kernel source: mountinfo.go (/proc/self/mountinfo),
+// sys_class_block.go (/sys/class/block), dm_ioctl.go (DM_TABLE_STATUS),
+// dm_table.go (target parameters and their redaction), fscrypt.go
+// (FS_IOC_GET_ENCRYPTION_POLICY_EX).
 package storage
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// Collect fills s.Storage. Placeholder until the storage collectors land (issue 2).
-func Collect(ctx context.Context, fs hostfs.FS, s *snapshot.Snapshot) {}
+// Collector reads storage facts from the roots in FS. The zero values of
+// OpenDM and Fscrypt use the live kernel interfaces under FS.Root.
+type Collector struct {
+	FS hostfs.FS
+	// OpenDM opens the device-mapper control; it is only called when
+	// there are dm devices whose tables are wanted.
+	OpenDM func() (DMControl, error)
+	// Fscrypt asks for the policy of mount roots.
+	Fscrypt FscryptProber
+}
+
+// Collect fills s.Storage from the live host roots in fs.
+func Collect(ctx context.Context, fs hostfs.FS, s *snapshot.Snapshot) {
+	(&Collector{FS: fs}).Collect(ctx, s)
+}
+
+// Collect fills s.Storage. Nothing here fails the whole collection:
+// each problem is recorded in the manifest with its path.
+func (c *Collector) Collect(ctx context.Context, s *snapshot.Snapshot) {
+	st := &snapshot.Storage{}
+	s.Storage = st
+
+	mounts, lineErrs, err := readMountInfo(c.FS)
+	mi := c.FS.ProcPath("self", "mountinfo")
+	s.AddError("storage.mounts", mi, err)
+	for _, e := range lineErrs {
+		s.AddError("storage.mounts", mi, e)
+	}
+	prober := c.Fscrypt
+	if prober == nil {
+		prober = ioctlFscrypt{}
+	}
+	collectFscrypt(c.FS, prober, mounts, s)
+	st.Mounts = mounts
+
+	st.BlockDevices = readBlockDevices(c.FS, s)
+	if ctx.Err() != nil {
+		s.AddError("storage.dm", "", ctx.Err())
+		return
+	}
+	c.collectDMTables(st.BlockDevices, s)
+}
+
+// collectDMTables fills DM.Targets of every dm device.
+func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Snapshot) {
+	var dms []*snapshot.BlockDevice
+	for i := range devs {
+		if devs[i].Kind == snapshot.KindDM && devs[i].DM != nil {
+			dms = append(dms, &devs[i])
+		}
+	}
+	if len(dms) == 0 {
+		return // nothing to ask, so a kernel without dm is not an error
+	}
+	open := c.OpenDM
+	ctlPath := c.FS.RootPath("dev", "mapper", "control")
+	if open == nil {
+		open = func() (DMControl, error) { return OpenDMControl(ctlPath) }
+	}
+	ctl, err := open()
+	if err != nil {
+		s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), err))
+		return
+	}
+	defer ctl.Close()
+	for _, d := range dms {
+		targets, errs := readDMTable(ctl, d.MajorMinor)
+		for _, e := range errs {
+			s.AddError("storage.dm", ctlPath+" "+d.Name, e)
+		}
+		d.DM.Targets = targets
+	}
+}
+
+// readDMTable asks ctl for one device's table, decodes it, removes key
+// material and zeroes the raw answer before returning.
+func readDMTable(ctl DMControl, mm string) ([]snapshot.DMTarget, []error) {
+	var maj, min uint32
+	if _, err := fmt.Sscanf(mm, "%d:%d", &maj, &min); err != nil {
+		return nil, []error{fmt.Errorf("bad device number %q: %w", mm, err)}
+	}
+	buf, err := ctl.TableStatus(maj, min)
+	if err != nil {
+		clear(buf)
+		return nil, []error{err}
+	}
+	defer clear(buf)
+	raw, err := decodeTableStatus(buf)
+	if err != nil {
+		return nil, []error{fmt.Errorf("device %s: %w", mm, err)}
+	}
+	return redactTargets(raw)
+}
