@@ -182,7 +182,7 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 		for _, o := range ms[1:] {
 			p.AlsoMountedAt = append(p.AlsoMountedAt, o.MountPoint)
 		}
-		b.walkMount(&p, ms[0], 0, map[string]bool{})
+		b.walkMount(&p, ms[0], 0, map[string]bool{"mount:" + mm: true})
 		if d != nil {
 			mounted[d.Name] = true
 		}
