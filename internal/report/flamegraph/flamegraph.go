@@ -1,0 +1,251 @@
+// Package flamegraph renders folded stacks as a flame graph SVG, in the
+// layout of Brendan Gregg's flamegraph.pl: the root at the bottom, one
+// row per stack depth, each frame as wide as the samples that passed
+// through it, siblings in alphabetical order. It replaces the perl
+// pipeline (stackcollapse-perf.pl | flamegraph.pl) with deterministic Go:
+// the same stacks always give the same bytes, so outputs are golden-tested.
+package flamegraph
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Stack is one folded stack, frames from the root outwards.
+type Stack struct {
+	Frames []string
+	Count  uint64
+}
+
+// Options shape the picture. Zero values take defaults.
+type Options struct {
+	Title      string  // default "Flame Graph"
+	Width      float64 // pixels, default 1200
+	FrameH     float64 // pixels per row, default 16
+	MinWidth   float64 // frames narrower than this (pixels) are left out, default 0.1
+	CountName  string  // unit in tooltips, default "samples"
+	FontSize   float64 // default 12
+	RootName   string  // default "all"
+	FontFamily string  // default Verdana
+}
+
+func (o *Options) defaults() {
+	if o.Title == "" {
+		o.Title = "Flame Graph"
+	}
+	if o.Width <= 0 {
+		o.Width = 1200
+	}
+	if o.FrameH <= 0 {
+		o.FrameH = 16
+	}
+	if o.MinWidth <= 0 {
+		o.MinWidth = 0.1
+	}
+	if o.CountName == "" {
+		o.CountName = "samples"
+	}
+	if o.FontSize <= 0 {
+		o.FontSize = 12
+	}
+	if o.RootName == "" {
+		o.RootName = "all"
+	}
+	if o.FontFamily == "" {
+		o.FontFamily = "Verdana"
+	}
+}
+
+type node struct {
+	name     string
+	count    uint64
+	children map[string]*node
+}
+
+func (n *node) child(name string) *node {
+	if n.children == nil {
+		n.children = map[string]*node{}
+	}
+	c := n.children[name]
+	if c == nil {
+		c = &node{name: name}
+		n.children[name] = c
+	}
+	return c
+}
+
+func (n *node) sorted() []*node {
+	out := make([]*node, 0, len(n.children))
+	for _, c := range n.children {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *node) int { return cmp.Compare(a.name, b.name) })
+	return out
+}
+
+func depth(n *node) int {
+	d := 0
+	for _, c := range n.children {
+		d = max(d, depth(c))
+	}
+	return d + 1
+}
+
+// Margins, as in flamegraph.pl.
+const (
+	padTop    = 34.0
+	padBottom = 10.0
+	padSide   = 10.0
+	charWidth = 0.59 // average glyph width relative to the font size
+)
+
+// Render writes an SVG flame graph of stacks to w. Stacks with no frames
+// count toward the root only.
+func Render(w io.Writer, stacks []Stack, o Options) error {
+	o.defaults()
+	root := &node{name: o.RootName}
+	for _, s := range stacks {
+		if root.count+s.Count < root.count {
+			return errors.New("flame graph: total count overflows uint64")
+		}
+		root.count += s.Count
+		n := root
+		for _, f := range s.Frames {
+			n = n.child(f)
+			n.count += s.Count
+		}
+	}
+	rows := depth(root)
+	height := padTop + float64(rows)*o.FrameH + padBottom
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, `<?xml version="1.0" standalone="no"?>
+<svg version="1.1" width="%s" height="%s" viewBox="0 0 %s %s" xmlns="http://www.w3.org/2000/svg">
+<style>text { font-family: %s; font-size: %spx; fill: rgb(0,0,0); } .title { font-size: %spx; }</style>
+<rect x="0" y="0" width="%s" height="%s" fill="rgb(248,248,248)"/>
+<text class="title" x="%s" y="%s" text-anchor="middle">%s</text>
+`, num(o.Width), num(height), num(o.Width), num(height), escape(o.FontFamily), num(o.FontSize), num(o.FontSize+5),
+		num(o.Width), num(height), num(o.Width/2), num(o.FontSize*2), escape(o.Title))
+	if root.count == 0 {
+		fmt.Fprintf(bw, `<text x="%s" y="%s" text-anchor="middle">no %s</text>
+`, num(o.Width/2), num(padTop+o.FrameH), escape(o.CountName))
+	} else {
+		scale := (o.Width - 2*padSide) / float64(root.count)
+		var draw func(n *node, x float64, level int)
+		draw = func(n *node, x float64, level int) {
+			wpx := float64(n.count) * scale
+			if wpx < o.MinWidth {
+				return
+			}
+			y := height - padBottom - float64(level+1)*o.FrameH
+			pct := float64(n.count) * 100 / float64(root.count)
+			fmt.Fprintf(bw, `<g><title>%s (%d %s, %s%%)</title><rect x="%s" y="%s" width="%s" height="%s" fill="%s" rx="2" ry="2"/>`,
+				escape(n.name), n.count, escape(o.CountName), num(pct), num(x), num(y), num(wpx), num(o.FrameH-1), colour(n.name, level))
+			if label := fit(n.name, wpx, o.FontSize); label != "" {
+				fmt.Fprintf(bw, `<text x="%s" y="%s">%s</text>`, num(x+3), num(y+o.FrameH-4.5), escape(label))
+			}
+			bw.WriteString("</g>\n")
+			cx := x
+			for _, c := range n.sorted() {
+				draw(c, cx, level+1)
+				cx += float64(c.count) * scale
+			}
+		}
+		draw(root, padSide, 0)
+	}
+	bw.WriteString("</svg>\n")
+	return bw.Flush()
+}
+
+// fit shortens a label to the frame width, or drops it when not even two
+// characters fit (flamegraph.pl does the same).
+func fit(s string, wpx, font float64) string {
+	chars := int((wpx - 6) / (font * charWidth))
+	if chars < 3 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= chars {
+		return s
+	}
+	return string(r[:chars-2]) + ".."
+}
+
+// colour picks a warm colour from a hash of the name, so a function keeps
+// its colour across graphs; the root and bracketed pseudo-frames are grey.
+func colour(name string, level int) string {
+	if level == 0 || strings.HasPrefix(name, "[") {
+		return "rgb(200,200,200)"
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	v := h.Sum32()
+	r := 205 + int(v%50)
+	g := int((v >> 8) % 230)
+	b := int((v >> 16) % 55)
+	if level == 1 {
+		// The first row holds drop reasons: cooler, to set them apart.
+		return fmt.Sprintf("rgb(%d,%d,%d)", b+60, g/2+100, r)
+	}
+	return fmt.Sprintf("rgb(%d,%d,%d)", r, g, b)
+}
+
+// num formats a coordinate with at most two decimals: enough for pixels,
+// and short.
+func num(f float64) string {
+	return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64)
+}
+
+var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
+func escape(s string) string { return escaper.Replace(s) }
+
+// ParseFolded reads folded stacks ("frame;frame;frame count" per line, as
+// written by stackcollapse-perf.pl or `slowpath net drops --folded`).
+// Blank lines are skipped; equal stacks are merged.
+func ParseFolded(r io.Reader) ([]Stack, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	idx := map[string]int{}
+	var out []Stack
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimRight(sc.Text(), " \t\r")
+		if t == "" {
+			continue
+		}
+		sp := strings.LastIndexAny(t, " \t")
+		if sp < 0 {
+			return nil, fmt.Errorf("folded line %d: no count: %q", line, t)
+		}
+		n, err := strconv.ParseUint(t[sp+1:], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("folded line %d: count %q: %w", line, t[sp+1:], err)
+		}
+		stack := strings.TrimRight(t[:sp], " \t")
+		if stack == "" {
+			return nil, fmt.Errorf("folded line %d: no frames", line)
+		}
+		if i, ok := idx[stack]; ok {
+			if out[i].Count+n < n {
+				return nil, errors.New("folded: count overflows uint64")
+			}
+			out[i].Count += n
+			continue
+		}
+		idx[stack] = len(out)
+		out = append(out, Stack{Frames: strings.Split(stack, ";"), Count: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read folded stacks: %w", err)
+	}
+	return out, nil
+}
