@@ -17,6 +17,7 @@ type Counters struct {
 	SoftnetSqueezed []uint32
 	// UDP counters of the receiver namespace (/proc/net/snmp is per netns).
 	UDPInDatagrams  uint64
+	UDPNoPorts      uint64 // datagrams to a port nobody listens on
 	UDPRcvbufErrors uint64
 	UDPInErrors     uint64
 }
@@ -61,6 +62,7 @@ func (l *Lab) ReadCounters() (Counters, error) {
 		key string
 	}{
 		{&c.UDPInDatagrams, snmp.Udp.InDatagrams, "InDatagrams"},
+		{&c.UDPNoPorts, snmp.Udp.NoPorts, "NoPorts"},
 		{&c.UDPRcvbufErrors, snmp.Udp.RcvbufErrors, "RcvbufErrors"},
 		{&c.UDPInErrors, snmp.Udp.InErrors, "InErrors"},
 	} {
@@ -96,6 +98,7 @@ func (l *Lab) holderPID() (int, error) {
 func (c Counters) Sub(before Counters) Counters {
 	d := Counters{
 		UDPInDatagrams:  c.UDPInDatagrams - before.UDPInDatagrams,
+		UDPNoPorts:      c.UDPNoPorts - before.UDPNoPorts,
 		UDPRcvbufErrors: c.UDPRcvbufErrors - before.UDPRcvbufErrors,
 		UDPInErrors:     c.UDPInErrors - before.UDPInErrors,
 	}
@@ -131,5 +134,5 @@ func (c Counters) String() string {
 	for i, v := range c.SoftnetDropped {
 		s += " cpu" + strconv.Itoa(i) + "=" + strconv.FormatUint(uint64(v), 10)
 	}
-	return fmt.Sprintf("%s, udp in=%d rcvbuf_errors=%d in_errors=%d", s, c.UDPInDatagrams, c.UDPRcvbufErrors, c.UDPInErrors)
+	return fmt.Sprintf("%s, udp in=%d no_ports=%d rcvbuf_errors=%d in_errors=%d", s, c.UDPInDatagrams, c.UDPNoPorts, c.UDPRcvbufErrors, c.UDPInErrors)
 }

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -315,7 +316,27 @@ func (l *Lab) startHolder() error {
 		_ = l.Wait(cmd)
 		close(done)
 	}()
-	return nil
+	// "ip netns exec" starts in the host namespace and enters the lab's just
+	// before exec: until then /proc/<pid>/net shows the host's counters.
+	want, err := os.Stat("/run/netns/" + l.Receiver)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got, err := os.Stat("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
+		if err == nil && os.SameFile(want, got) {
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("holder process in the receiver netns exited")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errors.New("holder process did not enter the receiver netns in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Close kills the lab's processes, deletes its namespaces (which deletes the
@@ -425,3 +446,23 @@ func randomID() (string, error) {
 
 // onlineCPUs bounds the CPU numbers RPS may be steered to.
 func onlineCPUs() int { return runtime.NumCPU() }
+
+// SendUDP sends count one-byte UDP datagrams from inside namespace ns to
+// addr:port, which must be an address of the lab (SenderAddr, ReceiverAddr)
+// or loopback, in which case the datagrams stay inside ns. Sent to a port
+// nobody listens on, each is dropped with reason NO_SOCKET and counted in
+// Udp NoPorts of that namespace.
+func (l *Lab) SendUDP(ctx context.Context, ns, addr string, port, count int) error {
+	ip := net.ParseIP(addr)
+	if ip == nil || !(ip.IsLoopback() || addr == SenderAddr || addr == ReceiverAddr) {
+		return fmt.Errorf("netlab: refusing to send to %q: only loopback and the lab's own addresses", addr)
+	}
+	if port <= 0 || port > 65535 || count < 0 {
+		return fmt.Errorf("netlab: bad port %d or count %d", port, count)
+	}
+	// bash's /dev/udp opens a connected UDP socket per redirection; no
+	// extra tool needed in the namespace.
+	script := `for ((i = 0; i < $3; i++)); do printf x > "/dev/udp/$1/$2" || exit 1; done`
+	_, err := l.Exec(ctx, ns, "bash", "-c", script, "bash", ip.String(), strconv.Itoa(port), strconv.Itoa(count))
+	return err
+}
