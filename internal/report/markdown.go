@@ -44,6 +44,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(b, "| `%s` | %d | %s |\n", mdEscape(subject), p.EncryptionLayers, mdEscape(strings.Join(chain, " → ")))
 		}
 	}
+	writeNetworkMarkdown(b, r.Network)
 	fmt.Fprintf(b, "\n## Findings\n\n")
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(b, "None.\n")

@@ -4,25 +4,85 @@
 package net
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/net/drops"
 	"github.com/slowpath/slowpath/internal/cli/net/watch"
+	"github.com/slowpath/slowpath/internal/collect/network"
+	netmodel "github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// NewCmdNet builds `slowpath net` and its subcommands.
-func NewCmdNet(env *clienv.Env) *cobra.Command {
+// Options are the flags of `slowpath net`.
+type Options struct {
+	From   string
+	Format string
+	Net    network.Options
+}
+
+// NewCmdNet builds `slowpath net` and its subcommands; runF replaces the
+// action in tests.
+func NewCmdNet(env *clienv.Env, runF ...func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "net",
 		Short: "Show the network data path: NICs, rings, backlog, socket buffers, drops",
-		Args:  cobra.NoArgs,
+		Long: `Net reads this host's interfaces (driver, ring sizes, queues, IRQs), the
+receive-path sysctls and every drop counter twice (--net-interval apart), and
+prints them grouped by layer: ring, driver, backlog, budget, socket, qdisc.
+With --from it prints the network model of a saved snapshot.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return &clienv.ExitError{Code: clienv.ExitUsage, Err: errors.New("slowpath net: model printing lands with issue 4")}
+			if len(runF) > 0 && runF[0] != nil {
+				return runF[0](cmd.Context(), o)
+			}
+			return run(cmd.Context(), env, o)
 		},
 	}
+	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	o.Net.AddFlags(cmd.Flags())
 	cmd.AddCommand(watch.NewCmdWatch(env, nil), drops.NewCmdDrops(env, nil))
 	return cmd
+}
+
+func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
+
+func run(ctx context.Context, env *clienv.Env, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+	}
+	var s *snapshot.Snapshot
+	if o.From != "" {
+		var err error
+		if s, err = snapshot.Load(o.From); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		s = &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion, CollectedAt: time.Now().UTC()}}
+		network.Collect(ctx, env.FS, o.Net, s)
+		for _, e := range s.Manifest.Errors {
+			fmt.Fprintf(env.Stderr, "slowpath: not collected: %s %s: %s\n", e.Collector, e.Path, e.Message)
+		}
+	}
+	m, err := netmodel.Build(s)
+	if err != nil {
+		return usageErr(err)
+	}
+	if o.Format == "json" {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	return report.WriteNetwork(env.Stdout, m, report.Options{Color: env.Color()})
 }

@@ -1,0 +1,113 @@
+package netcheck
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/network"
+)
+
+const (
+	keyBacklog = "net.core.netdev_max_backlog"
+	// kernelDefaultBacklog is netdev_max_backlog's default (net/core/net-sysfs.c, Documentation/admin-guide/sysctl/net.rst).
+	kernelDefaultBacklog = 1000
+	// burstWindow is how long a CPU's backlog must absorb line-rate
+	// arrivals: softirq processing can be held off for a scheduler tick or
+	// more when ksoftirqd competes with the workload (10 ms at HZ=100).
+	burstWindowSeconds    = 0.010
+	maxRecommendedBacklog = 65536
+)
+
+func init() {
+	check.Register(check.Check{
+		ID:       "net.backlog-drops",
+		Title:    "Per-CPU input backlog overflowing (net.core.netdev_max_backlog)",
+		Severity: check.Warning,
+		Run:      backlogDrops,
+	})
+}
+
+func backlogDrops(in *check.Input) []check.Finding {
+	m := in.Network
+	if m == nil {
+		return nil
+	}
+	cs := counters(m, network.LayerBacklog, "softnet_dropped")
+	if m.CPUs == 0 {
+		return []check.Finding{{Status: check.Unknown, Subject: "softnet", Summary: "softnet_stat was not read, so backlog drops cannot be checked"}}
+	}
+	cur, haveCur := m.Sysctls[keyBacklog]
+	rec, why := recommendBacklog(m, cur)
+	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#netdev-max-backlog", "https://www.kernel.org/doc/html/latest/networking/scaling.html"}
+	fix := fmt.Sprintf("sysctl -w %s=%d\necho '%s = %d' > /etc/sysctl.d/60-slowpath-backlog.conf\n# %s", keyBacklog, rec, keyBacklog, rec, why)
+	if m.IntervalSeconds == 0 {
+		if t := sumTotal(cs); t > 0 {
+			return []check.Finding{{
+				Status:     check.Unknown,
+				Subject:    "softnet",
+				Summary:    fmt.Sprintf("The per-CPU input backlog dropped %d packets since boot; %s.", t, oneSampleNote),
+				Evidence:   append(rateEvidence(srcSoftnet, cs, 4), sysctlEvidence(m, keyBacklog, "")),
+				References: refs,
+			}}
+		}
+		return []check.Finding{{Status: check.Pass, Subject: "softnet", Summary: "no backlog drops since boot"}}
+	}
+	up := rising(cs)
+	if len(up) == 0 {
+		return []check.Finding{{Status: check.Pass, Subject: "softnet", Summary: "no backlog drops during the sample interval"}}
+	}
+	sum := fmt.Sprintf("The per-CPU input backlog is full and the kernel drops packets before any protocol sees them: %s/s on %d CPU(s).", fmtRate(sumRate(up)), len(up))
+	if haveCur {
+		sum += fmt.Sprintf(" Each CPU queues at most %s=%d packets.", keyBacklog, cur)
+	}
+	if len(up) == 1 && m.CPUs > 1 {
+		sum += " All drops are on one CPU: receive steering (RPS/RSS) sends every packet there, so spreading the load helps as much as a larger backlog."
+	}
+	return []check.Finding{{
+		Subject:     "softnet",
+		Summary:     sum,
+		Evidence:    append(rateEvidence(srcSoftnet, up, 4), sysctlEvidence(m, keyBacklog, fmt.Sprintf("%d", rec))),
+		Remediation: fix,
+		References:  refs,
+	}}
+}
+
+// recommendBacklog sizes netdev_max_backlog from the fastest up link: the
+// packets that arrive at line rate in burstWindow with full-MTU frames,
+// rounded up to a power of two. At 25 Gb/s and MTU 1500 that is 20834 ->
+// 32768, the value that fixed the incident behind this check (it was 1000).
+func recommendBacklog(m *network.Model, cur int64) (int64, string) {
+	var speed int64
+	mtu := 1500
+	var via string
+	for _, ifc := range m.Interfaces {
+		if ifc.SpeedMbps == nil || ifc.OperState != "up" || ifc.Kind != "" {
+			continue
+		}
+		if *ifc.SpeedMbps > speed {
+			speed, via = *ifc.SpeedMbps, ifc.Name
+			if ifc.MTU > 0 {
+				mtu = ifc.MTU
+			}
+		}
+	}
+	if speed == 0 {
+		rec := pow2(max(cur*4, kernelDefaultBacklog))
+		rec = min(rec, maxRecommendedBacklog)
+		return rec, fmt.Sprintf("no link speed known: %d is four times the current value (at least the kernel default %d); watch softnet drops with `slowpath net watch` and raise further if they continue", rec, kernelDefaultBacklog)
+	}
+	pkts := float64(speed) * 1e6 * burstWindowSeconds / float64(mtu*8)
+	rec := pow2(int64(math.Ceil(pkts)))
+	rec = max(rec, kernelDefaultBacklog)
+	rec = min(rec, maxRecommendedBacklog)
+	return rec, fmt.Sprintf("%s: %d Mb/s at MTU %d is %.0f packets per %.0f ms; %d is the next power of two. Memory is only used while packets wait", via, speed, mtu, pkts, burstWindowSeconds*1000, rec)
+}
+
+func pow2(v int64) int64 {
+	p := int64(1)
+	for p < v {
+		p <<= 1
+	}
+	return p
+}

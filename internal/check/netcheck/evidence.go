@@ -1,0 +1,112 @@
+package netcheck
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/network"
+)
+
+// Shared helpers of the network checks; each check is in its own file.
+
+const (
+	srcSoftnet = "/proc/net/softnet_stat"
+	srcSysctl  = "/proc/sys/net/core"
+	srcSNMP    = "/proc/net/snmp"
+)
+
+// oneSampleNote is appended to summaries when a check could not see rates.
+const oneSampleNote = "only one counter sample was taken, so it cannot tell whether this is happening now: run doctor live (--net-interval 1s, the default) or `slowpath net watch`"
+
+// counters returns the model's counters matching layer and name (any name
+// when names is empty).
+func counters(m *network.Model, layer network.Layer, names ...string) []network.Counter {
+	var out []network.Counter
+	for _, c := range m.Counters {
+		if c.Layer != layer {
+			continue
+		}
+		if len(names) > 0 && !contains(names, c.Counter) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func rising(cs []network.Counter) []network.Counter {
+	var out []network.Counter
+	for _, c := range cs {
+		if c.Rising() {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return *out[i].PerSecond > *out[j].PerSecond })
+	return out
+}
+
+func sumRate(cs []network.Counter) float64 {
+	var r float64
+	for _, c := range cs {
+		if c.PerSecond != nil {
+			r += *c.PerSecond
+		}
+	}
+	return r
+}
+
+func sumTotal(cs []network.Counter) uint64 {
+	var t uint64
+	for _, c := range cs {
+		t += c.Total
+	}
+	return t
+}
+
+func rateEvidence(source string, cs []network.Counter, max int) []check.Evidence {
+	var out []check.Evidence
+	for i, c := range cs {
+		if i == max {
+			out = append(out, check.Evidence{Source: source, Observed: fmt.Sprintf("%d more rising", len(cs)-max)})
+			break
+		}
+		ev := check.Evidence{Source: source, Key: c.Subject + " " + c.Counter, Observed: fmt.Sprintf("total %d", c.Total)}
+		if c.PerSecond != nil {
+			ev.Observed = fmt.Sprintf("%s/s (total %d)", fmtRate(*c.PerSecond), c.Total)
+			ev.Expected = "0/s"
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func fmtRate(r float64) string {
+	switch {
+	case r >= 100:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r >= 1:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(r, 'f', 2, 64)
+	}
+}
+
+func sysctlEvidence(m *network.Model, name, expected string) check.Evidence {
+	v, ok := m.Sysctls[name]
+	obs := "not read"
+	if ok {
+		obs = strconv.FormatInt(v, 10)
+	}
+	return check.Evidence{Source: srcSysctl, Key: name, Observed: obs, Expected: expected}
+}

@@ -1,0 +1,47 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+
+	"github.com/slowpath/slowpath/internal/model/network"
+)
+
+// writeNetworkMarkdown adds the network section to the markdown report.
+func writeNetworkMarkdown(b *bufio.Writer, m *network.Model) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n## Network\n\n")
+	if len(m.Interfaces) > 0 {
+		fmt.Fprintf(b, "| interface | driver | speed | ring rx (max) | role |\n|---|---|---|---|---|\n")
+		for _, ifc := range m.Interfaces {
+			speed, ring := "", ""
+			if ifc.SpeedMbps != nil {
+				speed = fmt.Sprintf("%d Mb/s", *ifc.SpeedMbps)
+			}
+			if ifc.Ring != nil {
+				ring = fmt.Sprintf("%d (%d)", ifc.Ring.RX, ifc.Ring.RXMax)
+			} else if ifc.RingUnsupported {
+				ring = "unsupported"
+			}
+			fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", mdEscape(ifc.Name), mdEscape(ifc.Driver), speed, ring, mdEscape(ifc.Role))
+		}
+	}
+	if m.IntervalSeconds > 0 {
+		fmt.Fprintf(b, "\nDrops by layer (rates over %.1fs):\n\n", m.IntervalSeconds)
+	} else {
+		fmt.Fprintf(b, "\nDrops by layer (totals since boot; %s):\n\n", mdEscape(m.RatesUnknown))
+	}
+	fmt.Fprintf(b, "| layer | per second | total |\n|---|---|---|\n")
+	for _, s := range m.Summary {
+		rate := "-"
+		if s.PerSecond != nil {
+			rate = fmt.Sprintf("%.1f", *s.PerSecond)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d |\n", s.Layer, rate, s.Total)
+	}
+	if top, ok := network.Top(m.Counters); ok {
+		fmt.Fprintf(b, "\nTop offender: **%s** `%s` on %s, %.1f/s.\n", top.Layer, top.Counter, mdEscape(top.Subject), *top.PerSecond)
+	}
+}
