@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func FuzzParseMountInfo(f *testing.F) {
+	f.Add("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n")
+	f.Add(`40 27 0:50 /a\134b /mnt/a\040b rw - fuse.sshfs u@h:/x\04 rw` + "\n- - -\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		ms, _, _ := parseMountInfo(strings.NewReader(in))
+		for _, m := range ms {
+			if m.FSType == "" || !validMajorMinor(m.MajorMinor) {
+				t.Fatalf("accepted mount without type or device: %+v", m)
+			}
+		}
+	})
+}
+
+func FuzzParseScheduler(f *testing.F) {
+	f.Add("none [mq-deadline] kyber bfq")
+	f.Add("[]")
+	f.Fuzz(func(t *testing.T, in string) {
+		active, all, err := parseScheduler(in)
+		if err == nil && active == "" {
+			t.Fatalf("no error and no active scheduler for %q (%q)", in, all)
+		}
+	})
+}
+
+// FuzzRedactCryptParams: whatever the params, a hex key field never
+// survives into the output.
+func FuzzRedactCryptParams(f *testing.F) {
+	f.Add("aes-xts-plain64", testKey, "0 8:2 0 1 allow_discards")
+	f.Add("aes", ":32:logon:x", "0 /dev/sda 0")
+	f.Add("", "-", "")
+	f.Fuzz(func(t *testing.T, cipher, key, rest string) {
+		in := cipher + " " + key + " " + rest
+		out, err := redactCryptParams([]byte(in))
+		f := strings.Fields(in)
+		if len(f) >= 5 && len(f[1]) >= 8 && isHex([]byte(f[1])) && strings.Contains(out, f[1]) {
+			t.Fatalf("key %q survived: %q", f[1], out)
+		}
+		if err == nil && len(f) < 5 {
+			t.Fatalf("short params accepted: %q", in)
+		}
+	})
+}
+
+func FuzzRedactIntegrityParams(f *testing.F) {
+	f.Add("8:1 0 28 J 1 internal_hash:hmac(sha256):" + testKey[:64])
+	f.Fuzz(func(t *testing.T, in string) {
+		out := redactIntegrityParams([]byte(in))
+		for _, w := range strings.Fields(in) {
+			for _, pre := range []string{"internal_hash:", "journal_crypt:", "journal_mac:"} {
+				if rest, ok := strings.CutPrefix(w, pre); ok {
+					if _, key, ok := strings.Cut(rest, ":"); ok && len(key) >= 8 && isHex([]byte(key)) && strings.Contains(out, key) {
+						t.Fatalf("integrity key %q survived: %q", key, out)
+					}
+				}
+			}
+		}
+	})
+}
+
+// FuzzDecodeTableStatus: arbitrary ioctl answers never panic, and what
+// decodes stays inside the buffer.
+func FuzzDecodeTableStatus(f *testing.F) {
+	f.Add(encodeTableStatus([]specTarget{{0, 8, "crypt", "aes-xts-plain64 " + testKey + " 0 8:2 0"}, {8, 8, "linear", "8:1 0"}}))
+	f.Add(encodeTableStatus(nil))
+	f.Add(make([]byte, dmIoctlSize))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		raw, err := decodeTableStatus(b)
+		if err != nil {
+			return
+		}
+		for _, r := range raw {
+			if !bytes.Contains(b, r.params) {
+				t.Fatal("params not from the buffer")
+			}
+		}
+		redactTargets(raw)
+	})
+}
+
+func FuzzDecodeFscryptPolicy(f *testing.F) {
+	f.Add(uint64(24), []byte{2, 1, 4, 0})
+	f.Fuzz(func(t *testing.T, size uint64, p []byte) {
+		decodeFscryptPolicy(size, p)
+	})
+}

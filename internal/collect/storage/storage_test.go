@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// testKey is a real-looking 512-bit XTS key (two AES-256 keys).
+const testKey = "6f1c3b2a9d8e7f60a1b2c3d4e5f60718293a4b5c6d7e8f901122334455667788" +
+	"99aabbccddeeff00102132435465768798a9bacbdcedfe0f1e2d3c4b5a697887"
+
+type fakeFscrypt map[string]error
+
+func (f fakeFscrypt) Policy(dir string, _ uint64) (*snapshot.Fscrypt, error) {
+	err, ok := f[filepath.Base(dir)]
+	if !ok {
+		return nil, unix.ENODATA
+	}
+	if err == nil {
+		return &snapshot.Fscrypt{Version: 2, ContentsMode: "AES-256-XTS", FilenamesMode: "AES-256-CTS"}, nil
+	}
+	return nil, err
+}
+
+func boolp(b bool) *bool { return &b }
+
+func TestCollectBareMetal(t *testing.T) {
+	fs := materialise(t, "baremetal.txtar")
+	dm := &fakeDM{payloads: map[string][]byte{
+		"253:0": encodeTableStatus([]specTarget{{0, 1952441777, "crypt",
+			"aes-xts-plain64 " + testKey + " 0 259:2 32768 2 no_read_workqueue no_write_workqueue"}}),
+		"253:1": encodeTableStatus([]specTarget{
+			{0, 1000000000, "crypt", "aes-cbc-essiv:sha256 :32:logon:cryptsetup:inner-d0 0 253:0 0"},
+			{1000000000, 952441777, "linear", "253:0 1000000000"},
+		}),
+	}}
+	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil },
+		Fscrypt: fakeFscrypt{"boot": unix.EOPNOTSUPP, "with space": nil}}
+	var s snapshot.Snapshot
+	c.Collect(context.Background(), &s)
+
+	var st unix.Stat_t
+	if err := unix.Stat(fs.RootPath("data", "disk.img"), &st); err != nil {
+		t.Fatal(err)
+	}
+	imgDev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	want := &snapshot.Storage{
+		Mounts: []snapshot.Mount{
+			{MountID: 22, ParentID: 1, MajorMinor: "253:1", Root: "/", MountPoint: "/", Options: "rw,relatime",
+				FSType: "ext4", Source: "/dev/mapper/inner", SuperOpts: "rw", FscryptStatus: "not_encrypted"},
+			{MountID: 23, ParentID: 22, MajorMinor: "259:1", Root: "/", MountPoint: "/boot", Options: "rw,relatime",
+				FSType: "ext4", Source: "/dev/nvme0n1p1", SuperOpts: "rw", FscryptStatus: "unsupported"},
+			{MountID: 24, ParentID: 22, MajorMinor: "9:0", Root: "/", MountPoint: "/data", Options: "rw,noatime",
+				FSType: "xfs", Source: "/dev/md0", SuperOpts: "rw,attr2"},
+			{MountID: 25, ParentID: 22, MajorMinor: "7:0", Root: "/", MountPoint: "/mnt/with space", Options: "rw",
+				FSType: "ext4", Source: "/dev/loop0", SuperOpts: "rw", FscryptStatus: "encrypted",
+				Fscrypt: &snapshot.Fscrypt{Version: 2, ContentsMode: "AES-256-XTS", FilenamesMode: "AES-256-CTS"}},
+			{MountID: 26, ParentID: 22, MajorMinor: "0:5", Root: "/", MountPoint: "/dev", Options: "rw,nosuid",
+				FSType: "devtmpfs", Source: "udev", SuperOpts: "rw,size=1000k"},
+		},
+		BlockDevices: []snapshot.BlockDevice{
+			{Name: "dm-0", MajorMinor: "253:0", Kind: "dm", SizeBytes: 1952441777 * 512,
+				Slaves: []string{"nvme0n1p2"}, Holders: []string{"dm-1"},
+				Queue: &snapshot.Queue{Rotational: boolp(false), LogicalBlockSize: 4096, PhysicalBlockSize: 4096,
+					Scheduler: "none", Schedulers: []string{"none"}, ReadAheadKB: 128},
+				DM: &snapshot.DM{Name: "luks-7c1e", UUID: "CRYPT-LUKS2-7c1e5b0a3d6f4e2b9a8c1d0e2f3a4b5c-luks-7c1e",
+					Targets: []snapshot.DMTarget{{Start: 0, Length: 1952441777, Type: "crypt",
+						Params: "aes-xts-plain64 redacted:512 0 259:2 32768 2 no_read_workqueue no_write_workqueue"}}}},
+			{Name: "dm-1", MajorMinor: "253:1", Kind: "dm", SizeBytes: 1952441777 * 512, Slaves: []string{"dm-0"},
+				DM: &snapshot.DM{Name: "inner", UUID: "CRYPT-PLAIN-inner", Targets: []snapshot.DMTarget{
+					{Start: 0, Length: 1000000000, Type: "crypt", Params: "aes-cbc-essiv:sha256 :32:logon:cryptsetup:inner-d0 0 253:0 0"},
+					{Start: 1000000000, Length: 952441777, Type: "linear", Params: "253:0 1000000000"},
+				}}},
+			{Name: "loop0", MajorMinor: "7:0", Kind: "loop", SizeBytes: 2048 * 512,
+				Loop: &snapshot.Loop{BackingFile: "/data/disk.img", DirectIO: true, BackingDevice: imgDev}},
+			{Name: "loop1", MajorMinor: "7:1", Kind: "loop"},
+			{Name: "md0", MajorMinor: "9:0", Kind: "md", SizeBytes: 7814035072 * 512, Slaves: []string{"sda1"},
+				MD: &snapshot.MD{Level: "raid1"}},
+			{Name: "nvme0n1", MajorMinor: "259:0", Kind: "disk", SizeBytes: 1953525168 * 512,
+				Queue: &snapshot.Queue{Rotational: boolp(false), LogicalBlockSize: 512, PhysicalBlockSize: 512,
+					Scheduler: "none", Schedulers: []string{"none", "mq-deadline"}, NrRequests: 1023, ReadAheadKB: 128},
+				Ident: &snapshot.Identity{Transport: "nvme", Model: "Samsung SSD 980 PRO 1TB", Firmware: "5B2QGXA7"}},
+			{Name: "nvme0n1p1", MajorMinor: "259:1", Kind: "partition", Parent: "nvme0n1", SizeBytes: 1048576 * 512},
+			{Name: "nvme0n1p2", MajorMinor: "259:2", Kind: "partition", Parent: "nvme0n1", SizeBytes: 1952474545 * 512,
+				Holders: []string{"dm-0"}},
+			{Name: "sda", MajorMinor: "8:0", Kind: "disk", SizeBytes: 7814037168 * 512,
+				Queue: &snapshot.Queue{Rotational: boolp(true), LogicalBlockSize: 512, PhysicalBlockSize: 4096,
+					Scheduler: "mq-deadline", Schedulers: []string{"none", "mq-deadline", "kyber", "bfq"}, NrRequests: 64, ReadAheadKB: 128},
+				Ident: &snapshot.Identity{Transport: "ata", Vendor: "ATA", Model: "ST4000NM0035-1V4", Firmware: "TN03"}},
+			{Name: "sda1", MajorMinor: "8:1", Kind: "partition", Parent: "sda", SizeBytes: 7814035119 * 512, Holders: []string{"md0"}},
+			{Name: "zram0", MajorMinor: "252:0", Kind: "zram", SizeBytes: 8388608 * 512},
+		},
+	}
+	if diff := cmp.Diff(want, s.Storage); diff != "" {
+		t.Errorf("storage (-want +got):\n%s", diff)
+	}
+	if len(s.Manifest.Errors) != 0 {
+		t.Errorf("unexpected errors: %+v", s.Manifest.Errors)
+	}
+	if !dm.closed {
+		t.Error("dm control not closed")
+	}
+	for i, b := range dm.handed {
+		if slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+			t.Errorf("ioctl buffer %d not zeroed after decoding", i)
+		}
+	}
+	js, _ := json.Marshal(s)
+	if strings.Contains(strings.ToLower(string(js)), testKey[:32]) {
+		t.Fatal("key material in snapshot JSON")
+	}
+}
+
+// errorLines summarises manifest errors as "collector kind relpath".
+func errorLines(s *snapshot.Snapshot, root string) []string {
+	var out []string
+	for _, e := range s.Manifest.Errors {
+		p := e.Path
+		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", e.Collector, e.Kind, p))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestCollectBroken(t *testing.T) {
+	fs := materialise(t, "broken.txtar")
+	dm := &fakeDM{payloads: map[string][]byte{"253:3": []byte("this is no dm_ioctl at all")}}
+	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil }, Fscrypt: fakeFscrypt{}}
+	var s snapshot.Snapshot
+	c.Collect(context.Background(), &s)
+
+	wantErrs := []string{
+		"storage.block error sys/class/block/loopy/dev",
+		"storage.block error sys/class/block/sda/queue/scheduler",
+		"storage.block error sys/class/block/sda1/size",
+		"storage.block error sys/class/block/sdx/dev",
+		"storage.dm error dev/mapper/control dm-3",
+		"storage.mounts error proc/self/mountinfo",
+		"storage.mounts error proc/self/mountinfo",
+	}
+	if diff := cmp.Diff(wantErrs, errorLines(&s, fs.Root)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
+	}
+	var names []string
+	for _, d := range s.Storage.BlockDevices {
+		names = append(names, d.Name+"/"+d.Kind)
+	}
+	if diff := cmp.Diff([]string{"dm-3/dm", "sda/disk", "sda1/partition"}, names); diff != "" {
+		t.Errorf("partial devices (-want +got):\n%s", diff)
+	}
+	if len(s.Storage.Mounts) != 1 || s.Storage.Mounts[0].MountPoint != "/" {
+		t.Errorf("good mount line not kept: %+v", s.Storage.Mounts)
+	}
+	for _, e := range s.Manifest.Errors {
+		if strings.Contains(e.Path, "loopy") && !strings.Contains(e.Message, "too many levels of symbolic links") {
+			t.Errorf("symlink loop not named: %s", e.Message)
+		}
+	}
+}
+
+func TestCollectMissingTrees(t *testing.T) {
+	fs := hostfs.New(t.TempDir())
+	var s snapshot.Snapshot
+	Collect(context.Background(), fs, &s)
+	want := []string{
+		"storage.block missing sys/class/block",
+		"storage.mounts missing proc/self/mountinfo",
+	}
+	if diff := cmp.Diff(want, errorLines(&s, fs.Root)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestDMControlMissing: with dm devices in sysfs but no control node (this
+// machine has no device-mapper), the error says "missing" and names the node.
+func TestDMControlMissing(t *testing.T) {
+	fs := materialise(t, "baremetal.txtar")
+	var s snapshot.Snapshot
+	(&Collector{FS: fs, Fscrypt: fakeFscrypt{}}).Collect(context.Background(), &s)
+	got := errorLines(&s, fs.Root)
+	if diff := cmp.Diff([]string{"storage.dm missing dev/mapper/control"}, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if msg := s.Manifest.Errors[0].Message; !strings.Contains(msg, "2 device(s)") || !strings.Contains(msg, "dm-mod") {
+		t.Errorf("message does not say what is missing and what to do: %s", msg)
+	}
+}
