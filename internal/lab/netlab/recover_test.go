@@ -1,0 +1,163 @@
+package netlab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+const helperEnv = "SLOWPATH_NETLAB_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(killedLabHelper(os.Getenv(helperEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+// killedLabHelper runs in a child process: it sets up a lab, changes the
+// backlog, says so, and waits to be killed without closing anything.
+func killedLabHelper(backlog string) int {
+	var n int
+	if _, err := fmt.Sscan(backlog, &n); err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	l, err := Setup(context.Background(), Options{})
+	if err == nil {
+		err = l.SetBacklog(n)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	fmt.Println("ready", l.ID)
+	time.Sleep(time.Minute)
+	return 1
+}
+
+// TestRecoverKilledLab kills a process that holds a lab with a changed
+// backlog and checks that the next Setup removes what it left behind.
+func TestRecoverKilledLab(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "ip", "iproute2")
+	orig, err := Backlog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := orig/2 + 3
+	t.Cleanup(func() {
+		// Whatever happened, leave the host as found.
+		if l, err := Setup(context.Background(), Options{NoRPS: true}); err == nil {
+			l.Close()
+		}
+		if got, _ := Backlog(); got != orig {
+			_ = writeSysctl(BacklogSysctl, fmt.Sprint(orig))
+		}
+	})
+
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), fmt.Sprintf("%s=%d", helperEnv, changed))
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if !ok {
+		t.Fatalf("helper: %q", line)
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var exitErr *exec.ExitError
+	if err := child.Wait(); !errors.As(err, &exitErr) {
+		t.Fatalf("helper wait: %v", err)
+	}
+
+	// The killed lab left its namespaces and the changed backlog.
+	left := 0
+	for _, ns := range namespaces(t) {
+		if strings.HasPrefix(ns, NamePrefix+id) {
+			left++
+		}
+	}
+	if got, _ := Backlog(); left != 2 || got != changed {
+		t.Fatalf("after kill: %d namespaces of lab %s, backlog %d: want 2 and %d", left, id, got, changed)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := Setup(ctx, Options{NoRPS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, ns := range namespaces(t) {
+		if strings.HasPrefix(ns, NamePrefix+id) {
+			t.Errorf("namespace %s of the killed lab still there", ns)
+		}
+	}
+	if got, _ := Backlog(); got != orig {
+		t.Errorf("backlog %d after recovery, want %d", got, orig)
+	}
+	if _, err := os.Stat(newStateFile(id).path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state file of the killed lab: %v", err)
+	}
+}
+
+// TestLabsAreSerialised checks that a second lab waits for the first.
+func TestLabsAreSerialised(t *testing.T) {
+	l := New(t, Options{NoRPS: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if l2, err := Setup(ctx, Options{NoRPS: true}); err == nil {
+		l2.Close()
+		t.Fatal("second lab set up while the first is open")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Setup: %v, want a lock wait timeout", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := Setup(context.Background(), Options{NoRPS: true})
+	if err != nil {
+		t.Fatalf("Setup after Close: %v", err)
+	}
+	l3.Close()
+}
+
+// TestFloodCancel checks that cancelling ctx stops a flood promptly and
+// leaves no iperf3 in the lab.
+func TestFloodCancel(t *testing.T) {
+	l := New(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := l.Flood(ctx, 30*time.Second, FloodOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Flood with a cancelled ctx: %v, want deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Flood returned %v after start, ctx deadline was 1.5s", d)
+	}
+	pids := append(pidsIn(t, l.Sender), pidsIn(t, l.Receiver)...)
+	if len(pids) != 1 { // the holder only
+		t.Errorf("processes left in the lab after a cancelled flood: %v", pids)
+	}
+}
