@@ -1,0 +1,153 @@
+package storagecheck
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/storage"
+)
+
+// References shared by several checks.
+const (
+	refDMCrypt    = "https://docs.kernel.org/admin-guide/device-mapper/dm-crypt.html"
+	refCloudflare = "https://blog.cloudflare.com/speeding-up-linux-disk-encryption/"
+	refWorkqueue  = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/commit/?id=39d42fa96ba1b7d2544db3f8ed5da8fb0d5cb877"
+	refCryptsetup = "https://man7.org/linux/man-pages/man8/cryptsetup-refresh.8.html"
+	refCrypttab   = "https://man7.org/linux/man-pages/man5/crypttab.5.html"
+)
+
+// cryptUse is one dm-crypt device and the paths it serves. A crypt device
+// can appear in several paths (a loop file on it, bind mounts), but checks
+// report it once.
+type cryptUse struct {
+	layer storage.Layer
+	// below is the subtree under the crypt layer in the first path that has it.
+	below    []storage.Layer
+	subjects []string
+}
+
+// Subject names the device the way an operator would type it.
+func (c *cryptUse) Subject() string { return "/dev/mapper/" + c.layer.Name }
+
+// cryptUses returns every dm-crypt layer with a parsed table, sorted by name.
+// Layers whose table could not be parsed are returned in unreadable.
+func cryptUses(m *storage.Model) (uses []*cryptUse, unreadable []*cryptUse) {
+	if m == nil {
+		return nil, nil
+	}
+	byName := map[string]*cryptUse{}
+	var order []string
+	for _, p := range m.Paths {
+		for i, l := range p.Layers {
+			if l.Kind != storage.LayerDMCrypt {
+				continue
+			}
+			u := byName[l.Name]
+			if u == nil {
+				u = &cryptUse{layer: l, below: p.Below(i)}
+				byName[l.Name] = u
+				order = append(order, l.Name)
+			}
+			u.subjects = appendUnique(u.subjects, p.Subject())
+		}
+	}
+	sort.Strings(order)
+	for _, n := range order {
+		if byName[n].layer.Crypt == nil {
+			unreadable = append(unreadable, byName[n])
+		} else {
+			uses = append(uses, byName[n])
+		}
+	}
+	return uses, unreadable
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// storageBelow is the first layer under a crypt layer that has queue facts
+// (the device the crypt target writes to, or the disk under a partition).
+func storageBelow(below []storage.Layer) *storage.Layer {
+	for i := range below {
+		l := &below[i]
+		if l.Queue != nil || l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM {
+			return l
+		}
+	}
+	return nil
+}
+
+// leavesBelow returns the bottom devices of a subtree (disks, RAM devices).
+func leavesBelow(below []storage.Layer) []storage.Layer {
+	var out []storage.Layer
+	for i, l := range below {
+		if l.Kind == storage.LayerCloud || l.Kind == storage.LayerMissing {
+			continue
+		}
+		next := i + 1
+		for next < len(below) && below[next].Kind == storage.LayerCloud {
+			next++
+		}
+		if next == len(below) || below[next].Depth <= l.Depth {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// kernelVersion parses "6.1.0-50-cloud-amd64" into 6, 1.
+func kernelVersion(release string) (major, minor int, ok bool) {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	minStr := parts[1]
+	if i := strings.IndexFunc(minStr, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minStr = minStr[:i]
+	}
+	mnr, err2 := strconv.Atoi(minStr)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return maj, mnr, true
+}
+
+func kernelAtLeast(release string, major, minor int) (atLeast, known bool) {
+	maj, mnr, ok := kernelVersion(release)
+	if !ok {
+		return false, false
+	}
+	return maj > major || (maj == major && mnr >= minor), true
+}
+
+func kernelRelease(in *check.Input) string {
+	if in.Snapshot == nil || in.Snapshot.Host == nil {
+		return ""
+	}
+	return in.Snapshot.Host.KernelRelease
+}
+
+// tableEvidence is the crypt table as evidence, flags listed.
+func tableEvidence(c *cryptUse, expected string) check.Evidence {
+	flags := c.layer.Crypt.Flags()
+	obs := "none"
+	if len(flags) > 0 {
+		obs = strings.Join(flags, " ")
+	}
+	return check.Evidence{Source: "dm table " + c.layer.Name, Key: "crypt optional params", Observed: obs, Expected: expected}
+}
+
+// isLUKS2 reads the dm uuid cryptsetup sets: CRYPT-LUKS2-<uuid>-<name>.
+func isLUKS2(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS2-") }
+func isLUKS1(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS1-") }
+
+func queuePath(dev, file string) string { return "/sys/block/" + dev + "/queue/" + file }

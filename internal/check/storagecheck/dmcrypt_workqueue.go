@@ -1,0 +1,118 @@
+package storagecheck
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/storage"
+)
+
+// dmcrypt.workqueue: by default dm-crypt queues every read and write to
+// kcryptd workqueues. On fast storage the queueing, not the cipher, is the
+// cost; Linux 5.9 added no_read_workqueue/no_write_workqueue to bypass it
+// (commit 39d42fa96ba1, Cloudflare's "Speeding up Linux disk encryption").
+func init() {
+	check.Register(check.Check{
+		ID:       "dmcrypt.workqueue",
+		Title:    "dm-crypt on fast storage still uses kcryptd workqueues",
+		Severity: check.Warning,
+		Run:      runWorkqueue,
+	})
+}
+
+func runWorkqueue(in *check.Input) []check.Finding {
+	uses, unreadable := cryptUses(in.Storage)
+	var out []check.Finding
+	for _, u := range unreadable {
+		out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
+			Summary: "crypt table could not be read, so its workqueue flags are unknown: " + u.layer.Note})
+	}
+	if len(uses) == 0 {
+		return out
+	}
+	rel := kernelRelease(in)
+	ok, known := kernelAtLeast(rel, 5, 9)
+	for _, u := range uses {
+		c := u.layer.Crypt
+		if c.NoReadWorkqueue && c.NoWriteWorkqueue {
+			out = append(out, check.Finding{Status: check.Pass, Subject: u.Subject(), Summary: "workqueues bypassed"})
+			continue
+		}
+		dev := storageBelow(u.below)
+		if dev == nil {
+			out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
+				Summary: "the device under the crypt target has no queue facts in the snapshot, so whether it is fast storage is unknown"})
+			continue
+		}
+		if !dev.NonRotational() {
+			if dev.Kind != storage.LayerZram && dev.Kind != storage.LayerRAM && (dev.Queue == nil || dev.Queue.Rotational == nil) {
+				out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
+					Summary: fmt.Sprintf("queue/rotational of %s was not collected, so whether it is fast storage is unknown", dev.Name)})
+				continue
+			}
+			out = append(out, check.Finding{Status: check.Pass, Subject: u.Subject(), Summary: "rotational storage: workqueues do not dominate"})
+			continue
+		}
+		if !known {
+			out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
+				Summary: fmt.Sprintf("kernel release %q could not be read, so whether it has no_read_workqueue (5.9+) is unknown", rel)})
+			continue
+		}
+		if !ok {
+			out = append(out, check.Finding{Status: check.Skipped, Severity: check.Info, Subject: u.Subject(),
+				Summary:    fmt.Sprintf("kernel %s predates 5.9, which added no_read_workqueue/no_write_workqueue; see dmcrypt.same-cpu-crypt", rel),
+				References: []string{refWorkqueue}})
+			continue
+		}
+		out = append(out, workqueueFinding(u, dev, rel))
+	}
+	return out
+}
+
+func workqueueFinding(u *cryptUse, dev *storage.Layer, rel string) check.Finding {
+	kind := "non-rotational"
+	ev := []check.Evidence{
+		tableEvidence(u, "no_read_workqueue no_write_workqueue"),
+	}
+	switch dev.Kind {
+	case storage.LayerZram, storage.LayerRAM:
+		kind = "RAM"
+		ev = append(ev, check.Evidence{Source: "/sys/class/block/" + dev.Name, Key: "kind", Observed: dev.Kind})
+	default:
+		ev = append(ev, check.Evidence{Source: queuePath(dev.Name, "rotational"), Observed: "0"})
+	}
+	ev = append(ev, check.Evidence{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9 (has the flags)"})
+	var missing []string
+	if !u.layer.Crypt.NoReadWorkqueue {
+		missing = append(missing, "no_read_workqueue")
+	}
+	if !u.layer.Crypt.NoWriteWorkqueue {
+		missing = append(missing, "no_write_workqueue")
+	}
+	return check.Finding{
+		Subject: u.Subject(),
+		Summary: fmt.Sprintf("dm-crypt %s on %s storage (%s) runs without %s: every I/O is queued to kcryptd workqueues, "+
+			"which on fast devices can cost more than the cipher itself (see the kernel commit and Cloudflare's measurements).",
+			u.layer.Name, kind, dev.Name, strings.Join(missing, " and ")),
+		Evidence:    ev,
+		Remediation: workqueueRemediation(u.layer),
+		References:  []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab},
+	}
+}
+
+func workqueueRemediation(l storage.Layer) string {
+	name := l.Name
+	if isLUKS2(l) {
+		return fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent %s\n"+
+			"(LUKS2: applies now and is stored in the header for every later open)", name)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Add no-read-workqueue,no-write-workqueue to the options of %s in /etc/crypttab, e.g.\n", name)
+	fmt.Fprintf(&b, "  %s UUID=... none luks,discard,no-read-workqueue,no-write-workqueue\n", name)
+	fmt.Fprintf(&b, "then regenerate the initramfs if %s opens at boot.", name)
+	if isLUKS1(l) {
+		fmt.Fprintf(&b, "\nTo apply now: cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue %s", name)
+	}
+	return b.String()
+}
