@@ -87,7 +87,13 @@ func (l *Lab) holderPID() (int, error) {
 	}
 	select {
 	case <-done:
-		return 0, fmt.Errorf("netlab: receiver netns holder process %d exited", h.Process.Pid)
+		// Killed by someone, or by its parent-death signal because the OS
+		// thread that started it exited (a goroutine that ended while
+		// locked to its thread): start another one.
+		if err := l.startHolder(); err != nil {
+			return 0, fmt.Errorf("netlab: receiver netns holder process %d exited, restart: %w", h.Process.Pid, err)
+		}
+		return l.holderPID()
 	default:
 	}
 	return h.Process.Pid, nil

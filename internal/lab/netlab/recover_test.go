@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,5 +160,39 @@ func TestFloodCancel(t *testing.T) {
 	pids := append(pidsIn(t, l.Sender), pidsIn(t, l.Receiver)...)
 	if len(pids) != 1 { // the holder only
 		t.Errorf("processes left in the lab after a cancelled flood: %v", pids)
+	}
+}
+
+// TestHolderRestart kills the process that makes the receiver's counters
+// readable; the next read starts another one and reads the right netns.
+func TestHolderRestart(t *testing.T) {
+	l := New(t, Options{NoRPS: true})
+	pid, err := l.holderPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	done := l.holderDone
+	l.mu.Unlock()
+	<-done
+	before, err := l.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SendUDP(context.Background(), l.Receiver, "127.0.0.1", 9, 3); err != nil {
+		t.Fatal(err)
+	}
+	after, err := l.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.Sub(before); d.UDPNoPorts != 3 {
+		t.Errorf("Udp NoPorts delta %d after holder restart, want 3", d.UDPNoPorts)
+	}
+	if pid2, _ := l.holderPID(); pid2 == pid {
+		t.Errorf("holder pid unchanged after kill")
 	}
 }
