@@ -203,7 +203,7 @@ func TestCloseAfterFailedSetup(t *testing.T) {
 	for _, step := range []string{"netns sender", "netns receiver", "veth", "addr", "rps", "holder"} {
 		t.Run(strings.ReplaceAll(step, " ", "-"), func(t *testing.T) {
 			opts := Options{failAt: step}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			l, err := Setup(ctx, opts)
 			if err == nil {
@@ -220,7 +220,7 @@ func TestCloseAfterFailedSetup(t *testing.T) {
 			}
 			// The lock must be released. Another package's lab may hold it
 			// for a while; a leaked lock would be held forever.
-			ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel2()
 			lock, err := acquireLock(ctx2)
 			if err != nil {
