@@ -19,31 +19,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	if r.Cloud != "" {
 		fmt.Fprintf(b, "- cloud: %s\n", r.Cloud)
 	}
-	fmt.Fprintf(b, "\n## Storage paths\n\n")
-	if len(r.Storage) == 0 {
-		fmt.Fprintf(b, "None found.\n")
-	} else {
-		fmt.Fprintf(b, "| path | encryption layers | chain |\n|---|---|---|\n")
-		for _, p := range r.Storage {
-			subject := p.MountPoint
-			if subject == "" {
-				subject = p.Device
-			}
-			var chain []string
-			for _, l := range p.Layers {
-				c := l.Kind + " " + l.Name
-				if l.Encrypted {
-					c = "**" + c + " (encrypted"
-					if l.EncryptedBy != "" {
-						c += " by " + l.EncryptedBy
-					}
-					c += ")**"
-				}
-				chain = append(chain, c)
-			}
-			fmt.Fprintf(b, "| `%s` | %d | %s |\n", mdEscape(subject), p.EncryptionLayers, mdEscape(strings.Join(chain, " → ")))
-		}
-	}
+	writeStorageMarkdown(b, r)
 	writeNetworkMarkdown(b, r.Network)
 	fmt.Fprintf(b, "\n## Findings\n\n")
 	if len(r.Findings) == 0 {

@@ -2,10 +2,14 @@ package report
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/slowpath/slowpath/internal/model/storage"
 )
 
-// writeStorageText prints each path as a chain, top layer first.
+// writeStorageText prints each path as a chain, top layer first, one layer
+// per entry with its facts and, for encrypting layers, where encryption runs.
 func writeStorageText(t *textWriter, r *Report) {
 	t.heading("Storage paths")
 	if len(r.Storage) == 0 {
@@ -13,21 +17,214 @@ func writeStorageText(t *textWriter, r *Report) {
 		return
 	}
 	for _, p := range r.Storage {
-		subject := p.MountPoint
-		if subject == "" {
-			subject = p.Device + " (not mounted)"
-		}
-		t.printf("\n  %s — %d encryption layer(s)\n", subject, p.EncryptionLayers)
-		for i, l := range p.Layers {
-			mark := ""
-			if l.Encrypted {
-				mark = " [encrypted"
-				if l.EncryptedBy != "" {
-					mark += " by " + l.EncryptedBy
-				}
-				mark += "]"
+		t.printf("\n")
+		t.wrapHanging("  ", "    ", pathHeadline(p))
+		for _, l := range p.Layers {
+			indent := strings.Repeat("  ", l.Depth)
+			t.wrapHanging("    "+indent+"└ ", "    "+indent+"    ", layerLine(l))
+			if l.Encrypted || l.EncryptionUnknown {
+				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", t.encMark(l))
 			}
-			t.wrap(strings.Repeat(" ", 4+2*i), fmt.Sprintf("└ %s %s%s", l.Kind, l.Name, mark))
+		}
+		for _, why := range p.Incomplete {
+			t.wrapHanging("    ! ", "      ", "incomplete: "+why)
 		}
 	}
+}
+
+// pathHeadline is "/data: 2 encryption layers (kernel-cpu, hypervisor-host)".
+func pathHeadline(p storage.Path) string {
+	subject := p.MountPoint
+	if subject == "" {
+		subject = "/dev/" + p.Device + " (not mounted)"
+	}
+	s := fmt.Sprintf("%s: %s", subject, plural(p.EncryptionLayers, "encryption layer"))
+	if chain := p.EncryptionChain(); len(chain) > 0 {
+		var where []string
+		for _, l := range chain {
+			where = append(where, l.EncryptedBy)
+		}
+		s += " (" + strings.Join(where, ", ") + ")"
+	}
+	if p.UnknownEncryptionLayers > 0 {
+		s += fmt.Sprintf(", %d unknown", p.UnknownEncryptionLayers)
+	}
+	if len(p.AlsoMountedAt) > 0 {
+		s += "; also at " + strings.Join(p.AlsoMountedAt, ", ")
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func (t *textWriter) encMark(l storage.Layer) string {
+	if l.EncryptionUnknown {
+		s := "encryption unknown from inside"
+		if l.Note != "" {
+			s += ": " + l.Note
+		}
+		return t.paint("33", "["+s+"]")
+	}
+	return t.paint("35;1", "[encrypted by "+l.EncryptedBy+"]")
+}
+
+// layerLine is one layer with its facts.
+func layerLine(l storage.Layer) string {
+	var f []string
+	head := l.Kind + " " + l.Name
+	switch l.Kind {
+	case storage.LayerFilesystem:
+		head = l.FSType + " filesystem " + l.Name
+		if l.Note != "" {
+			f = append(f, l.Note)
+		}
+	case storage.LayerFscrypt:
+		if l.Fscrypt != nil {
+			f = append(f, fmt.Sprintf("v%d policy, filenames %s", l.Fscrypt.Version, l.Fscrypt.FilenamesMode))
+		}
+	case storage.LayerDMCrypt:
+		head = "dm-crypt " + l.Name
+		if l.Device != "" && l.Device != l.Name {
+			head += " (" + l.Device + ")"
+		}
+		if c := l.Crypt; c != nil {
+			f = append(f, c.CipherSpec, fmt.Sprintf("%d-bit key (%s)", c.KeyBits, c.KeySource), fmt.Sprintf("%d B sectors", c.SectorSize))
+			flags := "none"
+			if fl := c.Flags(); len(fl) > 0 {
+				flags = strings.Join(fl, " ")
+			}
+			f = append(f, "flags: "+flags)
+		} else if l.Note != "" {
+			f = append(f, l.Note)
+		}
+	case storage.LayerLoop:
+		if l.BackingFile != "" {
+			f = append(f, "file "+l.BackingFile)
+		}
+		if l.DirectIO {
+			f = append(f, "direct I/O")
+		}
+	case storage.LayerMD:
+		if l.MDLevel != "" {
+			f = append(f, l.MDLevel)
+		}
+	case storage.LayerCloud:
+		if c := l.Cloud; c != nil {
+			if c.Algorithm != "" {
+				f = append(f, c.Algorithm)
+			}
+			f = append(f, "fact "+c.Fact)
+		}
+	case storage.LayerMissing:
+		head = "missing"
+		if l.Note != "" {
+			f = append(f, l.Note)
+		}
+	default:
+		if strings.HasPrefix(l.Kind, "dm") {
+			if l.Device != "" && l.Device != l.Name {
+				head += " (" + l.Device + ")"
+			}
+			if len(l.DMTargets) > 0 {
+				f = append(f, "targets "+strings.Join(l.DMTargets, "+"))
+			}
+		}
+		if l.Note != "" && l.Kind != storage.LayerZram && l.Kind != storage.LayerRAM {
+			f = append(f, l.Note)
+		}
+	}
+	if l.Ident != nil {
+		id := l.Ident.Transport
+		if m := strings.TrimSpace(l.Ident.Model); m != "" {
+			id = strings.TrimSpace(id + " \"" + m + "\"")
+		}
+		if id != "" {
+			f = append(f, id)
+		}
+	}
+	if l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM {
+		f = append(f, l.Note)
+	}
+	f = append(f, queueFacts(l)...)
+	if l.SizeBytes > 0 && (l.Kind == storage.LayerDisk || l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM) {
+		f = append(f, storage.FormatBytes(l.SizeBytes))
+	}
+	if len(f) == 0 {
+		return head
+	}
+	return head + ": " + strings.Join(f, ", ")
+}
+
+// queueFacts lists the queue attributes of a device; only for devices that
+// do their own queueing (disks, RAM devices), since dm and md report
+// inherited values that add nothing.
+func queueFacts(l storage.Layer) []string {
+	q := l.Queue
+	if q == nil || (l.Kind != storage.LayerDisk && l.Kind != storage.LayerZram && l.Kind != storage.LayerRAM) {
+		return nil
+	}
+	var f []string
+	if q.Rotational != nil {
+		if *q.Rotational {
+			f = append(f, "rotational")
+		} else {
+			f = append(f, "non-rotational")
+		}
+	}
+	if q.LogicalBlockSize > 0 || q.PhysicalBlockSize > 0 {
+		f = append(f, fmt.Sprintf("blocks %d/%d B", q.LogicalBlockSize, q.PhysicalBlockSize))
+	}
+	if q.Scheduler != "" {
+		f = append(f, "scheduler "+q.Scheduler)
+	}
+	if q.NrRequests > 0 {
+		f = append(f, "nr_requests "+strconv.Itoa(q.NrRequests))
+	}
+	if q.ReadAheadKB > 0 {
+		f = append(f, "read-ahead "+strconv.Itoa(q.ReadAheadKB)+" KiB")
+	}
+	return f
+}
+
+// wrapHanging prints s wrapped to the report width: the first line after
+// first, continuation lines after rest.
+func (t *textWriter) wrapHanging(first, rest, s string) {
+	line, prefix := first, first
+	for _, word := range strings.Fields(s) {
+		if len(line) > len(prefix) && visibleLen(line)+1+visibleLen(word) > width {
+			t.printf("%s\n", line)
+			line, prefix = rest, rest
+		}
+		if len(line) > len(prefix) {
+			line += " "
+		}
+		line += word
+	}
+	if len(line) > len(prefix) {
+		t.printf("%s\n", line)
+	}
+}
+
+// visibleLen is the printed width of s: ANSI colour codes take no columns
+// and "└" is one column in three bytes.
+func visibleLen(s string) int {
+	n, esc := 0, false
+	for _, r := range s {
+		switch {
+		case esc:
+			if r == 'm' {
+				esc = false
+			}
+		case r == 0x1b:
+			esc = true
+		default:
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/model/storage"
+)
+
+// writeStorageMarkdown prints a summary table of paths, then each chain as a
+// nested list with the same facts as the text report.
+func writeStorageMarkdown(b *bufio.Writer, r *Report) {
+	fmt.Fprintf(b, "\n## Storage paths\n\n")
+	if len(r.Storage) == 0 {
+		fmt.Fprintf(b, "None found.\n")
+		return
+	}
+	fmt.Fprintf(b, "| path | encryption layers | where encryption runs |\n|---|---|---|\n")
+	for _, p := range r.Storage {
+		var where []string
+		for _, l := range p.EncryptionChain() {
+			where = append(where, l.EncryptedBy)
+		}
+		n := fmt.Sprint(p.EncryptionLayers)
+		if p.UnknownEncryptionLayers > 0 {
+			n += fmt.Sprintf(" (+%d unknown)", p.UnknownEncryptionLayers)
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdEscape(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
+	}
+	for _, p := range r.Storage {
+		fmt.Fprintf(b, "\n### `%s`\n\n", mdEscape(mdSubject(p)))
+		for _, l := range p.Layers {
+			line := mdEscape(layerLine(l))
+			if l.Encrypted {
+				line = "**" + line + "** — encrypted by " + l.EncryptedBy
+			} else if l.EncryptionUnknown {
+				line += " — *encryption unknown from inside*"
+			}
+			fmt.Fprintf(b, "%s- %s\n", strings.Repeat("  ", l.Depth), line)
+		}
+		for _, why := range p.Incomplete {
+			fmt.Fprintf(b, "\n> incomplete: %s\n", mdEscape(why))
+		}
+	}
+}
+
+func mdSubject(p storage.Path) string {
+	if p.MountPoint != "" {
+		return p.MountPoint
+	}
+	return "/dev/" + p.Device
+}
