@@ -51,9 +51,13 @@ type Options struct {
 	// NoRPS leaves rps_cpus untouched (packets stay on the CPU that sent them).
 	NoRPS bool
 
-	// failAt makes Setup fail after the named step; tests use it to check
-	// that Close undoes a partial Setup.
-	failAt string
+	// Test hooks. failAt makes Setup fail after the named step, to check
+	// that Close undoes a partial Setup; onID learns the ID of a lab whose
+	// Setup fails; keepLock makes Close keep the host lock, so a test can
+	// inspect the host before another package's lab changes it.
+	failAt   string
+	onID     func(string)
+	keepLock bool
 }
 
 // Lab is a running network lab. Its methods are safe for concurrent use.
@@ -118,6 +122,9 @@ func Setup(ctx context.Context, opts Options) (*Lab, error) {
 		return nil, err
 	}
 	l.state = newStateFile(l.ID)
+	if opts.onID != nil {
+		opts.onID(l.ID)
+	}
 	if err := l.setup(ctx); err != nil {
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failed setup: %w", cerr))
@@ -382,7 +389,7 @@ func (l *Lab) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if l.lock != nil {
+	if l.lock != nil && !l.opts.keepLock {
 		if err := l.lock.release(); err != nil {
 			errs = append(errs, err)
 		}

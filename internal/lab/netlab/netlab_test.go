@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,15 +113,16 @@ func TestCloseLeavesNothing(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "ip", "iproute2")
 	testenv.RequireTool(t, "iperf3", "iperf3")
+	// keepLock: no other lab may change the backlog before we check it.
+	l, err := Setup(context.Background(), Options{RPSCPU: 0, keepLock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(); _ = l.lock.release() })
 	orig, err := Backlog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Setup(context.Background(), Options{RPSCPU: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
 	if err := l.SetBacklog(orig/2 + 7); err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +199,10 @@ func TestCloseLeavesNothing(t *testing.T) {
 func TestCloseAfterFailedSetup(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "ip", "iproute2")
-	before := namespaces(t)
 	for _, step := range []string{"netns sender", "netns receiver", "veth", "addr", "rps", "holder"} {
 		t.Run(strings.ReplaceAll(step, " ", "-"), func(t *testing.T) {
-			opts := Options{failAt: step}
+			var id string
+			opts := Options{failAt: step, onID: func(s string) { id = s }}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			l, err := Setup(ctx, opts)
@@ -213,10 +213,16 @@ func TestCloseAfterFailedSetup(t *testing.T) {
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Setup: %v, want the injected failure", err)
 			}
+			if id == "" {
+				t.Fatal("Setup failed before choosing a lab ID")
+			}
 			for _, ns := range namespaces(t) {
-				if strings.HasPrefix(ns, NamePrefix) && !slices.Contains(before, ns) {
+				if strings.HasPrefix(ns, NamePrefix+id) {
 					t.Errorf("namespace %s left after failed Setup", ns)
 				}
+			}
+			if _, err := os.Stat(newStateFile(id).path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("state file left after failed Setup: %v", err)
 			}
 			// The lock must be released. Another package's lab may hold it
 			// for a while; a leaked lock would be held forever.
