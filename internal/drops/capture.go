@@ -15,6 +15,7 @@ type Record struct {
 	Reason   uint32 `json:"reason"`   // enum skb_drop_reason value; 0 when the kernel has no reasons
 	Location uint64 `json:"location"` // return address inside the function that freed the skb
 	Ifindex  uint32 `json:"ifindex"`  // skb->dev, else skb->skb_iif; 0 when neither is set
+	Netns    uint32 `json:"netns"`    // inode of skb->dev's network namespace; 0 when unknown
 	StackID  int32  `json:"stack_id"` // key into Capture.Stacks, or NoStack
 	Count    uint64 `json:"count"`
 }
@@ -43,7 +44,10 @@ func (k Kernel) Unspecified() (uint32, bool) {
 
 // Capture is everything read back from the kernel after a run.
 type Capture struct {
-	Kernel          Kernel             `json:"kernel"`
+	Kernel Kernel `json:"kernel"`
+	// Netns is the inode of the network namespace the capture was read
+	// from: interfaces of records in it can be named.
+	Netns           uint32             `json:"netns"`
 	DurationSeconds float64            `json:"duration_seconds"`
 	Records         []Record           `json:"records"`
 	Stacks          map[int32][]uint64 `json:"stacks,omitempty"` // innermost frame first
@@ -51,4 +55,33 @@ type Capture struct {
 	// LostStacks counts drops counted without their stack.
 	LostRecords uint64 `json:"lost_records,omitempty"`
 	LostStacks  uint64 `json:"lost_stacks,omitempty"`
+	// Missed counts runs of the program the kernel skipped because it was
+	// already running on that CPU (bpf_prog_info.recursion_misses, 5.12+).
+	Missed uint64 `json:"missed,omitempty"`
+	// Symbols, when set, name the addresses above (see EmbedSymbols).
+	Symbols []Symbol `json:"symbols,omitempty"`
+}
+
+// EmbedSymbols stores in c the symbols that name its locations and stack
+// frames, so a recorded capture can be replayed on another host (or in a
+// test) without that host's /proc/kallsyms.
+func (c *Capture) EmbedSymbols(syms *Symbols) {
+	seen := map[uint64]bool{}
+	add := func(addr uint64) {
+		for _, a := range []uint64{addr, addr - 1} {
+			if sym, _, ok := syms.Lookup(a); ok && !seen[sym.Addr] {
+				seen[sym.Addr] = true
+				c.Symbols = append(c.Symbols, sym)
+			}
+		}
+	}
+	for _, r := range c.Records {
+		add(r.Location)
+	}
+	for _, st := range c.Stacks {
+		for _, a := range st {
+			add(a)
+		}
+	}
+	sortSymbols(c.Symbols)
 }

@@ -19,7 +19,7 @@ type bpfDropKey struct {
 	Ifindex  uint32
 	Location uint64
 	StackId  int32
-	Pad      uint32
+	Netns    uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -31,6 +31,7 @@ const (
 	bpfMapStacks            = "stacks"
 	bpfProgOnKfreeSkb       = "on_kfree_skb"
 	bpfVarFilterIfindex     = "filter_ifindex"
+	bpfVarFilterNetns       = "filter_netns"
 	bpfVarHasReason         = "has_reason"
 	bpfVarStackUnspecified  = "stack_unspecified"
 	bpfVarUnspecifiedReason = "unspecified_reason"
@@ -96,6 +97,7 @@ type bpfMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfVariableSpecs struct {
 	FilterIfindex     *ebpf.VariableSpec `ebpf:"filter_ifindex"`
+	FilterNetns       *ebpf.VariableSpec `ebpf:"filter_netns"`
 	HasReason         *ebpf.VariableSpec `ebpf:"has_reason"`
 	StackUnspecified  *ebpf.VariableSpec `ebpf:"stack_unspecified"`
 	UnspecifiedReason *ebpf.VariableSpec `ebpf:"unspecified_reason"`
@@ -140,6 +142,7 @@ func (m *bpfMaps) Close() error {
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfVariables struct {
 	FilterIfindex     *ebpf.Variable `ebpf:"filter_ifindex"`
+	FilterNetns       *ebpf.Variable `ebpf:"filter_netns"`
 	HasReason         *ebpf.Variable `ebpf:"has_reason"`
 	StackUnspecified  *ebpf.Variable `ebpf:"stack_unspecified"`
 	UnspecifiedReason *ebpf.Variable `ebpf:"unspecified_reason"`

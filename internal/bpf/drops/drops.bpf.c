@@ -25,8 +25,22 @@ char LICENSE[] SEC("license") = "GPL";
 
 // Minimal CO-RE views of kernel structs: field offsets are relocated
 // against the running kernel's BTF at load time.
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+// possible_net_t (include/net/net_namespace.h), a typedef'd struct.
+struct possible_net {
+	struct net *net;
+} __attribute__((preserve_access_index));
+
 struct net_device {
 	int ifindex;
+	struct possible_net nd_net;
 } __attribute__((preserve_access_index));
 
 struct sk_buff {
@@ -39,7 +53,7 @@ struct drop_key {
 	__u32 ifindex;
 	__u64 location;
 	__s32 stack_id; // -1: no stack (not requested or not collected)
-	__u32 pad;
+	__u32 netns;    // inode of the device's network namespace; 0: unknown
 };
 
 // Set by the loader before load.
@@ -50,6 +64,7 @@ volatile const __u8 with_stacks = 0;
 volatile const __u8 stack_unspecified = 0;
 volatile const __u32 unspecified_reason = 2;
 volatile const __u32 filter_ifindex = 0; // 0: every interface
+volatile const __u32 filter_netns = 0;   // with filter_ifindex: its namespace
 
 #define MAX_ENTRIES 16384
 
@@ -94,12 +109,16 @@ int on_kfree_skb(__u64 *ctx)
 	struct net_device *dev = BPF_CORE_READ(skb, dev);
 	struct drop_key key = {};
 
-	// The receiving device for RX drops; skb_iif once dev was cleared.
-	if (dev)
+	// The receiving device for RX drops; skb_iif once dev was cleared
+	// (then the namespace is unknown). Interface indexes are per network
+	// namespace, so the namespace is part of the key.
+	if (dev) {
 		key.ifindex = BPF_CORE_READ(dev, ifindex);
-	else
+		key.netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+	} else {
 		key.ifindex = BPF_CORE_READ(skb, skb_iif);
-	if (filter_ifindex && key.ifindex != filter_ifindex)
+	}
+	if (filter_ifindex && (key.ifindex != filter_ifindex || key.netns != filter_netns))
 		return 0;
 
 	key.location = ctx[1];

@@ -31,9 +31,10 @@ type Options struct {
 	// are skipped by default because they are frequent and mostly not
 	// drops.
 	StacksUnspecified bool
-	// Ifindex counts only drops whose skb belongs to this interface; 0
-	// counts all.
+	// Ifindex counts only drops whose skb belongs to this interface of
+	// network namespace Netns (an inode number, see NetnsOf); 0 counts all.
 	Ifindex uint32
+	Netns   uint32
 }
 
 // Errors a caller may want to tell apart.
@@ -151,6 +152,7 @@ func Start(opts Options) (*Tracer, error) {
 		bpfVarStackUnspecified:  b2u8(opts.StacksUnspecified),
 		bpfVarUnspecifiedReason: unspecified,
 		bpfVarFilterIfindex:     opts.Ifindex,
+		bpfVarFilterNetns:       opts.Netns,
 	}
 	for name, v := range consts {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -204,7 +206,7 @@ func (t *Tracer) Read() (*drops.Capture, error) {
 		for _, n := range counts {
 			sum += n
 		}
-		c.Records = append(c.Records, drops.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, StackID: key.StackId, Count: sum})
+		c.Records = append(c.Records, drops.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, Netns: key.Netns, StackID: key.StackId, Count: sum})
 		if key.StackId >= 0 {
 			stackIDs[key.StackId] = true
 		}
@@ -239,6 +241,12 @@ func (t *Tracer) Read() (*drops.Capture, error) {
 			*dst += n
 		}
 	}
+	// The kernel skips a tracing program that fires while the same
+	// program runs on that CPU (a softirq interrupting it): those drops
+	// are missed, and counted here.
+	if st, err := t.objs.OnKfreeSkb.Stats(); err == nil {
+		c.Missed = st.RecursionMisses
+	}
 	return c, nil
 }
 
@@ -249,4 +257,14 @@ func (t *Tracer) Close() error {
 		err = t.link.Close()
 	}
 	return errors.Join(err, t.objs.Close())
+}
+
+// NetnsOf returns the inode number of the network namespace at path
+// (/proc/self/ns/net for ours), as the kernel's net->ns.inum.
+func NetnsOf(path string) (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	return uint32(st.Ino), nil
 }
