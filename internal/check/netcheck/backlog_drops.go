@@ -99,9 +99,15 @@ func recommendBacklog(m *network.Model, cur int64) (int64, string) {
 	}
 	pkts := float64(speed) * 1e6 * burstWindowSeconds / float64(mtu*8)
 	rec := pow2(int64(math.Ceil(pkts)))
+	why := fmt.Sprintf("%s: %d Mb/s at MTU %d is %.0f packets per %.0f ms; %d is the next power of two", via, speed, mtu, pkts, burstWindowSeconds*1000, rec)
+	// Drops at the current value prove it too small, whatever the formula says.
+	if twice := pow2(cur * 2); twice > rec {
+		rec = twice
+		why += fmt.Sprintf(", but drops at %d call for at least twice that: %d", cur, rec)
+	}
 	rec = max(rec, kernelDefaultBacklog)
 	rec = min(rec, maxRecommendedBacklog)
-	return rec, fmt.Sprintf("%s: %d Mb/s at MTU %d is %.0f packets per %.0f ms; %d is the next power of two. Memory is only used while packets wait", via, speed, mtu, pkts, burstWindowSeconds*1000, rec)
+	return rec, why + ". Memory is only used while packets wait"
 }
 
 func pow2(v int64) int64 {

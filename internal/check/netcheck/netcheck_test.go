@@ -1,0 +1,156 @@
+package netcheck
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+func input(t *testing.T, s *snapshot.Snapshot) *check.Input {
+	t.Helper()
+	m, err := network.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &check.Input{Snapshot: s, Network: m}
+}
+
+func fixture(t *testing.T, name string) *check.Input {
+	t.Helper()
+	s, err := snapshot.Load(filepath.Join("../../../testdata/hosts", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return input(t, s)
+}
+
+// statuses runs one check and returns "subject=status" for non-pass results.
+func statuses(run func(*check.Input) []check.Finding, in *check.Input) []string {
+	var out []string
+	for _, f := range run(in) {
+		st := f.Status
+		if st == "" {
+			st = check.Fail
+		}
+		if st != check.Pass {
+			out = append(out, f.Subject+"="+string(st))
+		}
+	}
+	return out
+}
+
+// TestFixtures is the fires/silent pair of every network check on the
+// fixture hosts (the golden reports show the full text).
+func TestFixtures(t *testing.T) {
+	checks := map[string]func(*check.Input) []check.Finding{
+		"net.ring-undersized": ringUndersized, "net.backlog-drops": backlogDrops, "net.time-squeeze": timeSqueeze,
+		"net.socket-rcvbuf": socketRcvbuf, "net.no-drop-reasons": noDropReasons,
+	}
+	want := map[string]map[string][]string{
+		"net-azure-accelnet": {
+			"net.ring-undersized": {"enP30832s1=fail"}, "net.backlog-drops": {"softnet=fail"},
+			"net.time-squeeze": {"softnet=fail"},
+		},
+		"net-aws-ena":           {"net.socket-rcvbuf": {"sockets=fail"}},
+		"net-virtio-one-sample": {"net.backlog-drops": {"softnet=unknown"}, "net.time-squeeze": {"softnet=unknown"}, "net.no-drop-reasons": {"kernel=fail"}},
+		"net-healthy":           {},
+	}
+	for host, w := range want {
+		in := fixture(t, host)
+		for id, run := range checks {
+			got := statuses(run, in)
+			if d := cmp.Diff(w[id], got); d != "" {
+				t.Errorf("%s %s (-want +got):\n%s", host, id, d)
+			}
+		}
+	}
+}
+
+func twoSamples(speed int64, ring snapshot.Ring, missed0, missed1 uint64) *snapshot.Snapshot {
+	sample := func(t int64, missed uint64) snapshot.NetSample {
+		return snapshot.NetSample{MonotonicNS: t, Interfaces: []snapshot.NetCounters{{Name: "eth0", Stats: map[string]uint64{"rx_missed_errors": missed}}},
+			Softnet: []snapshot.SoftnetCPU{{CPU: 0}}}
+	}
+	return &snapshot.Snapshot{Net: &snapshot.Net{
+		Interfaces: []snapshot.NetInterface{{Name: "eth0", OperState: "up", SpeedMbps: &speed, Ring: &ring, MTU: 1500}},
+		Samples:    []snapshot.NetSample{sample(0, missed0), sample(2e9, missed1)},
+	}}
+}
+
+func TestRingUndersized(t *testing.T) {
+	small := snapshot.Ring{RX: 512, RXMax: 8192}
+	tests := []struct {
+		name string
+		s    *snapshot.Snapshot
+		want check.Status
+		sev  check.Severity
+	}{
+		{"rising misses, ring below max", twoSamples(10000, small, 10, 2010), check.Fail, 0},
+		{"rising misses, ring at max", twoSamples(10000, snapshot.Ring{RX: 8192, RXMax: 8192}, 10, 2010), check.Pass, 0},
+		{"fast link, small ring, quiet", twoSamples(100000, small, 10, 10), check.Fail, check.Info},
+		{"slow link, small ring, quiet", twoSamples(1000, small, 10, 10), check.Pass, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := ringUndersized(input(t, tt.s))
+			if len(fs) != 1 {
+				t.Fatalf("got %d findings", len(fs))
+			}
+			st := fs[0].Status
+			if st == "" {
+				st = check.Fail
+			}
+			if st != tt.want || fs[0].Severity != tt.sev {
+				t.Errorf("status %s severity %v, want %s %v: %s", st, fs[0].Severity, tt.want, tt.sev, fs[0].Summary)
+			}
+		})
+	}
+	// One sample with old misses: unknown, with the reason.
+	s := twoSamples(10000, small, 10, 10)
+	s.Net.Samples = s.Net.Samples[:1]
+	fs := ringUndersized(input(t, s))
+	if len(fs) != 1 || fs[0].Status != check.Unknown || !strings.Contains(fs[0].Summary, "one counter sample") {
+		t.Errorf("one sample: %+v", fs)
+	}
+	if fs[0].Remediation != "" {
+		t.Error("an unknown finding must not prescribe a fix")
+	}
+}
+
+func TestRecommendBacklog(t *testing.T) {
+	speed := func(v int64) *int64 { return &v }
+	tests := []struct {
+		speed *int64
+		cur   int64
+		want  int64
+	}{
+		{speed(25000), 1000, 32768}, // the incident: 1000 -> 32768
+		{speed(10000), 1000, 16384},
+		{speed(1000), 1000, 2048},
+		{speed(400000), 1000, 65536}, // capped
+		{nil, 16, 1024},              // no speed: at least the kernel default
+		{nil, 1000, 4096},
+	}
+	for _, tt := range tests {
+		m := &network.Model{Interfaces: []network.Interface{{Name: "eth0", OperState: "up", SpeedMbps: tt.speed, MTU: 1500}}}
+		got, why := recommendBacklog(m, tt.cur)
+		if got != tt.want || why == "" {
+			t.Errorf("speed %v cur %d: got %d (%s), want %d", tt.speed, tt.cur, got, why, tt.want)
+		}
+	}
+}
+
+func TestNoNetworkSection(t *testing.T) {
+	in := &check.Input{Snapshot: &snapshot.Snapshot{}}
+	for _, run := range []func(*check.Input) []check.Finding{ringUndersized, backlogDrops, timeSqueeze, socketRcvbuf, noDropReasons} {
+		if fs := run(in); len(fs) != 0 {
+			t.Errorf("findings without a network section: %+v", fs)
+		}
+	}
+}
