@@ -121,6 +121,7 @@ func Setup(ctx context.Context, opts Options) (*Lab, error) {
 		l.Close()
 		return nil, err
 	}
+	trackOpen(l)
 	l.state = newStateFile(l.ID)
 	if opts.onID != nil {
 		opts.onID(l.ID)
@@ -389,6 +390,7 @@ func (l *Lab) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	untrackOpen(l)
 	if l.lock != nil && !l.opts.keepLock {
 		if err := l.lock.release(); err != nil {
 			errs = append(errs, err)

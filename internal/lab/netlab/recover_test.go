@@ -204,3 +204,59 @@ func TestHolderRestart(t *testing.T) {
 		t.Errorf("holder pid unchanged after kill")
 	}
 }
+
+// TestSignalClosesLab sends SIGTERM to a process with an open lab: the lab
+// is closed before the process dies of the signal.
+func TestSignalClosesLab(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "ip", "iproute2")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), helperEnv+"=500")
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		// If the handler failed, Setup undoes what the child left.
+		if l, err := Setup(context.Background(), Options{NoRPS: true}); err == nil {
+			l.Close()
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if !ok {
+		t.Fatalf("helper: %q", line)
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = child.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("helper wait: %v", err)
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("helper exit %v, want death by SIGTERM", err)
+	}
+	if want := "closed lab " + id + " (error: <nil>)"; !strings.Contains(stderr.String(), want) {
+		t.Fatalf("helper stderr %q, want %q", stderr.String(), want)
+	}
+	// Close ran before the lock was released, so no other lab cleaned for it.
+	for _, ns := range namespaces(t) {
+		if strings.HasPrefix(ns, NamePrefix+id) {
+			t.Errorf("namespace %s left after SIGTERM", ns)
+		}
+	}
+	if _, err := os.Stat(newStateFile(id).path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state file left after SIGTERM: %v", err)
+	}
+}
