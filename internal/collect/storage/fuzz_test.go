@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"strings"
 	"testing"
 )
@@ -68,8 +69,8 @@ func FuzzRedactIntegrityParams(f *testing.F) {
 // FuzzDecodeTableStatus: arbitrary ioctl answers never panic, and what
 // decodes stays inside the buffer.
 func FuzzDecodeTableStatus(f *testing.F) {
-	f.Add(encodeTableStatus([]specTarget{{0, 8, "crypt", "aes-xts-plain64 " + testKey + " 0 8:2 0"}, {8, 8, "linear", "8:1 0"}}))
-	f.Add(encodeTableStatus(nil))
+	f.Add(dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 8, "crypt", "aes-xts-plain64 "+testKey+" 0 8:2 0"), dmtest.T(8, 8, "linear", "8:1 0")}))
+	f.Add(dmtest.EncodeTableStatus(nil))
 	f.Add(make([]byte, dmIoctlSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		raw, err := decodeTableStatus(b)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -166,10 +167,10 @@ func TestRedactIntegrityParams(t *testing.T) {
 }
 
 func TestDecodeTableStatus(t *testing.T) {
-	good := encodeTableStatus([]specTarget{
-		{0, 2048, "linear", "8:1 0"},
-		{2048, 4096, "crypt", "aes-xts-plain64 " + testKey + " 0 8:2 0"},
-		{6144, 8, "zero", ""},
+	good := dmtest.EncodeTableStatus([]dmtest.Target{
+		dmtest.T(0, 2048, "linear", "8:1 0"),
+		dmtest.T(2048, 4096, "crypt", "aes-xts-plain64 "+testKey+" 0 8:2 0"),
+		dmtest.T(6144, 8, "zero", ""),
 	})
 	raw, err := decodeTableStatus(good)
 	if err != nil {
@@ -213,7 +214,7 @@ func TestDecodeTableStatus(t *testing.T) {
 
 func TestReadDMTableGarbageTable(t *testing.T) {
 	// A crypt target whose params are cut short: kept without params.
-	dm := &fakeDM{payloads: map[string][]byte{"253:0": encodeTableStatus([]specTarget{{0, 8, "crypt", "aes-xts-plain64 " + testKey}})}}
+	dm := &dmtest.Control{Payloads: map[string][]byte{"253:0": dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 8, "crypt", "aes-xts-plain64 "+testKey)})}}
 	got, errs := readDMTable(dm, "253:0")
 	if len(errs) != 1 || !errors.Is(errs[0], errDMParams) {
 		t.Errorf("errs = %v", errs)
@@ -221,7 +222,7 @@ func TestReadDMTableGarbageTable(t *testing.T) {
 	if diff := cmp.Diff([]snapshot.DMTarget{{Start: 0, Length: 8, Type: "crypt"}}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if bytes.ContainsFunc(dm.handed[0], func(r rune) bool { return r != 0 }) {
+	if bytes.ContainsFunc(dm.Handed[0], func(r rune) bool { return r != 0 }) {
 		t.Error("buffer not zeroed")
 	}
 	if _, errs := readDMTable(dm, "253:9"); len(errs) != 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -37,12 +38,12 @@ func boolp(b bool) *bool { return &b }
 
 func TestCollectBareMetal(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
-	dm := &fakeDM{payloads: map[string][]byte{
-		"253:0": encodeTableStatus([]specTarget{{0, 1952441777, "crypt",
-			"aes-xts-plain64 " + testKey + " 0 259:2 32768 2 no_read_workqueue no_write_workqueue"}}),
-		"253:1": encodeTableStatus([]specTarget{
-			{0, 1000000000, "crypt", "aes-cbc-essiv:sha256 :32:logon:cryptsetup:inner-d0 0 253:0 0"},
-			{1000000000, 952441777, "linear", "253:0 1000000000"},
+	dm := &dmtest.Control{Payloads: map[string][]byte{
+		"253:0": dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 1952441777, "crypt",
+			"aes-xts-plain64 "+testKey+" 0 259:2 32768 2 no_read_workqueue no_write_workqueue")}),
+		"253:1": dmtest.EncodeTableStatus([]dmtest.Target{
+			dmtest.T(0, 1000000000, "crypt", "aes-cbc-essiv:sha256 :32:logon:cryptsetup:inner-d0 0 253:0 0"),
+			dmtest.T(1000000000, 952441777, "linear", "253:0 1000000000"),
 		}),
 	}}
 	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil },
@@ -108,10 +109,10 @@ func TestCollectBareMetal(t *testing.T) {
 	if len(s.Manifest.Errors) != 0 {
 		t.Errorf("unexpected errors: %+v", s.Manifest.Errors)
 	}
-	if !dm.closed {
+	if !dm.Closed {
 		t.Error("dm control not closed")
 	}
-	for i, b := range dm.handed {
+	for i, b := range dm.Handed {
 		if slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
 			t.Errorf("ioctl buffer %d not zeroed after decoding", i)
 		}
@@ -138,7 +139,7 @@ func errorLines(s *snapshot.Snapshot, root string) []string {
 
 func TestCollectBroken(t *testing.T) {
 	fs := materialise(t, "broken.txtar")
-	dm := &fakeDM{payloads: map[string][]byte{"253:3": []byte("this is no dm_ioctl at all")}}
+	dm := &dmtest.Control{Payloads: map[string][]byte{"253:3": []byte("this is no dm_ioctl at all")}}
 	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil }, Fscrypt: fakeFscrypt{}}
 	var s snapshot.Snapshot
 	c.Collect(context.Background(), &s)
