@@ -59,7 +59,7 @@ func (r FloodResult) ReceivedPacketsPerSecond() float64 {
 // Flood runs an iperf3 server in the receiver namespace and a UDP flood from
 // the sender namespace to ReceiverAddr for duration (whole seconds, at least
 // one). It returns when the test ends, or kills both iperf3 processes when
-// ctx is done.
+// ctx is done. Floods on one lab at the same time need different Ports.
 func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptions) (FloodResult, error) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return FloodResult{}, errors.New("iperf3 not found: apt-get install iperf3")

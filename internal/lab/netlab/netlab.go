@@ -207,8 +207,14 @@ func (l *Lab) SetRPS(ctx context.Context, cpu int) error {
 	}
 	p := "/sys/class/net/" + l.ReceiverLink + "/queues/rx-0/rps_cpus"
 	mask := cpuMask(cpu)
-	if _, err := l.Exec(ctx, l.Receiver, "sh", "-c", `printf '%s\n' "$1" > "$2" && cat "$2"`, "sh", mask, p); err != nil {
+	out, err := l.Exec(ctx, l.Receiver, "sh", "-c", `printf '%s\n' "$1" > "$2" && cat "$2"`, "sh", mask, p)
+	if err != nil {
 		return fmt.Errorf("set rps mask %s on %s (kernel needs CONFIG_RPS): %w", mask, p, err)
+	}
+	// The kernel prints the mask zero-padded; compare the bits.
+	bits := func(s string) string { return strings.TrimLeft(strings.ReplaceAll(strings.TrimSpace(s), ",", ""), "0") }
+	if bits(string(out)) != bits(mask) {
+		return fmt.Errorf("rps mask on %s reads %q after writing %q", p, strings.TrimSpace(string(out)), mask)
 	}
 	return nil
 }

@@ -259,3 +259,21 @@ func TestSendUDPClosedPort(t *testing.T) {
 		t.Errorf("SendUDP to an address outside the lab was not refused")
 	}
 }
+
+// TestSetRPS steers to every CPU in turn; SetRPS reads each mask back.
+func TestSetRPS(t *testing.T) {
+	l := New(t, Options{NoRPS: true})
+	ctx := context.Background()
+	for cpu := range onlineCPUs() {
+		if err := l.SetRPS(ctx, cpu); err != nil {
+			t.Errorf("SetRPS(%d): %v", cpu, err)
+		}
+	}
+	out, err := l.Exec(ctx, l.Receiver, "cat", "/sys/class/net/"+l.ReceiverLink+"/queues/rx-0/rps_cpus")
+	if want := cpuMask(onlineCPUs() - 1); err != nil || strings.TrimLeft(strings.TrimSpace(string(out)), "0") != want {
+		t.Errorf("rps_cpus = %q (%v), want %s", out, err, want)
+	}
+	if err := l.SetRPS(ctx, onlineCPUs()); err == nil {
+		t.Errorf("SetRPS to a CPU the host does not have succeeded")
+	}
+}
