@@ -85,6 +85,7 @@ var exact = map[string]Meaning{
 	"NO_SOCKET":       {LayerSocket, "", "no socket listens on the destination port"},
 	"SOCKET_CLOSE":    {LayerSocket, "", "socket closed with data queued"},
 	"SOCKET_FILTER":   {LayerSocket, "", "a socket filter (BPF/SO_ATTACH_FILTER) dropped it"},
+	"QUEUE_PURGE":     {LayerSocket, "", "queued data freed when a socket or queue was purged (usually a close)"},
 	"NETFILTER_DROP":  {LayerNetfilter, "", "a firewall rule dropped it: see nft list ruleset / iptables-save"},
 	"QDISC_DROP":      {LayerQdisc, "", "queueing discipline full: see tc -s qdisc"},
 	"QDISC_OVERLIMIT": {LayerQdisc, "", "queueing discipline over its limit: see tc -s qdisc"},

@@ -45,7 +45,7 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		fmt.Fprintf(w, "warning: %d drops missed: the kernel skipped the tracer while it was already running on that CPU\n", r.Missed)
 	}
 	if r.LostStacks > 0 {
-		fmt.Fprintf(w, "warning: %d drops counted without their stack: the stack map was full\n", r.LostStacks)
+		fmt.Fprintf(w, "warning: %d drops counted without their stack (stack map full, or two stacks with one hash)\n", r.LostStacks)
 	}
 	if len(r.Reasons) == 0 {
 		fmt.Fprintln(w, "No drops.")

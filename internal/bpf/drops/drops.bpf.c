@@ -75,11 +75,16 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+// Stack ids are a hash of the stack: with no BPF_F_REUSE_STACKID a
+// colliding stack is not recorded (the drop is still counted, as "no
+// stack"), so the table is sized well above the few hundred distinct drop
+// stacks a busy host shows. 64 frames cover the deepest network paths
+// (perf keeps 127) at 8 MiB for the whole map.
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 127 * sizeof(__u64));
+	__uint(value_size, 64 * sizeof(__u64));
 } stacks SEC(".maps");
 
 enum {

@@ -289,3 +289,33 @@ func TestBacklogFlood(t *testing.T) {
 		t.Errorf("only %d of %d CPU_BACKLOG drops have a stack through enqueue_to_backlog", backlogStacks, bl.Count)
 	}
 }
+
+// TestReplay reports from the capture the real flood test recorded: the
+// command's whole output path, without privileges.
+func TestReplay(t *testing.T) {
+	dir := t.TempDir()
+	folded, svg := filepath.Join(dir, "f"), filepath.Join(dir, "s.svg")
+	out, err := runCmd(context.Background(), t, "--replay", "../../../drops/testdata/flood.capture.json", "--folded", folded, "--svg", svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../../drops/testdata/flood.report.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("replayed text report (-want +got)\n%s", diff)
+	}
+	wantFolded, _ := os.ReadFile("../../../drops/testdata/flood.folded")
+	gotFolded, _ := os.ReadFile(folded)
+	if diff := cmp.Diff(string(wantFolded), string(gotFolded)); diff != "" {
+		t.Errorf("folded (-want +got)\n%s", diff)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !bytes.Contains(b, []byte(">enqueue_to_backlog<")) && !bytes.Contains(b, []byte("<title>enqueue_to_backlog ")) {
+		t.Errorf("flame graph lacks enqueue_to_backlog (%v)", err)
+	}
+	if _, err := runCmd(context.Background(), t, "--replay", filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "read capture") {
+		t.Errorf("missing capture: err = %v", err)
+	}
+}
