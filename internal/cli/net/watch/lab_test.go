@@ -37,7 +37,9 @@ type floodRun struct {
 
 // floodWatched runs `slowpath net watch --format json` (and optionally
 // doctor) inside the receiver namespace around a 3 s iperf3 UDP flood.
-func floodWatched(t *testing.T, l *netlab.Lab, bin string, withDoctor bool) floodRun {
+// With viaFlag the watch starts in the host namespace and enters the
+// receiver's with --netns instead of being started inside it.
+func floodWatched(t *testing.T, l *netlab.Lab, bin string, withDoctor, viaFlag bool) floodRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -46,8 +48,11 @@ func floodWatched(t *testing.T, l *netlab.Lab, bin string, withDoctor bool) floo
 	if r.before, err = l.ReadCounters(); err != nil {
 		t.Fatal(err)
 	}
-	wcmd, err := l.Command(ctx, l.Receiver, bin, "net", "watch", "--format", "json", "--interval", "1s", "--duration", "6500ms")
-	if err != nil {
+	args := []string{"net", "watch", "--format", "json", "--interval", "1s", "--duration", "6500ms"}
+	var wcmd *exec.Cmd
+	if viaFlag {
+		wcmd = exec.CommandContext(ctx, bin, append(args, "--netns", l.Receiver)...)
+	} else if wcmd, err = l.Command(ctx, l.Receiver, append([]string{bin}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 	var wout, werr bytes.Buffer
@@ -138,7 +143,7 @@ func TestReproBacklogDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	small := floodWatched(t, l, bin, true)
+	small := floodWatched(t, l, bin, true, false)
 	labDropped := float64(small.after.Sub(small.before).TotalSoftnetDropped())
 	watchedBacklog := small.sum("backlog", "softnet_dropped")
 	t.Logf("backlog 16: lab softnet dropped %.0f, watch backlog softnet_dropped %.0f, socket Udp.RcvbufErrors %.0f",
@@ -184,12 +189,19 @@ func TestReproBacklogDrops(t *testing.T) {
 	if err := l.SetBacklog(1000); err != nil {
 		t.Fatal(err)
 	}
-	large := floodWatched(t, l, bin, false)
+	large := floodWatched(t, l, bin, false, true)
 	labDropped = float64(large.after.Sub(large.before).TotalSoftnetDropped())
 	watchedBacklog = large.sum("backlog", "softnet_dropped")
 	t.Logf("backlog 1000: lab softnet dropped %.0f, watch backlog %.0f, socket Udp.RcvbufErrors %.0f",
 		labDropped, watchedBacklog, large.sum("socket", "Udp.RcvbufErrors"))
 	if watchedBacklog != 0 || labDropped != 0 {
 		t.Errorf("with netdev_max_backlog=1000 backlog drops continue: watch %.0f, softnet_stat %.0f", watchedBacklog, labDropped)
+	}
+	// This run watched through --netns: it must have seen the receiver
+	// namespace's socket counters, which the host namespace does not have.
+	if rcv := large.after.UDPRcvbufErrors - large.before.UDPRcvbufErrors; rcv > 0 {
+		if got := large.sum("socket", "Udp.RcvbufErrors"); got < 0.9*float64(rcv) {
+			t.Errorf("net watch --netns %s saw %.0f Udp RcvbufErrors, the namespace counted %d", l.Receiver, got, rcv)
+		}
 	}
 }
