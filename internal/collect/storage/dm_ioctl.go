@@ -23,7 +23,7 @@ const (
 	dmSecureDataFlag  = 1 << 15 // DM_SECURE_DATA_FLAG: the kernel wipes its copy
 
 	// _IOWR(0xfd, nr, struct dm_ioctl)
-	dmIoctlVersion     = 3<<30 | dmIoctlSize<<16 | 0xfd<<8 | 0
+	dmIoctlVersion     = 3<<30 | dmIoctlSize<<16 | 0xfd<<8 // nr 0
 	dmIoctlTableStatus = 3<<30 | dmIoctlSize<<16 | 0xfd<<8 | 12
 
 	// Offsets in struct dm_ioctl.

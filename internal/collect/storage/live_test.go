@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -312,5 +313,14 @@ func TestOpenDMControlMissing(t *testing.T) {
 	_, err := OpenDMControl(filepath.Join(t.TempDir(), "control"))
 	if hostfs.Classify(err) != hostfs.KindMissing {
 		t.Errorf("kind %q for %v, want missing", hostfs.Classify(err), err)
+	}
+}
+
+// TestOpenDMControlNotDM issues the real DM_VERSION ioctl on a node that
+// is not device-mapper: the kernel answers ENOTTY, classified unsupported.
+func TestOpenDMControlNotDM(t *testing.T) {
+	_, err := OpenDMControl("/dev/null")
+	if !errors.Is(err, ErrDMControl) || hostfs.Classify(err) != hostfs.KindUnsupported {
+		t.Errorf("err %v, kind %q; want ErrDMControl, unsupported", err, hostfs.Classify(err))
 	}
 }

@@ -250,3 +250,12 @@ func TestDecodeFscryptPolicy(t *testing.T) {
 		t.Error("oversized policy accepted")
 	}
 }
+
+// TestDMIoctlNumbers pins the request numbers to the values the kernel
+// headers produce (_IOWR(0xfd, 0|12, struct dm_ioctl) with a 312-byte struct),
+// as strace prints them for dmsetup.
+func TestDMIoctlNumbers(t *testing.T) {
+	if dmIoctlVersion != 0xc138fd00 || dmIoctlTableStatus != 0xc138fd0c {
+		t.Errorf("DM_VERSION %#x, DM_TABLE_STATUS %#x", dmIoctlVersion, dmIoctlTableStatus)
+	}
+}
