@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 5s
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs
 
 .PHONY: all build run test unit lint fuzz bench generate deps-test clean
 
