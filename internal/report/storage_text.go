@@ -119,6 +119,9 @@ func layerLine(l storage.Layer) string {
 				f = append(f, c.Algorithm)
 			}
 			f = append(f, "fact "+c.Fact)
+			if c.Encrypted != nil && !*c.Encrypted && l.Note != "" {
+				f = append(f, l.Note)
+			}
 		}
 	case storage.LayerMissing:
 		head = "missing"

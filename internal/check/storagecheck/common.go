@@ -151,3 +151,11 @@ func isLUKS2(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-L
 func isLUKS1(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS1-") }
 
 func queuePath(dev, file string) string { return "/sys/block/" + dev + "/queue/" + file }
+
+// sysName is the kernel name of a layer's device (dm-0 rather than the dm name).
+func sysName(l *storage.Layer) string {
+	if l.Device != "" {
+		return l.Device
+	}
+	return l.Name
+}

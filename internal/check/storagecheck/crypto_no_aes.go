@@ -24,7 +24,7 @@ func init() {
 }
 
 type aesUser struct {
-	subject, cipher string
+	subject, cipher, source string
 }
 
 func aesUsers(m *storage.Model) []aesUser {
@@ -36,14 +36,14 @@ func aesUsers(m *storage.Model) []aesUser {
 	uses, _ := cryptUses(m)
 	for _, u := range uses {
 		if u.layer.Crypt.IsAES() {
-			out = append(out, aesUser{u.Subject(), u.layer.Crypt.CipherSpec})
+			out = append(out, aesUser{u.Subject(), u.layer.Crypt.CipherSpec, "dm table " + u.layer.Name})
 			seen[u.Subject()] = true
 		}
 	}
 	for _, p := range m.Paths {
 		for _, l := range p.Layers {
 			if l.Kind == storage.LayerFscrypt && strings.Contains(strings.ToUpper(l.Name), "AES") && !seen[p.Subject()] {
-				out = append(out, aesUser{p.Subject(), "fscrypt " + l.Name})
+				out = append(out, aesUser{p.Subject(), "fscrypt " + l.Name, "FS_IOC_GET_ENCRYPTION_POLICY_EX " + p.Subject()})
 				seen[p.Subject()] = true
 			}
 		}
@@ -73,7 +73,7 @@ func runNoAES(in *check.Input) []check.Finding {
 		}
 		ev := []check.Evidence{
 			{Source: "/proc/cpuinfo", Key: "flags", Observed: "no aes", Expected: "aes"},
-			{Source: "dm table / fscrypt policy", Key: "cipher", Observed: u.cipher},
+			{Source: u.source, Key: "cipher", Observed: u.cipher},
 		}
 		if d := aesDriver(h.Crypto); d != "" {
 			ev = append(ev, check.Evidence{Source: "/proc/crypto", Key: "highest-priority aes driver", Observed: d})
@@ -83,9 +83,11 @@ func runNoAES(in *check.Input) []check.Finding {
 			Summary: fmt.Sprintf("%s uses %s but the CPU (%s) reports no AES instructions: the kernel falls back to "+
 				"generic software AES, which is many times slower and runs on the workload's CPUs.", u.subject, u.cipher, cpuName(h.CPUModel)),
 			Evidence: ev,
-			Remediation: "Run on a CPU type with AES instructions (check the VM type and that the hypervisor passes the\n" +
-				"aes flag through), or for CPUs without them use a cipher built for that case, e.g.\n" +
-				"cryptsetup luksFormat --cipher xchacha12,aes-adiantum-plain64 (Adiantum; needs a new format).",
+			Remediation: "Run on a CPU with AES instructions: pick a VM type that has them and\n" +
+				"check that the hypervisor passes the aes flag through (QEMU: -cpu host,\n" +
+				"not qemu64).\n" +
+				"On CPUs without them, use a cipher built for that case (new format needed):\n" +
+				"  cryptsetup luksFormat --cipher xchacha12,aes-adiantum-plain64 DEVICE",
 			References: []string{"https://docs.kernel.org/filesystems/fscrypt.html#encryption-modes-and-usage", refDMCrypt},
 		})
 	}

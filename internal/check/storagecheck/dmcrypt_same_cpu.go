@@ -54,11 +54,12 @@ func runSameCPU(in *check.Input) []check.Finding {
 				"dm-crypt and 45.3k with same_cpu_crypt.", u.layer.Name, dev.Name, rel),
 			Evidence: []check.Evidence{
 				tableEvidence(u, "same_cpu_crypt"),
-				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9 for no_read_workqueue/no_write_workqueue"},
+				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
-			Remediation: fmt.Sprintf("Add same-cpu-crypt to the options of %s in /etc/crypttab (applies at the next open),\n"+
-				"or for LUKS2: cryptsetup refresh --perf-same_cpu_crypt --persistent %s.\n"+
-				"Better: move to a 5.9+ kernel and bypass the workqueues (dmcrypt.workqueue).", u.layer.Name, u.layer.Name),
+			Remediation: fmt.Sprintf("LUKS2: cryptsetup refresh --perf-same_cpu_crypt --persistent %s\n"+
+				"Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
+				"(applies at the next open). Better: a 5.9+ kernel and\n"+
+				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", u.layer.Name, u.layer.Name),
 			References: []string{refDMCrypt, refCloudflare, refCryptsetup},
 		})
 	}

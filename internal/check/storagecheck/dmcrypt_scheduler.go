@@ -46,7 +46,7 @@ func runScheduler(in *check.Input) []check.Finding {
 				Summary: fmt.Sprintf("NVMe device %s under dm-crypt %s uses the %s I/O scheduler; on NVMe it adds per-request "+
 					"overhead without benefit, and dm-crypt already decides the order of writes.", leaf.Name, u.layer.Name, leaf.Queue.Scheduler),
 				Evidence: []check.Evidence{{Source: queuePath(leaf.Name, "scheduler"), Observed: leaf.Queue.Scheduler,
-					Expected: "none", Key: "available: " + strings.Join(leaf.Queue.Schedulers, " ")}},
+					Expected: "none (available: " + strings.Join(leaf.Queue.Schedulers, " ") + ")"}},
 				Remediation: fmt.Sprintf("echo none > /sys/block/%s/queue/scheduler\n"+
 					"and to keep it, a udev rule, e.g. /etc/udev/rules.d/60-nvme-scheduler.rules:\n"+
 					"  ACTION==\"add|change\", KERNEL==\"nvme[0-9]*n[0-9]*\", ATTR{queue/scheduler}=\"none\"", leaf.Name),

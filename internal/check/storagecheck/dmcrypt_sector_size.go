@@ -45,7 +45,7 @@ func runSectorSize(in *check.Input) []check.Finding {
 				u.layer.Name, c.SectorSize, dev.Name, pbs, pbs/c.SectorSize),
 			Evidence: []check.Evidence{
 				{Source: "dm table " + u.layer.Name, Key: "sector_size", Observed: strconv.Itoa(c.SectorSize), Expected: strconv.Itoa(pbs)},
-				{Source: queuePath(dev.Name, "physical_block_size"), Observed: strconv.Itoa(pbs)},
+				{Source: queuePath(sysName(dev), "physical_block_size"), Observed: strconv.Itoa(pbs)},
 			},
 			Remediation: sectorRemediation(u, pbs),
 			References:  []string{refDMCrypt, "https://man7.org/linux/man-pages/man8/cryptsetup-reencrypt.8.html"},
@@ -60,7 +60,9 @@ func sectorRemediation(u *cryptUse, pbs int) string {
 			"size must be at least %d):\n  cryptsetup reencrypt --sector-size %d /dev/<device under %s>",
 			pbs, pbs, pbs, u.layer.Name)
 	}
-	return fmt.Sprintf("Recreate the mapping with %d-byte sectors: for LUKS, convert to LUKS2 and run\n"+
-		"cryptsetup reencrypt --sector-size %d; for plain mode, add sector-size=%d to /etc/crypttab\n"+
-		"(this changes the on-disk layout: copy the data off first).", pbs, pbs, pbs)
+	return fmt.Sprintf("Recreate the mapping with %d-byte sectors. LUKS1: convert to LUKS2\n"+
+		"(cryptsetup convert --type luks2), then\n"+
+		"  cryptsetup reencrypt --sector-size %d DEVICE\n"+
+		"Plain mode: add sector-size=%d to its /etc/crypttab options.\n"+
+		"This changes the on-disk layout: copy the data off first.", pbs, pbs, pbs)
 }

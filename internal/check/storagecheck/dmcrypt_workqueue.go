@@ -80,9 +80,9 @@ func workqueueFinding(u *cryptUse, dev *storage.Layer, rel string) check.Finding
 		kind = "RAM"
 		ev = append(ev, check.Evidence{Source: "/sys/class/block/" + dev.Name, Key: "kind", Observed: dev.Kind})
 	default:
-		ev = append(ev, check.Evidence{Source: queuePath(dev.Name, "rotational"), Observed: "0"})
+		ev = append(ev, check.Evidence{Source: queuePath(sysName(dev), "rotational"), Observed: "0"})
 	}
-	ev = append(ev, check.Evidence{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9 (has the flags)"})
+	ev = append(ev, check.Evidence{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"})
 	var missing []string
 	if !u.layer.Crypt.NoReadWorkqueue {
 		missing = append(missing, "no_read_workqueue")

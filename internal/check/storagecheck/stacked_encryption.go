@@ -45,22 +45,21 @@ func runStackedEncryption(in *check.Input) []check.Finding {
 }
 
 func layerEvidence(l storage.Layer) check.Evidence {
-	e := check.Evidence{Observed: fmt.Sprintf("%s %s encrypts on %s", l.Kind, l.Name, l.EncryptedBy)}
+	e := check.Evidence{Observed: "encrypts on " + l.EncryptedBy}
 	switch l.Kind {
 	case storage.LayerDMCrypt:
 		e.Source, e.Key = "dm table "+l.Name, "crypt"
 		if l.Crypt != nil {
-			e.Observed += fmt.Sprintf(" (%s, %d-bit key)", l.Crypt.CipherSpec, l.Crypt.KeyBits)
+			e.Observed = fmt.Sprintf("%s, %d-bit key, %s", l.Crypt.CipherSpec, l.Crypt.KeyBits, e.Observed)
 		}
 	case storage.LayerFscrypt:
 		e.Source, e.Key = "FS_IOC_GET_ENCRYPTION_POLICY_EX", "contents mode"
+		e.Observed = l.Name + ", " + e.Observed
 	case storage.LayerCloud:
-		e.Source, e.Key = l.Cloud.Source, l.Cloud.Fact
+		e.Source, e.Key = "cloud fact "+l.Cloud.Fact, l.Cloud.Provider+" "+l.Cloud.Role
 		if l.Cloud.Provider == "azure" {
-			e.Key += " (IMDS securityProfile.encryptionAtHost)"
-		}
-		if l.Cloud.Algorithm != "" {
-			e.Observed += " (" + l.Cloud.Algorithm + ")"
+			e.Source, e.Key = "IMDS compute.securityProfile", "encryptionAtHost"
+			e.Observed = "true: " + l.Cloud.Role + " " + e.Observed
 		}
 	default:
 		e.Source = l.Kind + " " + l.Name
@@ -77,8 +76,7 @@ func stackedFinding(p storage.Path, subject string, required bool) check.Finding
 		ev = append(ev, layerEvidence(l))
 	}
 	ev[len(ev)-1].Expected = "one encryption layer per path"
-	cost := "Every block is encrypted and decrypted once per layer: the kernel-cpu layers cost CPU time " +
-		"and queueing on this VM, host and drive layers add latency; only one layer is needed against a given threat."
+	cost := stackCost(chain)
 	f := check.Finding{
 		Subject:    subject,
 		Summary:    fmt.Sprintf("%d encryption layers on %s: %s. %s", p.EncryptionLayers, subject, strings.Join(where, " over "), cost),
@@ -98,6 +96,28 @@ func stackedFinding(p storage.Path, subject string, required bool) check.Finding
 	return f
 }
 
+// stackCost says what the layers of a stack cost, by where they run.
+func stackCost(chain []storage.Layer) string {
+	k := 0
+	for _, l := range chain {
+		if l.EncryptedBy == storage.ByKernelCPU {
+			k++
+		}
+	}
+	s := "Every block is encrypted and decrypted once per layer."
+	switch {
+	case k == len(chain):
+		s += fmt.Sprintf(" All %d run on this machine's CPUs: each costs CPU time and dm-crypt queueing "+
+			"on every read and write.", k)
+	case k > 0:
+		s += fmt.Sprintf(" %d run on this machine's CPUs (CPU time and dm-crypt queueing on every I/O); "+
+			"the others add latency on the host or drive.", k)
+	default:
+		s += " The layers run outside this machine and add latency on every I/O."
+	}
+	return s + " One layer protects against a given threat; more only add cost."
+}
+
 // stackedRemediation suggests removing the layer that costs most and adds
 // least: a kernel-cpu layer over a platform layer that already encrypts.
 func stackedRemediation(chain []storage.Layer, subject string) string {
@@ -113,40 +133,52 @@ func stackedRemediation(chain []storage.Layer, subject string) string {
 	switch {
 	case len(platform) > 0 && len(kernel) > 0:
 		fmt.Fprintf(&b, "The platform already encrypts this storage (%s).\n", platform[0].Name)
-		fmt.Fprintf(&b, "If the in-guest layer is not required (e.g. customer-held keys), move the data\n")
-		fmt.Fprintf(&b, "to a plain filesystem on the same device and remove %s %s.\n", kernel[0].Kind, kernel[0].Name)
+		fmt.Fprintf(&b, "If the in-guest layer is not required (e.g. for customer-held keys),\n")
+		fmt.Fprintf(&b, "move the data to a plain filesystem and remove %s %s.\n", kernel[0].Kind, kernel[0].Name)
 		if platform[0].Cloud != nil && platform[0].Cloud.Fact != "" && strings.HasPrefix(platform[0].Cloud.Fact, "azure-eah") {
-			fmt.Fprintf(&b, "Or, if the in-guest layer is required, turn encryption at host off for this VM:\n")
-			fmt.Fprintf(&b, "  az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false (VM deallocated)")
+			fmt.Fprintf(&b, "Or, if the in-guest layer is required, deallocate the VM and turn\n")
+			fmt.Fprintf(&b, "encryption at host off:\n")
+			fmt.Fprintf(&b, "  az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false")
 		} else {
-			fmt.Fprintf(&b, "If the in-guest layer is required, mark it so: {\"required_stacks\": [%q]}", subject)
+			fmt.Fprintf(&b, "If the in-guest layer is required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
 		}
 	case len(kernel) >= 2:
-		fmt.Fprintf(&b, "Keep one in-guest layer: copy the data off, remove %s %s (the upper one),\n", kernel[0].Kind, kernel[0].Name)
-		fmt.Fprintf(&b, "and restore onto the remaining encrypted device.\n")
-		fmt.Fprintf(&b, "If both are required, mark it so: {\"required_stacks\": [%q]}", subject)
+		fmt.Fprintf(&b, "Keep one in-guest layer: copy the data off, remove %s %s\n", kernel[0].Kind, kernel[0].Name)
+		fmt.Fprintf(&b, "(the upper one) and restore onto the remaining encrypted device.\n")
+		fmt.Fprintf(&b, "If the stack is required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
 	default:
 		fmt.Fprintf(&b, "Both layers are outside this VM; choose one at the platform.\n")
-		fmt.Fprintf(&b, "If both are required, mark it so: {\"required_stacks\": [%q]}", subject)
+		fmt.Fprintf(&b, "If both are required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
 	}
 	return b.String()
 }
 
 func possibleStackFinding(p storage.Path, subject string) check.Finding {
 	var ev []check.Evidence
-	var note string
+	var refs []string
+	remediation := "Find out from the platform whether the layer below encrypts; if it does and the in-guest\n" +
+		"layer is not required, remove one of them."
 	for _, l := range p.Layers {
 		if l.Encrypted {
 			ev = append(ev, layerEvidence(l))
 		}
-		if l.EncryptionUnknown {
-			e := check.Evidence{Source: l.Name, Key: "encryption", Observed: "cannot be seen from inside this machine", Expected: "known"}
-			if l.Cloud != nil {
-				e.Source, e.Key = l.Cloud.Source, l.Cloud.Fact
-			}
-			ev = append(ev, e)
-			note = l.Note
+		if !l.EncryptionUnknown {
+			continue
 		}
+		e := check.Evidence{Source: l.Kind + " " + l.Name, Key: "encryption", Observed: "not visible from inside this machine", Expected: "known"}
+		if l.Cloud != nil {
+			e.Source, e.Key = "cloud fact "+l.Cloud.Fact, l.Cloud.Provider+" "+l.Cloud.Role
+			refs = append(refs, l.Cloud.Source)
+			if l.Cloud.Fact == "aws-ebs" {
+				remediation = "Check whether the EBS volume is encrypted:\n" +
+					"  aws ec2 describe-volumes \\\n" +
+					"    --filters Name=attachment.instance-id,Values=INSTANCE_ID \\\n" +
+					"    --query 'Volumes[].[VolumeId,Encrypted,KmsKeyId]'\n" +
+					"If it is and the in-guest layer is not required, drop one of the two;\n" +
+					"if both are required, list the path in required_stacks."
+			}
+		}
+		ev = append(ev, e)
 	}
 	return check.Finding{
 		Status:   check.Unknown,
@@ -155,7 +187,7 @@ func possibleStackFinding(p storage.Path, subject string) check.Finding {
 		Summary: fmt.Sprintf("%s has 1 encryption layer in this machine and %d below it whose encryption cannot be seen from inside; "+
 			"if that one encrypts too, every block is encrypted twice.", subject, p.UnknownEncryptionLayers),
 		Evidence:    ev,
-		Remediation: note,
-		References:  []string{refDMCrypt},
+		Remediation: remediation,
+		References:  append(refs, refDMCrypt),
 	}
 }

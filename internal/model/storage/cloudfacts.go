@@ -69,7 +69,7 @@ var cloudFacts = []cloudFact{
 		role:   "ebs", encrypted: nil, by: ByHypervisor, algorithm: "AES-256-XTS",
 		// EBS encryption is per volume, done on the EC2 host; the guest sees the same device either way.
 		source: "https://docs.aws.amazon.com/kms/latest/cryptographic-details/ebs-volume-encryption.html",
-		note:   "EBS encryption is a per-volume setting applied on the Nitro host and invisible from inside; check with `aws ec2 describe-volumes --query 'Volumes[].Encrypted'`",
+		note:   "EBS encryption is set per volume and applied on the Nitro host; not visible from inside",
 	},
 	{
 		id: "azure-eah-temp-nvme", provider: "azure",
@@ -97,7 +97,9 @@ var cloudFacts = []cloudFact{
 		eah:    ptr(false), role: "temp-disk", encrypted: ptr(false),
 		// "Temporary disks are not managed disks and are not encrypted by SSE, unless you enable encryption at host."
 		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption",
-		note:   "not encrypted by the platform per Azure docs; no Microsoft document found that states hardware encryption of local temp disks",
+		// No Microsoft document was found that states hardware encryption of
+		// local temp disks without encryption at host; none is assumed.
+		note: "not encrypted by the platform: Azure SSE does not cover temp disks",
 	},
 	{
 		id: "azure-managed-sse", provider: "azure",

@@ -1,0 +1,137 @@
+package storagecheck
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+const hostsDir = "../../../testdata/hosts"
+
+// fixtureFindings runs every check on a whole-host fixture, with its
+// <name>.config when present, as doctor --from would.
+func fixtureFindings(t *testing.T, name string) []check.Finding {
+	t.Helper()
+	s, err := snapshot.Load(filepath.Join(hostsDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg check.Config
+	if b, err := os.ReadFile(filepath.Join(hostsDir, name+".config")); err == nil {
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := storage.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check.Run(&check.Input{Snapshot: s, Storage: m, Config: cfg}, true)
+}
+
+func find(fs []check.Finding, id, subject string) *check.Finding {
+	for i := range fs {
+		if fs[i].ID == id && fs[i].Subject == subject {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+func fired(fs []check.Finding, id string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.ID == id && f.Status == check.Fail {
+			out = append(out, f.Subject)
+		}
+	}
+	return out
+}
+
+// TestFixtureAcceptance asserts the findings the acceptance names,
+// and that every storage check fires on some fixture and stays silent on another.
+func TestFixtureAcceptance(t *testing.T) {
+	tests := []struct {
+		fixture, id, subject string
+		want                 check.Status
+		severity             check.Severity
+	}{
+		// Double encryption on Azure: LUKS on the temp disk under encryption at host.
+		{"azure-e16dv5-eah", "storage.stacked-encryption", "/mnt/data", check.Fail, check.Warning},
+		{"azure-e16dv5-noeah", "storage.stacked-encryption", "/mnt/data", check.Pass, 0},
+		// LUKS2 default flags on an i4i instance store (itself always encrypted).
+		{"aws-i4i-luks-default", "dmcrypt.workqueue", "/dev/mapper/scratch", check.Fail, check.Warning},
+		{"aws-i4i-luks-default", "storage.stacked-encryption", "/data", check.Fail, check.Warning},
+		{"aws-r6i-ebs-luks-tuned", "dmcrypt.workqueue", "/dev/mapper/pgdata", check.Pass, 0},
+		{"aws-r6i-ebs-luks-tuned", "storage.stacked-encryption", "/var/lib/postgresql", check.Unknown, check.Info},
+		{"aws-r6i-ebs-luks-tuned", "dmcrypt.sector-size", "/dev/mapper/pgdata", check.Pass, 0},
+		// Bare metal: crypt on crypt, a LUKS file on it, a required stack.
+		{"baremetal-crypt-on-crypt-loop", "storage.stacked-encryption", "/mnt/vault", check.Fail, check.Warning},
+		{"baremetal-crypt-on-crypt-loop", "storage.stacked-encryption", "/srv", check.Fail, check.Info},
+		{"baremetal-crypt-on-crypt-loop", "dmcrypt.sector-size", "/dev/mapper/outer", check.Fail, check.Warning},
+		{"baremetal-crypt-on-crypt-loop", "dmcrypt.scheduler", "/dev/nvme0n1", check.Fail, check.Info},
+		{"baremetal-crypt-on-crypt-loop", "dmcrypt.workqueue", "/dev/mapper/vault", check.Pass, 0},
+		{"plain-host", "storage.stacked-encryption", "/", check.Pass, 0},
+		// The PostgreSQL ramdisk case on a pre-5.9 kernel and a CPU without AES.
+		{"kvm-qemu64-ramdisk-crypt-5.4", "crypto.no-aes-acceleration", "/dev/mapper/pgram", check.Fail, check.Warning},
+		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.same-cpu-crypt", "/dev/mapper/pgram", check.Fail, check.Info},
+		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.workqueue", "/dev/mapper/pgram", check.Skipped, check.Info},
+		{"aws-i4i-luks-default", "crypto.no-aes-acceleration", "/dev/mapper/scratch", check.Pass, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture+"/"+tt.id+"/"+tt.subject, func(t *testing.T) {
+			fs := fixtureFindings(t, tt.fixture)
+			f := find(fs, tt.id, tt.subject)
+			if f == nil {
+				t.Fatalf("no %s finding for %s; findings: %+v", tt.id, tt.subject, fs)
+			}
+			if f.Status != tt.want {
+				t.Fatalf("status %s, want %s: %s", f.Status, tt.want, f.Summary)
+			}
+			if tt.severity != 0 && f.Severity != tt.severity {
+				t.Errorf("severity %s, want %s", f.Severity, tt.severity)
+			}
+		})
+	}
+	// Explicit negatives of the acceptance: nothing stacked without EAH,
+	// no workqueue finding on the tuned r6i.
+	if got := fired(fixtureFindings(t, "azure-e16dv5-noeah"), "storage.stacked-encryption"); len(got) != 0 {
+		t.Errorf("stacked-encryption fired on the EAH-off fixture: %v", got)
+	}
+	if got := fired(fixtureFindings(t, "aws-r6i-ebs-luks-tuned"), "dmcrypt.workqueue"); len(got) != 0 {
+		t.Errorf("dmcrypt.workqueue fired on the tuned r6i: %v", got)
+	}
+	if got := fixtureFindings(t, "plain-host"); check.Worst(got) != 0 {
+		t.Errorf("plain host has findings: %+v", got)
+	}
+}
+
+// TestEveryStorageCheckFiresSomewhere keeps the fixture set honest: each
+// storage check must fail on at least one fixture and pass or stay quiet on another.
+func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
+	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
+		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4"}
+	fires := map[string]int{}
+	silent := map[string]int{}
+	for _, name := range fixtures {
+		fs := fixtureFindings(t, name)
+		for _, c := range check.All() {
+			if n := len(fired(fs, c.ID)); n > 0 {
+				fires[c.ID]++
+			} else {
+				silent[c.ID]++
+			}
+		}
+	}
+	for _, id := range []string{"storage.stacked-encryption", "dmcrypt.workqueue", "dmcrypt.sector-size",
+		"crypto.no-aes-acceleration", "dmcrypt.same-cpu-crypt", "dmcrypt.scheduler"} {
+		if fires[id] == 0 || silent[id] == 0 {
+			t.Errorf("%s fires on %d fixtures and is silent on %d; want at least one of each", id, fires[id], silent[id])
+		}
+	}
+}
