@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -85,7 +86,7 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 	if err != nil {
 		return FloodResult{}, err
 	}
-	var serverOut bytes.Buffer
+	var serverOut lockedBuffer // read below while the server may still write
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := l.Start(server); err != nil {
 		return FloodResult{}, fmt.Errorf("start iperf3 server: %w", err)
@@ -128,11 +129,17 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 	if ctx.Err() != nil {
 		return FloodResult{}, fmt.Errorf("iperf3 flood: %w", ctx.Err())
 	}
-	if perr != nil {
-		return FloodResult{}, errors.Join(perr, runErr, errors.New(strings.TrimSpace(clientErr.String())))
-	}
 	if runErr != nil {
-		return FloodResult{}, fmt.Errorf("iperf3 client: %w: %s", runErr, strings.TrimSpace(clientErr.String()))
+		// iperf3 explains a parameter error on stderr (and prints usage,
+		// not JSON); a run-time error in the JSON "error" field.
+		msg := strings.TrimSpace(clientErr.String())
+		if msg == "" && perr != nil {
+			msg = perr.Error()
+		}
+		return FloodResult{}, fmt.Errorf("iperf3 client: %w: %s", runErr, msg)
+	}
+	if perr != nil {
+		return FloodResult{}, perr
 	}
 	return res, nil
 }
@@ -243,4 +250,21 @@ func (l *Lab) defaultAffinity() string {
 	}
 	rps := l.opts.RPSCPU
 	return strconv.Itoa((rps + 1) % n)
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -260,3 +260,17 @@ func TestSignalClosesLab(t *testing.T) {
 		t.Errorf("state file left after SIGTERM: %v", err)
 	}
 }
+
+// TestFloodIperf3Error passes iperf3 an option it rejects: Flood reports
+// iperf3's own message and leaves no process behind.
+func TestFloodIperf3Error(t *testing.T) {
+	l := New(t, Options{})
+	_, err := l.Flood(context.Background(), time.Second, FloodOptions{PacketSize: 100000})
+	if err == nil || !strings.Contains(err.Error(), "iperf3") {
+		t.Fatalf("Flood with a 100000-byte datagram: %v, want iperf3's error", err)
+	}
+	t.Logf("error as reported: %v", err)
+	if pids := append(pidsIn(t, l.Sender), pidsIn(t, l.Receiver)...); len(pids) != 1 {
+		t.Errorf("processes left in the lab after a failed flood: %v", pids)
+	}
+}
