@@ -93,12 +93,17 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- l.Wait(server) }()
+	clientOK := false
 	defer func() {
-		// -1 makes the server exit after one test; kill it if it lingers
-		// (client failed before connecting, ctx cancelled).
+		// -1 makes the server exit after one test; after a failed client
+		// it may wait for another: kill it.
+		grace := 3 * time.Second
+		if !clientOK {
+			grace = 0
+		}
 		select {
 		case <-serverDone:
-		case <-time.After(3 * time.Second):
+		case <-time.After(grace):
 			_ = server.Process.Kill()
 			<-serverDone
 		}
@@ -141,6 +146,7 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 	if perr != nil {
 		return FloodResult{}, perr
 	}
+	clientOK = true
 	return res, nil
 }
 
