@@ -35,3 +35,20 @@ func BenchmarkWatchSample(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/sample")
 }
+
+// BenchmarkWatchSampleLive is one watch interval on this machine's real
+// /proc, /sys, ethtool and netlink (link counters by one netlink dump).
+func BenchmarkWatchSampleLive(b *testing.B) {
+	s := NewSampler(hostfs.Default(), Options{})
+	defer s.Close()
+	prev, _ := s.Sample()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cur, _ := s.Sample()
+		if _, err := network.Rates(prev, cur); err != nil {
+			b.Fatal(err)
+		}
+		prev = cur
+	}
+}

@@ -43,7 +43,8 @@ func (f *fakeEthtool) Stats(n string) (map[string]uint64, error) {
 
 type fakeNetlink struct{}
 
-func (fakeNetlink) LinkKinds() (map[string]string, error) { return map[string]string{}, nil }
+func (fakeNetlink) LinkKinds() (map[string]string, error)            { return map[string]string{}, nil }
+func (fakeNetlink) LinkStats() (map[string]map[string]uint64, error) { return nil, nil }
 func (fakeNetlink) RootQdiscs() (map[string]snapshot.QdiscCounters, error) {
 	return map[string]snapshot.QdiscCounters{"eth0": {Kind: "mq", Drops: 3}}, nil
 }

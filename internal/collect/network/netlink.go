@@ -12,6 +12,10 @@ import (
 type Netlink interface {
 	LinkKinds() (map[string]string, error)
 	RootQdiscs() (map[string]snapshot.QdiscCounters, error)
+	// LinkStats returns the StatsKeys counters of every link from one
+	// RTM_GETLINK dump (IFLA_STATS64), or nil when the source has none
+	// (then the sampler reads /sys/class/net/IF/statistics).
+	LinkStats() (map[string]map[string]uint64, error)
 }
 
 // LiveNetlink is Netlink over the kernel, in the caller's network namespace.
@@ -65,6 +69,32 @@ func (LiveNetlink) RootQdiscs() (map[string]snapshot.QdiscCounters, error) {
 			c.Backlog = uint64(st.Queue.Qlen)
 		}
 		out[name] = c
+	}
+	return out, nil
+}
+
+// LinkStats dumps every link once: one netlink round trip instead of a
+// dozen sysfs files per interface, each of which makes the driver gather
+// all its statistics again (dev_get_stats). rx_nohandler is not in
+// struct rtnl_link_stats64 as this library decodes it and is left out.
+func (LiveNetlink) LinkStats() (map[string]map[string]uint64, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]uint64, len(links))
+	for _, l := range links {
+		st := l.Attrs().Statistics
+		if st == nil {
+			continue
+		}
+		out[l.Attrs().Name] = map[string]uint64{
+			"rx_packets": st.RxPackets, "tx_packets": st.TxPackets,
+			"rx_dropped": st.RxDropped, "rx_missed_errors": st.RxMissedErrors, "rx_fifo_errors": st.RxFifoErrors,
+			"rx_over_errors": st.RxOverErrors, "rx_errors": st.RxErrors,
+			"tx_dropped": st.TxDropped, "tx_fifo_errors": st.TxFifoErrors, "tx_errors": st.TxErrors,
+			"tx_aborted_errors": st.TxAbortedErrors, "tx_carrier_errors": st.TxCarrierErrors,
+		}
 	}
 	return out, nil
 }

@@ -80,7 +80,7 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 	n.Sysctls = readSysctls(fs, s)
 	n.DropReasons = readDropReasons(fs)
 
-	sm := &Sampler{fs: fs, src: src, mono: o.monotonic()}
+	sm := newSampler(fs, o, src)
 	first, errs := sm.Sample()
 	for _, e := range errs {
 		s.AddError(e.Collector, e.Path, e.Err)

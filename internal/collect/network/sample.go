@@ -30,12 +30,22 @@ type Sampler struct {
 	// noStats remembers interfaces whose driver has no ethtool stats, so
 	// later samples skip the ioctl.
 	noStats map[string]bool
+	// linkStatsByNetlink reads link counters with one netlink dump
+	// instead of sysfs files.
+	linkStatsByNetlink bool
 }
 
 // NewSampler returns a sampler over the host roots f. The caller closes it.
 func NewSampler(f hostfs.FS, o Options) *Sampler {
 	src, _ := o.sources()
-	return &Sampler{fs: f, src: src, mono: o.monotonic()}
+	return newSampler(f, o, src)
+}
+
+func newSampler(f hostfs.FS, o Options, src sources) *Sampler {
+	return &Sampler{fs: f, src: src, mono: o.monotonic(),
+		// Netlink answers for the caller's own namespace and host: use it
+		// for link counters only when sysfs is the live one too.
+		linkStatsByNetlink: o.Netlink == nil && f.Sys == hostfs.Default().Sys}
 }
 
 // Close releases the ethtool socket when the sampler opened it.
@@ -66,21 +76,18 @@ func (s *Sampler) Sample() (snapshot.NetSample, []SampleError) {
 	if s.noStats == nil {
 		s.noStats = map[string]bool{}
 	}
+	var linkStats map[string]map[string]uint64
+	if s.linkStatsByNetlink {
+		if linkStats, err = s.src.nl.LinkStats(); err != nil {
+			errs = append(errs, SampleError{"net.stats", "RTM_GETLINK", err})
+		}
+	}
 	for _, name := range names {
 		c := snapshot.NetCounters{Name: name}
-		dir := s.fs.SysPath("class", "net", name, "statistics")
-		for _, k := range StatsKeys {
-			v, err := readUint(filepath.Join(dir, k))
-			if err != nil {
-				if !isNotExist(err) {
-					errs = append(errs, SampleError{"net.stats", filepath.Join(dir, k), err})
-				}
-				continue
-			}
-			if c.Stats == nil {
-				c.Stats = make(map[string]uint64, len(StatsKeys))
-			}
-			c.Stats[k] = v
+		if st, ok := linkStats[name]; ok {
+			c.Stats = st
+		} else {
+			c.Stats, errs = readStatistics(s.fs, name, errs)
 		}
 		if !s.noStats[name] {
 			all, err := s.src.eth.Stats(name)
@@ -120,4 +127,24 @@ func monotonicNow() int64 {
 		return 0
 	}
 	return ts.Nano()
+}
+
+// readStatistics reads /sys/class/net/IF/statistics/<StatsKeys>.
+func readStatistics(f hostfs.FS, name string, errs []SampleError) (map[string]uint64, []SampleError) {
+	var out map[string]uint64
+	dir := f.SysPath("class", "net", name, "statistics")
+	for _, k := range StatsKeys {
+		v, err := readUint(filepath.Join(dir, k))
+		if err != nil {
+			if !isNotExist(err) {
+				errs = append(errs, SampleError{"net.stats", filepath.Join(dir, k), err})
+			}
+			continue
+		}
+		if out == nil {
+			out = make(map[string]uint64, len(StatsKeys))
+		}
+		out[k] = v
+	}
+	return out, errs
 }

@@ -122,6 +122,7 @@ func (noEthtool) Channels(string) (snapshot.Channels, error) {
 func (noEthtool) Stats(string) (map[string]uint64, error)                { return nil, syscall.EOPNOTSUPP }
 func (noEthtool) LinkKinds() (map[string]string, error)                  { return nil, nil }
 func (noEthtool) RootQdiscs() (map[string]snapshot.QdiscCounters, error) { return nil, nil }
+func (noEthtool) LinkStats() (map[string]map[string]uint64, error)       { return nil, nil }
 
 // TestLoopOnFixtureTree runs the watch loop on a fixture tree whose
 // softnet_stat grows between samples.
