@@ -18,6 +18,9 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 	}
 	fmt.Fprintf(b, "| path | encryption layers | where encryption runs |\n|---|---|---|\n")
 	for _, p := range r.Storage {
+		if p.Empty {
+			continue
+		}
 		var where []string
 		for _, l := range p.EncryptionChain() {
 			where = append(where, l.EncryptedBy)
@@ -28,7 +31,13 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdEscape(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
 	}
+	if empty := emptyGroups(r.Storage); len(empty) > 0 {
+		fmt.Fprintf(b, "\nEmpty devices: %s\n", mdEscape(strings.Join(empty, "; ")))
+	}
 	for _, p := range r.Storage {
+		if p.Empty {
+			continue
+		}
 		fmt.Fprintf(b, "\n### `%s`\n\n", mdEscape(mdSubject(p)))
 		for _, l := range p.Layers {
 			line := mdEscape(layerLine(l))

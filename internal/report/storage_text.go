@@ -17,6 +17,9 @@ func writeStorageText(t *textWriter, r *Report) {
 		return
 	}
 	for _, p := range r.Storage {
+		if p.Empty {
+			continue
+		}
 		t.printf("\n")
 		t.wrapHanging("  ", "    ", pathHeadline(p))
 		for _, l := range p.Layers {
@@ -30,6 +33,35 @@ func writeStorageText(t *textWriter, r *Report) {
 			t.wrapHanging("    ! ", "      ", "incomplete: "+why)
 		}
 	}
+	if empty := emptyGroups(r.Storage); len(empty) > 0 {
+		t.printf("\n")
+		t.wrapHanging("  empty devices: ", "    ", strings.Join(empty, "; "))
+	}
+}
+
+// emptyGroups lists empty devices grouped by kind and reason:
+// "loop0 loop1 (loop, detached (no backing file))".
+func emptyGroups(paths []storage.Path) []string {
+	var keys []string
+	names := map[string][]string{}
+	for _, p := range paths {
+		if !p.Empty {
+			continue
+		}
+		key := "size 0"
+		if len(p.Layers) > 0 {
+			key = p.Layers[0].Kind + ", " + p.Layers[0].Note
+		}
+		if _, ok := names[key]; !ok {
+			keys = append(keys, key)
+		}
+		names[key] = append(names[key], p.Device)
+	}
+	var out []string
+	for _, k := range keys {
+		out = append(out, strings.Join(names[k], " ")+" ("+k+")")
+	}
+	return out
 }
 
 // pathHeadline is "/data: 2 encryption layers (kernel-cpu, hypervisor-host)".

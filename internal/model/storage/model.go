@@ -36,6 +36,9 @@ type Path struct {
 	Layers                  []Layer `json:"layers"`
 	// Incomplete says why the chain stops early, when it does.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Empty marks an unmounted device of size 0: a detached loop device, an
+	// uninitialised zram device, an empty drive bay. Listed, not analysed.
+	Empty bool `json:"empty,omitempty"`
 }
 
 // Subject is how findings name the path: its mount point or /dev name.
@@ -193,13 +196,19 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 	// Unmounted, non-empty block devices that nothing is built on.
 	for i := range s.Storage.BlockDevices {
 		d := &s.Storage.BlockDevices[i]
-		if mounted[d.Name] || len(d.Holders) > 0 || d.SizeBytes == 0 || b.hasPartitions(d.Name) {
+		if mounted[d.Name] || len(d.Holders) > 0 || b.hasPartitions(d.Name) {
 			continue
 		}
 		if b.byName[d.Name] != d {
 			continue // duplicate entry
 		}
 		p := Path{Device: d.Name}
+		if d.SizeBytes == 0 {
+			p.Empty = true
+			p.Layers = []Layer{{Kind: layerKind(d.Kind), Name: d.Name, Device: d.Name, MajorMinor: d.MajorMinor, Note: emptyNote(d)}}
+			m.Paths = append(m.Paths, p)
+			continue
+		}
 		b.walkDevice(&p, d, 0, map[string]bool{})
 		finish(&p)
 		m.Paths = append(m.Paths, p)
@@ -208,6 +217,9 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 		a, c := m.Paths[i], m.Paths[j]
 		if (a.MountPoint == "") != (c.MountPoint == "") {
 			return a.MountPoint != ""
+		}
+		if a.Empty != c.Empty {
+			return c.Empty
 		}
 		if a.MountPoint != c.MountPoint {
 			return a.MountPoint < c.MountPoint
@@ -222,6 +234,27 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 }
 
 func (b *builder) problem(s string) { b.problems[s] = true }
+
+// layerKind maps a snapshot device kind to a layer kind.
+func layerKind(k string) string {
+	switch k {
+	case snapshot.KindDM:
+		return "dm"
+	case "":
+		return snapshot.KindOther
+	}
+	return k // disk, partition, md, loop, zram, ram share their names
+}
+
+func emptyNote(d *snapshot.BlockDevice) string {
+	switch d.Kind {
+	case snapshot.KindLoop:
+		return "detached, no backing file"
+	case snapshot.KindZram:
+		return "not initialised, disksize 0"
+	}
+	return "size 0"
+}
 
 // isVirtualMajMin is true for major 0: the kernel's anonymous block devices
 // used by tmpfs, proc, overlay, btrfs subvolumes and network filesystems.

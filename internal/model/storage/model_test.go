@@ -203,8 +203,11 @@ func TestBuildSkipsVirtualAndHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Paths) != 1 {
-		t.Fatalf("paths = %+v, want only /data", m.Paths)
+	if len(m.Paths) != 2 || m.Paths[0].MountPoint != "/data" || !m.Paths[1].Empty || m.Paths[1].Device != "loop7" {
+		t.Fatalf("paths = %+v, want /data and the empty loop7", m.Paths)
+	}
+	if note := m.Paths[1].Layers[0].Note; note != "detached, no backing file" {
+		t.Errorf("loop7 note %q", note)
 	}
 	if d := cmp.Diff([]string{"/bind/data"}, m.Paths[0].AlsoMountedAt); d != "" {
 		t.Errorf("also mounted at (-want +got):\n%s", d)
