@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/hostfs"
 )
 
 func TestParseSNMP(t *testing.T) {
@@ -146,6 +148,53 @@ func FuzzDriverStats(f *testing.F) {
 		}
 		if x, ok := got[name]; ok && (x != v || strings.Contains(name, "xdp") || len(name) > 64) {
 			t.Fatalf("kept %q=%d", name, x)
+		}
+	})
+}
+
+func TestReadSoftnetColumns(t *testing.T) {
+	tests := []struct {
+		name, text string
+		cpus, cols int
+		lastCPU    int
+	}{
+		{"11 columns (4.18)", "00000010 00000002 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n00000010 00000003 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", 2, 11, 1},
+		// 13 columns (5.14) name the CPU: offline CPU 1 is absent.
+		{"13 columns (5.14)", "00000010 00000002 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n00000010 00000003 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000002\n", 2, 13, 2},
+		{"15 columns (6.x)", "0000000e 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", 1, 15, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir+"/proc/net/softnet_stat", tt.text)
+			got, cols, err := readSoftnet(hostfs.New(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.cpus || cols != tt.cols || got[len(got)-1].CPU != tt.lastCPU {
+				t.Errorf("got %d CPUs, %d columns, last cpu %d: %+v", len(got), cols, got[len(got)-1].CPU, got)
+			}
+		})
+	}
+	dir := t.TempDir()
+	write(t, dir+"/proc/net/softnet_stat", "00000010 00000002\n")
+	if _, _, err := readSoftnet(hostfs.New(dir)); err == nil {
+		t.Error("truncated softnet_stat: no error")
+	}
+}
+
+// FuzzReadSoftnet feeds arbitrary softnet_stat content through the reader
+// (prometheus/procfs parses it): an error or sane rows, never a panic.
+func FuzzReadSoftnet(f *testing.F) {
+	f.Add("0000000e 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n")
+	f.Add("00000010 00000002 00000001 00000000 00000000 00000000 00000000 00000000 00000000\n")
+	dir := f.TempDir()
+	write(f, dir+"/proc/net/softnet_stat", "")
+	f.Fuzz(func(t *testing.T, s string) {
+		write(t, dir+"/proc/net/softnet_stat", s)
+		rows, cols, err := readSoftnet(hostfs.New(dir))
+		if err == nil && len(rows) > 0 && cols < 9 {
+			t.Fatalf("accepted %d columns", cols)
 		}
 	})
 }
