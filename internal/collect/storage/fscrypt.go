@@ -42,8 +42,23 @@ type fscryptPolicyArg struct {
 }
 
 func (ioctlFscrypt) Policy(dir string, wantDev uint64) (*snapshot.Fscrypt, error) {
-	// O_NONBLOCK|O_NOFOLLOW: never wait on or follow what sits at a mount point.
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// Only directories and regular files (containers bind-mount single
+	// files such as /etc/hosts) are opened: opening a device node or FIFO
+	// can have side effects. O_NONBLOCK|O_NOFOLLOW: never wait on or
+	// follow what sits at a mount point.
+	var lst unix.Stat_t
+	if err := unix.Lstat(dir, &lst); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	switch lst.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		flags |= unix.O_DIRECTORY
+	case unix.S_IFREG:
+	default:
+		return nil, &os.PathError{Op: "open", Path: dir, Err: unix.ENOTTY}
+	}
+	fd, err := unix.Open(dir, flags, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
