@@ -1,0 +1,97 @@
+// Package vm is slowpath's real-kernel test lab: it boots a pinned stock
+// Debian kernel under qemu TCG with an initramfs holding busybox, the
+// device-mapper, brd, loop and netdevsim modules, cryptsetup, dmsetup, fio,
+// ethtool and a freshly built slowpath, runs one scenario script per boot
+// and hands its exit status, console and result files back to go test.
+//
+// This host's kernel has no device-mapper, brd or netdevsim and KVM does not
+// work, so the VM is the only place the live dm ioctl path, the crypt lab and
+// the ring reader meet a real kernel. Under TCG the AES instructions are
+// emulated: anything measured in the VM is functional evidence, never a
+// performance figure. See docs/testing.md.
+package vm
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Pin names the kernel under test: kernel.pin in this directory.
+type Pin struct {
+	Release string // uname -r of the guest, e.g. 6.1.0-56-cloud-amd64
+	Version string // Debian package version, e.g. 6.1.192-2
+	Debs    []Deb  // packages to fetch, in file order
+}
+
+// Deb is one pinned Debian package.
+type Deb struct {
+	Package string
+	SHA256  string // hex
+}
+
+// ImagePackage is the linux-image package of the pin.
+func (p *Pin) ImagePackage() string { return "linux-image-" + p.Release }
+
+// ReadPin parses the pin file at path.
+func ReadPin(path string) (*Pin, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := parsePin(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// parsePin reads "release R", "version V" and "deb PACKAGE SHA256" lines;
+// '#' starts a comment.
+func parsePin(r io.Reader) (*Pin, error) {
+	p := &Pin{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch {
+		case f[0] == "release" && len(f) == 2:
+			p.Release = f[1]
+		case f[0] == "version" && len(f) == 2:
+			p.Version = f[1]
+		case f[0] == "deb" && len(f) == 3:
+			if b, err := hex.DecodeString(f[2]); err != nil || len(b) != 32 {
+				return nil, fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
+			}
+			p.Debs = append(p.Debs, Deb{Package: f[1], SHA256: strings.ToLower(f[2])})
+		default:
+			return nil, fmt.Errorf("line %d: want `release R`, `version V` or `deb PACKAGE SHA256`, got %q", n, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if p.Release == "" || p.Version == "" {
+		return nil, fmt.Errorf("release and version lines are required")
+	}
+	var hasImage bool
+	for _, d := range p.Debs {
+		hasImage = hasImage || d.Package == p.ImagePackage()
+	}
+	if !hasImage {
+		return nil, fmt.Errorf("no deb line for %s", p.ImagePackage())
+	}
+	return p, nil
+}

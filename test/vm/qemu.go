@@ -1,0 +1,245 @@
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Console markers between the guest's /init and ParseConsole. Kernel
+// messages are silenced (printk level 1) before the result files are sent.
+const (
+	markStart   = "@@VM-SCENARIO-START@@"
+	markFile    = "@@VM-FILE "
+	markFileEnd = "@@VM-FILE-END@@"
+	markExit    = "@@VM-EXIT "
+)
+
+// initScript is the guest's /init: mount the pseudo filesystems, load the
+// modules, run /scenario.sh, record what the scenario left behind, send
+// /results/* over the console in base64 and power off.
+var initScript = `#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /run/cryptsetup /run/lock /dev/mapper
+echo /sbin/modprobe > /proc/sys/kernel/modprobe
+for m in ` + strings.Join(GuestModules, " ") + `; do modprobe $m || echo "vm: modprobe $m failed"; done
+cd /tmp
+echo "` + markStart + `"
+sh /scenario.sh
+rc=$?
+sync
+echo 1 > /proc/sys/kernel/printk
+{
+	for d in /sys/block/*; do
+		n=${d##*/}
+		case $n in
+		dm-*|ram*|nbd*|zram*) echo "block $n" ;;
+		loop*) [ -e $d/loop/backing_file ] && echo "block $n" ;;
+		esac
+	done
+	for d in /sys/bus/netdevsim/devices/*; do [ -e "$d" ] && echo "netdevsim ${d##*/}"; done
+	grep -E '^(brd|netdevsim) ' /proc/modules | cut -d' ' -f1 | sed 's/^/module /'
+} > /results/.leftover
+for f in /results/* /results/.leftover; do
+	[ -f "$f" ] || continue
+	echo "` + markFile + `${f##*/} $(sha256sum < "$f" | cut -d' ' -f1)@@"
+	base64 "$f"
+	echo "` + markFileEnd + `"
+done
+echo "` + markExit + `$rc@@"
+reboot -f
+`
+
+// Scenario is one script run in a fresh VM.
+type Scenario struct {
+	Name   string
+	Script string            // run with sh (busybox ash) as /scenario.sh
+	Files  map[string][]byte // extra files: guest path (relative to /) -> content
+	// Timeout bounds the whole boot; 0 means 3 minutes.
+	Timeout time.Duration
+}
+
+// Result is what came back from the guest.
+type Result struct {
+	ExitCode int
+	Console  []byte            // everything the guest wrote on ttyS0
+	Files    map[string][]byte // /results/NAME
+	// Leftover lists devices and modules the scenario did not remove:
+	// "block dm-0", "netdevsim netdevsim1", "module brd".
+	Leftover []string
+	Duration time.Duration
+}
+
+// Lab boots scenarios on a prepared kernel and base initramfs.
+type Lab struct {
+	Kernel   *Kernel
+	Base     string // base initramfs (cpio)
+	Slowpath string // static slowpath binary, installed as /usr/bin/slowpath
+	TmpDir   string
+}
+
+// QemuCommand is the qemu invocation: TCG (KVM does not work on the hosts we
+// test on), one vCPU, no network device in the guest (-nic none; -nographic
+// alone would add one), serial console on stdio, and exit instead of reboot.
+func QemuCommand(kernelImage, initrd, cmdline string) []string {
+	return []string{"qemu-system-x86_64",
+		"-accel", "tcg", "-cpu", "max", "-m", "1536", "-smp", "1",
+		"-nodefaults", "-nic", "none", "-display", "none", "-serial", "stdio", "-no-reboot",
+		"-kernel", kernelImage, "-initrd", initrd, "-append", cmdline}
+}
+
+// Cmdline is the guest kernel command line.
+const Cmdline = "console=ttyS0 panic=-1 quiet rdinit=/init 8250.nr_uarts=1 i8042.noaux i8042.nokbd i8042.nopnp"
+
+// Run boots one scenario and returns its result. An error means the VM did
+// not complete (timeout, qemu failure, garbled console); Result.Console is
+// set whenever there was output.
+func (l *Lab) Run(ctx context.Context, s Scenario) (*Result, error) {
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	initrd, err := l.initrd(s)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(initrd)
+
+	args := QemuCommand(l.Kernel.Image, initrd, Cmdline)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var console bytes.Buffer
+	cmd.Stdout = &console
+	cmd.Stderr = &console
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	runErr := cmd.Run()
+	res := &Result{Console: console.Bytes(), Duration: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("scenario %s: no power-off within %v (hard timeout)", s.Name, timeout)
+	}
+	if runErr != nil {
+		return res, fmt.Errorf("qemu: %w", runErr)
+	}
+	exit, files, err := ParseConsole(res.Console)
+	if err != nil {
+		return res, err
+	}
+	res.ExitCode = exit
+	res.Files = files
+	for _, l := range strings.Split(string(files[".leftover"]), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			res.Leftover = append(res.Leftover, l)
+		}
+	}
+	delete(res.Files, ".leftover")
+	return res, nil
+}
+
+// initrd concatenates the base archive with one holding slowpath and the
+// scenario; the kernel unpacks both into the same rootfs.
+func (l *Lab) initrd(s Scenario) (string, error) {
+	f, err := os.CreateTemp(l.TmpDir, "initrd-*.cpio")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	base, err := os.Open(l.Base)
+	if err != nil {
+		return "", err
+	}
+	defer base.Close()
+	if _, err := io.Copy(f, base); err != nil {
+		return "", err
+	}
+	entries := map[string]cpioEntry{}
+	if l.Slowpath != "" {
+		if err := addHostFile(entries, l.Slowpath, "usr/bin/slowpath"); err != nil {
+			return "", err
+		}
+	}
+	entries["scenario.sh"] = cpioEntry{Mode: cpioFile | 0o755, Data: []byte(s.Script)}
+	for p, b := range s.Files {
+		p = strings.TrimPrefix(filepath.Clean("/"+p), "/")
+		addDir(entries, filepath.Dir(p))
+		entries[p] = cpioEntry{Mode: cpioFile | 0o644, Data: b}
+	}
+	w := bufio.NewWriter(f)
+	if err := writeCPIO(w, entries); err != nil {
+		return "", err
+	}
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// ParseConsole extracts the exit status and result files from the guest's
+// console output. Each file is checked against the sha256 the guest sent.
+func ParseConsole(console []byte) (exit int, files map[string][]byte, err error) {
+	files = map[string][]byte{}
+	sc := bufio.NewScanner(bytes.NewReader(console))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var (
+		name, sum string
+		body      *strings.Builder
+		started   bool
+	)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		switch {
+		case line == markStart:
+			started = true
+		case !started:
+		case body != nil && line == markFileEnd:
+			b, err := base64.StdEncoding.DecodeString(body.String())
+			if err != nil {
+				return 0, nil, fmt.Errorf("result file %s: %w", name, err)
+			}
+			if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != sum {
+				return 0, nil, fmt.Errorf("result file %s: sha256 mismatch (console garbled?)", name)
+			}
+			files[name] = b
+			body = nil
+		case body != nil:
+			body.WriteString(line)
+		case strings.HasPrefix(line, markFile) && strings.HasSuffix(line, "@@"):
+			f := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(line, markFile), "@@"))
+			if len(f) != 2 {
+				return 0, nil, fmt.Errorf("bad file marker %q", line)
+			}
+			name, sum, body = f[0], f[1], &strings.Builder{}
+		case strings.HasPrefix(line, markExit) && strings.HasSuffix(line, "@@"):
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, markExit), "@@"))
+			if err != nil {
+				return 0, nil, fmt.Errorf("bad exit marker %q", line)
+			}
+			return n, files, nil
+		}
+	}
+	if !started {
+		return 0, nil, errors.New("the guest never started the scenario (kernel or /init failed; see console)")
+	}
+	return 0, nil, errors.New("the guest did not report an exit status (crashed or hung; see console)")
+}
