@@ -105,7 +105,11 @@ func interfaceLine(ifc network.Interface) string {
 		parts = append(parts, "ring: not supported by driver")
 	}
 	if c := ifc.Channels; c != nil {
-		parts = append(parts, fmt.Sprintf("channels combined %d/%d rx %d tx %d", c.Combined, c.MaxCombined, c.RX, c.TX))
+		ch := fmt.Sprintf("channels combined %d/%d", c.Combined, c.MaxCombined)
+		if c.RX != 0 || c.TX != 0 {
+			ch += fmt.Sprintf(" rx %d/%d tx %d/%d", c.RX, c.MaxRX, c.TX, c.MaxTX)
+		}
+		parts = append(parts, ch)
 	}
 	if ifc.RXQueues > 0 {
 		parts = append(parts, fmt.Sprintf("rx queues %d (rps on %d)", ifc.RXQueues, ifc.RPSQueues))
