@@ -22,12 +22,19 @@ type bpfDropKey struct {
 	Netns    uint32
 }
 
+type bpfLastDrop struct {
+	_       structs.HostLayout
+	Key     bpfDropKey
+	Pending uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	bpfMapDrops             = "drops"
 	bpfMapErrors            = "errors"
+	bpfMapLastDrops         = "last_drops"
 	bpfMapStacks            = "stacks"
 	bpfProgOnKfreeSkb       = "on_kfree_skb"
 	bpfVarFilterIfindex     = "filter_ifindex"
@@ -87,9 +94,10 @@ type bpfProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfMapSpecs struct {
-	Drops  *ebpf.MapSpec `ebpf:"drops"`
-	Errors *ebpf.MapSpec `ebpf:"errors"`
-	Stacks *ebpf.MapSpec `ebpf:"stacks"`
+	Drops     *ebpf.MapSpec `ebpf:"drops"`
+	Errors    *ebpf.MapSpec `ebpf:"errors"`
+	LastDrops *ebpf.MapSpec `ebpf:"last_drops"`
+	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // bpfVariableSpecs contains global variables before they are loaded into the kernel.
@@ -124,15 +132,17 @@ func (o *bpfObjects) Close() error {
 //
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfMaps struct {
-	Drops  *ebpf.Map `ebpf:"drops"`
-	Errors *ebpf.Map `ebpf:"errors"`
-	Stacks *ebpf.Map `ebpf:"stacks"`
+	Drops     *ebpf.Map `ebpf:"drops"`
+	Errors    *ebpf.Map `ebpf:"errors"`
+	LastDrops *ebpf.Map `ebpf:"last_drops"`
+	Stacks    *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *bpfMaps) Close() error {
 	return _BpfClose(
 		m.Drops,
 		m.Errors,
+		m.LastDrops,
 		m.Stacks,
 	)
 }

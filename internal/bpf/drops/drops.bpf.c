@@ -87,6 +87,23 @@ struct {
 	__uint(value_size, 64 * sizeof(__u64));
 } stacks SEC(".maps");
 
+// Floods drop runs of packets with the same key on a CPU. The last key
+// and a pending count are kept per CPU, so a repeat costs an array lookup
+// and a compare instead of a hash lookup; the pending count is flushed to
+// the hash when the key changes, and user space adds what is still
+// pending when it reads.
+struct last_drop {
+	struct drop_key key;
+	__u64 pending;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_drop);
+} last_drops SEC(".maps");
+
 enum {
 	ERR_KEYS = 0,   // the drops map was full: packets not counted
 	ERR_STACKS = 1, // bpf_get_stackid failed: counted without a stack
@@ -100,28 +117,48 @@ struct {
 	__type(value, __u64);
 } errors SEC(".maps");
 
-static __always_inline void count_error(__u32 idx)
+static __always_inline void count_error(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&errors, &idx);
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void flush(struct drop_key *key, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&drops, key);
+	if (v) {
+		*v += n; // per-CPU value: no atomic needed
+		return;
+	}
+	if (bpf_map_update_elem(&drops, key, &n, BPF_NOEXIST)) {
+		// Full map, or an entry another CPU made since our lookup.
+		v = bpf_map_lookup_elem(&drops, key);
+		if (v)
+			*v += n;
+		else
+			count_error(ERR_KEYS, n);
+	}
 }
 
 SEC("tp_btf/kfree_skb")
 int on_kfree_skb(__u64 *ctx)
 {
+	// A tp_btf argument is a trusted kernel pointer: plain loads are
+	// allowed (the JIT makes them fault-safe) and much cheaper than
+	// bpf_probe_read_kernel; the offsets are still CO-RE relocated.
 	struct sk_buff *skb = (struct sk_buff *)ctx[0];
-	struct net_device *dev = BPF_CORE_READ(skb, dev);
+	struct net_device *dev = skb->dev;
 	struct drop_key key = {};
 
 	// The receiving device for RX drops; skb_iif once dev was cleared
 	// (then the namespace is unknown). Interface indexes are per network
 	// namespace, so the namespace is part of the key.
 	if (dev) {
-		key.ifindex = BPF_CORE_READ(dev, ifindex);
-		key.netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+		key.ifindex = dev->ifindex;
+		key.netns = dev->nd_net.net->ns.inum;
 	} else {
-		key.ifindex = BPF_CORE_READ(skb, skb_iif);
+		key.ifindex = skb->skb_iif;
 	}
 	if (filter_ifindex && (key.ifindex != filter_ifindex || key.netns != filter_netns))
 		return 0;
@@ -135,23 +172,21 @@ int on_kfree_skb(__u64 *ctx)
 		if (id >= 0)
 			key.stack_id = id;
 		else
-			count_error(ERR_STACKS);
+			count_error(ERR_STACKS, 1);
 	}
 
-	__u64 *v = bpf_map_lookup_elem(&drops, &key);
-	if (v) {
-		*v += 1; // per-CPU value: no atomic needed
+	__u32 zero = 0;
+	struct last_drop *l = bpf_map_lookup_elem(&last_drops, &zero);
+	if (!l)
+		return 0;
+	if (l->pending && l->key.reason == key.reason && l->key.ifindex == key.ifindex &&
+	    l->key.location == key.location && l->key.stack_id == key.stack_id && l->key.netns == key.netns) {
+		l->pending++;
 		return 0;
 	}
-	__u64 one = 1;
-	if (bpf_map_update_elem(&drops, &key, &one, BPF_NOEXIST)) {
-		// Another packet on this CPU cannot race us, so this is a full map
-		// (or an entry made by another CPU between lookup and update).
-		v = bpf_map_lookup_elem(&drops, &key);
-		if (v)
-			*v += 1;
-		else
-			count_error(ERR_KEYS);
-	}
+	if (l->pending)
+		flush(&l->key, l->pending);
+	l->key = key;
+	l->pending = 1;
 	return 0;
 }

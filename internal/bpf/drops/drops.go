@@ -9,8 +9,10 @@
 package drops
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +127,8 @@ type Tracer struct {
 	link   link.Link
 	kernel drops.Kernel
 	start  time.Time
+	// stopped is when Stop detached the program; zero while attached.
+	stopped time.Time
 }
 
 // Start checks privileges, loads the program for this kernel and attaches
@@ -191,29 +195,64 @@ func b2u8(b bool) uint8 {
 	return 0
 }
 
-// Read returns the counters collected so far. It can be called while the
-// program is attached; counts keep growing.
+// Stop detaches the program; the maps stay readable until Close. Read
+// after Stop is exact; while attached, a drop may be counted twice or not
+// at all when it moves from the per-CPU run to the hash during Read.
+func (t *Tracer) Stop() error {
+	if t.link == nil {
+		return nil
+	}
+	err := t.link.Close()
+	t.link = nil
+	if t.stopped.IsZero() {
+		t.stopped = time.Now()
+	}
+	return err
+}
+
+// Read returns the counters collected so far.
 func (t *Tracer) Read() (*drops.Capture, error) {
-	c := &drops.Capture{Kernel: t.kernel, DurationSeconds: time.Since(t.start).Seconds()}
+	end := t.stopped
+	if end.IsZero() {
+		end = time.Now()
+	}
+	c := &drops.Capture{Kernel: t.kernel, DurationSeconds: end.Sub(t.start).Seconds()}
 	var (
 		key    bpfDropKey
 		counts []uint64
 	)
-	stackIDs := map[int32]bool{}
+	sums := map[bpfDropKey]uint64{}
 	it := t.objs.Drops.Iterate()
 	for it.Next(&key, &counts) {
-		var sum uint64
 		for _, n := range counts {
-			sum += n
-		}
-		c.Records = append(c.Records, drops.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, Netns: key.Netns, StackID: key.StackId, Count: sum})
-		if key.StackId >= 0 {
-			stackIDs[key.StackId] = true
+			sums[key] += n
 		}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read drops map: %w", err)
 	}
+	// Each CPU's run of identical drops not yet flushed to the hash.
+	var last []bpfLastDrop
+	if err := t.objs.LastDrops.Lookup(uint32(0), &last); err != nil {
+		return nil, fmt.Errorf("read last_drops map: %w", err)
+	}
+	for _, l := range last {
+		if l.Pending > 0 {
+			sums[l.Key] += l.Pending
+		}
+	}
+	stackIDs := map[int32]bool{}
+	for key, sum := range sums {
+		c.Records = append(c.Records, drops.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, Netns: key.Netns, StackID: key.StackId, Count: sum})
+		if key.StackId >= 0 {
+			stackIDs[key.StackId] = true
+		}
+	}
+	// Map iteration order is random: sort, so equal captures are equal.
+	slices.SortFunc(c.Records, func(a, b drops.Record) int {
+		return cmp.Or(cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Location, b.Location), cmp.Compare(a.Netns, b.Netns),
+			cmp.Compare(a.Ifindex, b.Ifindex), cmp.Compare(a.StackID, b.StackID))
+	})
 	if len(stackIDs) > 0 {
 		c.Stacks = make(map[int32][]uint64, len(stackIDs))
 		frames := make([]uint64, t.objs.Stacks.ValueSize()/8)
@@ -250,13 +289,13 @@ func (t *Tracer) Read() (*drops.Capture, error) {
 	return c, nil
 }
 
+// Stats returns the program's run count, run time (when
+// kernel.bpf_stats_enabled is on) and recursion misses.
+func (t *Tracer) Stats() (*ebpf.ProgramStats, error) { return t.objs.OnKfreeSkb.Stats() }
+
 // Close detaches the program and frees its maps.
 func (t *Tracer) Close() error {
-	var err error
-	if t.link != nil {
-		err = t.link.Close()
-	}
-	return errors.Join(err, t.objs.Close())
+	return errors.Join(t.Stop(), t.objs.Close())
 }
 
 // NetnsOf returns the inode number of the network namespace at path

@@ -68,6 +68,9 @@ func TestNoSocketOnLoopback(t *testing.T) {
 			t.Fatal(err)
 		}
 		sendToClosedPort(t, 5)
+		if err := tr.Stop(); err != nil {
+			t.Fatal(err)
+		}
 		c, err := tr.Read()
 		tr.Close()
 		if err != nil {

@@ -208,6 +208,9 @@ func trace(ctx context.Context, env *clienv.Env, o *Options) (*drops.Capture, er
 	case <-ctx.Done():
 	case <-timeout:
 	}
+	if err := tr.Stop(); err != nil {
+		return nil, fmt.Errorf("detach drop tracer: %w", err)
+	}
 	c, err := tr.Read()
 	if err != nil {
 		return nil, err
