@@ -129,3 +129,44 @@ func isHex(b []byte) bool {
 	}
 	return true
 }
+
+// ParseDMTable parses the text `dmsetup table NAME` prints, one target per
+// line: "<start> <length> <type> <params...>" (the same fields the ioctl
+// returns; dmsetup(8)). Keys are redacted exactly as for the ioctl, so the
+// VM lab can compare `dmsetup table --showkeys` with the ioctl decoder.
+// Bad lines are reported and skipped.
+func ParseDMTable(text []byte) ([]snapshot.DMTarget, []error) {
+	var (
+		out  []snapshot.DMTarget
+		errs []error
+	)
+	for n, line := range bytes.Split(text, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		f := bytes.SplitN(line, []byte(" "), 4)
+		if len(f) < 3 {
+			errs = append(errs, fmt.Errorf("%w: line %d: want <start> <length> <type> [params]", errDMParams, n+1))
+			continue
+		}
+		start, err1 := strconv.ParseUint(string(f[0]), 10, 64)
+		length, err2 := strconv.ParseUint(string(f[1]), 10, 64)
+		if err1 != nil || err2 != nil {
+			errs = append(errs, fmt.Errorf("%w: line %d: start and length must be sector counts", errDMParams, n+1))
+			continue
+		}
+		var params []byte
+		if len(f) == 4 {
+			params = f[3]
+		}
+		t := snapshot.DMTarget{Start: start, Length: length, Type: string(f[2])}
+		p, err := redactParams(t.Type, params)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("line %d: %w", n+1, err))
+		}
+		t.Params = p
+		out = append(out, t)
+	}
+	return out, errs
+}

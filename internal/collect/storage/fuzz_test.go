@@ -92,3 +92,18 @@ func FuzzDecodeFscryptPolicy(f *testing.F) {
 		decodeFscryptPolicy(size, p)
 	})
 }
+
+func FuzzParseDMTable(f *testing.F) {
+	f.Add([]byte("0 2048 crypt aes-xts-plain64 " + testKey + " 0 8:2 0\n0 8 linear 8:1 0\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, _ := ParseDMTable(in)
+		for _, tg := range got {
+			if tg.Type == "crypt" {
+				f := strings.Fields(tg.Params)
+				if len(f) >= 2 && len(f[1]) >= 8 && isHex([]byte(f[1])) {
+					t.Fatalf("hex key survived: %q", tg.Params)
+				}
+			}
+		}
+	})
+}

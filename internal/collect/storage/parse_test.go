@@ -259,3 +259,34 @@ func TestDMIoctlNumbers(t *testing.T) {
 		t.Errorf("DM_VERSION %#x, DM_TABLE_STATUS %#x", dmIoctlVersion, dmIoctlTableStatus)
 	}
 }
+
+func TestParseDMTable(t *testing.T) {
+	in := "0 2048 linear 8:1 0\n" +
+		"2048 4096 crypt aes-xts-plain64 " + testKey + " 0 8:2 0 1 sector_size:4096\n" +
+		"\n6144 8 zero\nx 8 zero\n8 8\n"
+	got, errs := ParseDMTable([]byte(in))
+	want := []snapshot.DMTarget{
+		{Start: 0, Length: 2048, Type: "linear", Params: "8:1 0"},
+		{Start: 2048, Length: 4096, Type: "crypt", Params: "aes-xts-plain64 redacted:512 0 8:2 0 1 sector_size:4096"},
+		{Start: 6144, Length: 8, Type: "zero"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "line 5") || !strings.Contains(errs[1].Error(), "line 6") {
+		t.Errorf("errs = %v", errs)
+	}
+	// The ioctl path and the text path agree on the same table.
+	raw, err := decodeTableStatus(dmtest.EncodeTableStatus([]dmtest.Target{
+		dmtest.T(0, 2048, "linear", "8:1 0"),
+		dmtest.T(2048, 4096, "crypt", "aes-xts-plain64 "+testKey+" 0 8:2 0 1 sector_size:4096"),
+		dmtest.T(6144, 8, "zero", ""),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromIoctl, _ := redactTargets(raw)
+	if diff := cmp.Diff(want, fromIoctl); diff != "" {
+		t.Errorf("ioctl vs text (-text +ioctl):\n%s", diff)
+	}
+}
