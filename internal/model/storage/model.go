@@ -110,6 +110,10 @@ func (l *Layer) NonRotational() bool {
 // anything deeper is a malformed snapshot, not a storage stack.
 const maxDepth = 64
 
+// maxLayers bounds one path's layers: devices shared by many branches can
+// make a malformed snapshot's tree exponentially large.
+const maxLayers = 4096
+
 type builder struct {
 	s        *snapshot.Snapshot
 	byName   map[string]*snapshot.BlockDevice
@@ -117,6 +121,8 @@ type builder struct {
 	// mounts by major:minor, best (shortest mount point) first
 	mounts   map[string][]*snapshot.Mount
 	problems map[string]bool
+	// partitioned holds the names of disks that have partitions.
+	partitioned map[string]bool
 }
 
 // Build derives the model from a snapshot. It never fails on odd content:
@@ -131,7 +137,7 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 		return m, nil
 	}
 	b := &builder{s: s, byName: map[string]*snapshot.BlockDevice{}, byMajMin: map[string]*snapshot.BlockDevice{},
-		mounts: map[string][]*snapshot.Mount{}, problems: map[string]bool{}}
+		mounts: map[string][]*snapshot.Mount{}, problems: map[string]bool{}, partitioned: map[string]bool{}}
 	for i := range s.Storage.BlockDevices {
 		d := &s.Storage.BlockDevices[i]
 		if d.Name == "" {
@@ -143,6 +149,9 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 			continue
 		}
 		b.byName[d.Name] = d
+		if d.Kind == snapshot.KindPartition && d.Parent != "" {
+			b.partitioned[d.Parent] = true
+		}
 		if d.MajorMinor != "" {
 			b.byMajMin[d.MajorMinor] = d
 		}
@@ -266,15 +275,7 @@ func (b *builder) looksBlockBacked(mt *snapshot.Mount) bool {
 	return strings.HasPrefix(mt.Source, "/dev/")
 }
 
-func (b *builder) hasPartitions(name string) bool {
-	for i := range b.s.Storage.BlockDevices {
-		d := &b.s.Storage.BlockDevices[i]
-		if d.Kind == snapshot.KindPartition && d.Parent == name {
-			return true
-		}
-	}
-	return false
-}
+func (b *builder) hasPartitions(name string) bool { return b.partitioned[name] }
 
 // walkMount adds the filesystem (and fscrypt) layers of mt, then its device chain.
 func (b *builder) walkMount(p *Path, mt *snapshot.Mount, depth int, seen map[string]bool) {
@@ -309,6 +310,12 @@ func (b *builder) walkDevice(p *Path, d *snapshot.BlockDevice, depth int, seen m
 	}
 	if depth > maxDepth {
 		b.missing(p, depth, fmt.Sprintf("stack deeper than %d layers below %s", maxDepth, d.Name))
+		return
+	}
+	if len(p.Layers) >= maxLayers {
+		if last := p.Layers[len(p.Layers)-1]; last.Kind != LayerMissing {
+			b.missing(p, depth, fmt.Sprintf("more than %d layers: the rest of the tree is not shown", maxLayers))
+		}
 		return
 	}
 	seen[d.Name] = true

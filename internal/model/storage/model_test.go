@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -273,5 +274,29 @@ func TestCloudFacts(t *testing.T) {
 		if !strings.HasPrefix(f.source, "https://") {
 			t.Errorf("cloud fact %s: source %q is not a link", f.id, f.source)
 		}
+	}
+}
+
+func TestBuildBoundsSharedBranches(t *testing.T) {
+	// 40 dm devices, each built twice on the next: 2^40 chains if walked naively.
+	var devs []snapshot.BlockDevice
+	for i := 0; i < 40; i++ {
+		name := fmt.Sprintf("dm-%d", i)
+		next := fmt.Sprintf("dm-%d", i+1)
+		d := snapshot.BlockDevice{Name: name, MajorMinor: fmt.Sprintf("253:%d", i), Kind: snapshot.KindDM, SizeBytes: 1,
+			Slaves: []string{next, next}, DM: &snapshot.DM{Name: name, Targets: []snapshot.DMTarget{{Type: "linear"}}}}
+		if i > 0 {
+			d.Holders = []string{fmt.Sprintf("dm-%d", i-1)}
+		}
+		devs = append(devs, d)
+	}
+	devs = append(devs, disk("dm-40", "8:0", "X", 1, "dm-39"))
+	m, err := Build(snap([]snapshot.Mount{mount(1, "253:0", "/x", "ext4")}, devs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pathFor(t, m, "/x")
+	if len(p.Layers) > maxLayers+2 || len(p.Incomplete) == 0 {
+		t.Fatalf("%d layers, incomplete %v", len(p.Layers), p.Incomplete)
 	}
 }
