@@ -1,6 +1,10 @@
 package host
 
 import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -17,10 +21,19 @@ func collectKernel(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	s.AddError("host.kernel", p, err)
 	h.KernelRelease = rel
 
-	// kernel.arch exists since Linux 4.? on all architectures that matter
-	// here; its absence is recorded, not guessed from the build.
+	// kernel.arch is recent (commit 52826d3b2d1d, kernel/utsname_sysctl.c);
+	// many production kernels lack it. On the live /proc, uname(2) is the
+	// same kernel's answer; for any other root the absence is recorded.
 	p = fs.ProcPath("sys", "kernel", "arch")
 	arch, err := readTrimmed(p)
+	if err != nil && fs.Proc == hostfs.Default().Proc && hostfs.Classify(err) == hostfs.KindMissing {
+		var u unix.Utsname
+		if uerr := unix.Uname(&u); uerr == nil {
+			arch, err = unix.ByteSliceToString(u.Machine[:]), nil
+		} else {
+			err = errors.Join(err, uerr)
+		}
+	}
 	s.AddError("host.kernel", p, err)
 	h.Arch = arch
 }
