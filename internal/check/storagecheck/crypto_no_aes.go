@@ -56,7 +56,10 @@ func runNoAES(in *check.Input) []check.Finding {
 	if len(users) == 0 {
 		return nil
 	}
-	h := in.Snapshot.Host
+	var h *snapshot.Host
+	if in.Snapshot != nil {
+		h = in.Snapshot.Host
+	}
 	var out []check.Finding
 	if h == nil || len(h.CPUFlags) == 0 {
 		for _, u := range users {

@@ -205,7 +205,7 @@ func TestChecksOnEmptyInput(t *testing.T) {
 		if !strings.HasPrefix(c.ID, "storage.") && !strings.HasPrefix(c.ID, "dmcrypt.") && !strings.HasPrefix(c.ID, "crypto.") {
 			continue
 		}
-		for _, s := range []*snapshot.Snapshot{{}, {Storage: &snapshot.Storage{}}} {
+		for _, s := range []*snapshot.Snapshot{nil, {}, {Storage: &snapshot.Storage{}}} {
 			m, _ := storage.Build(s)
 			for _, f := range c.Run(&check.Input{Snapshot: s, Storage: m}) {
 				if f.Status == "" || f.Status == check.Fail {
