@@ -159,3 +159,41 @@ func sysName(l *storage.Layer) string {
 	}
 	return l.Name
 }
+
+// speed is what is known about how fast the storage under a crypt target is.
+type speed struct {
+	dev   *storage.Layer // the device whose queue was read
+	fast  bool           // non-rotational, RAM, or documented local SSD
+	known bool
+	ev    check.Evidence
+}
+
+// storageSpeed decides whether the storage under a crypt target is fast:
+// queue/rotational of the first device below, or a cloud fact that says the
+// disk is local SSD (Hyper-V, for one, reports its SSD temp disk as rotational).
+func storageSpeed(below []storage.Layer) speed {
+	dev := storageBelow(below)
+	sp := speed{dev: dev}
+	switch {
+	case dev == nil:
+	case dev.Kind == storage.LayerZram || dev.Kind == storage.LayerRAM:
+		return speed{dev: dev, fast: true, known: true,
+			ev: check.Evidence{Source: "/sys/class/block/" + sysName(dev), Key: "kind", Observed: dev.Kind}}
+	case dev.Queue == nil || dev.Queue.Rotational == nil:
+	case !*dev.Queue.Rotational:
+		return speed{dev: dev, fast: true, known: true, ev: check.Evidence{Source: queuePath(sysName(dev), "rotational"), Observed: "0"}}
+	default:
+		sp = speed{dev: dev, known: true, ev: check.Evidence{Source: queuePath(sysName(dev), "rotational"), Observed: "1"}}
+	}
+	for i := range below {
+		if c := below[i].Cloud; c != nil && c.LocalSSD {
+			obs := "local SSD"
+			if sp.known {
+				obs += " (queue/rotational says 1)"
+			}
+			return speed{dev: dev, fast: true, known: true, ev: check.Evidence{Source: "cloud fact " + c.Fact,
+				Key: c.Provider + " " + c.Role, Observed: obs}}
+		}
+	}
+	return sp
+}

@@ -43,17 +43,22 @@ func runSameCPU(in *check.Input) []check.Finding {
 			out = append(out, check.Finding{Status: check.Pass, Subject: u.Subject(), Summary: "same_cpu_crypt set"})
 			continue
 		}
-		dev := storageBelow(u.below)
-		if dev == nil || !dev.NonRotational() {
+		sp := storageSpeed(u.below)
+		if !sp.fast {
 			continue
+		}
+		devName := "the device below"
+		if sp.dev != nil {
+			devName = sysName(sp.dev)
 		}
 		out = append(out, check.Finding{
 			Subject: u.Subject(),
 			Summary: fmt.Sprintf("dm-crypt %s on fast storage (%s) with kernel %s spreads encryption over all CPUs "+
 				"through unbound workqueues. On a ramdisk, a PostgreSQL benchmark saw 171k IOPS plain, 26.6k through "+
-				"dm-crypt and 45.3k with same_cpu_crypt.", u.layer.Name, dev.Name, rel),
+				"dm-crypt and 45.3k with same_cpu_crypt.", u.layer.Name, devName, rel),
 			Evidence: []check.Evidence{
 				tableEvidence(u, "same_cpu_crypt"),
+				sp.ev,
 				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
 			Remediation: fmt.Sprintf("LUKS2: cryptsetup refresh --perf-same_cpu_crypt --persistent %s\n"+

@@ -39,18 +39,18 @@ func runWorkqueue(in *check.Input) []check.Finding {
 			out = append(out, check.Finding{Status: check.Pass, Subject: u.Subject(), Summary: "workqueues bypassed"})
 			continue
 		}
-		dev := storageBelow(u.below)
-		if dev == nil {
+		sp := storageSpeed(u.below)
+		if sp.dev == nil && !sp.known {
 			out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
 				Summary: "the device under the crypt target has no queue facts in the snapshot, so whether it is fast storage is unknown"})
 			continue
 		}
-		if !dev.NonRotational() {
-			if dev.Kind != storage.LayerZram && dev.Kind != storage.LayerRAM && (dev.Queue == nil || dev.Queue.Rotational == nil) {
-				out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
-					Summary: fmt.Sprintf("queue/rotational of %s was not collected, so whether it is fast storage is unknown", dev.Name)})
-				continue
-			}
+		if !sp.known {
+			out = append(out, check.Finding{Status: check.Unknown, Severity: check.Info, Subject: u.Subject(),
+				Summary: fmt.Sprintf("queue/rotational of %s was not collected, so whether it is fast storage is unknown", sysName(sp.dev))})
+			continue
+		}
+		if !sp.fast {
 			out = append(out, check.Finding{Status: check.Pass, Subject: u.Subject(), Summary: "rotational storage: workqueues do not dominate"})
 			continue
 		}
@@ -65,24 +65,27 @@ func runWorkqueue(in *check.Input) []check.Finding {
 				References: []string{refWorkqueue}})
 			continue
 		}
-		out = append(out, workqueueFinding(u, dev, rel))
+		out = append(out, workqueueFinding(u, sp, rel))
 	}
 	return out
 }
 
-func workqueueFinding(u *cryptUse, dev *storage.Layer, rel string) check.Finding {
-	kind := "non-rotational"
+func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
+	kind, name := "non-rotational", "the device below"
+	if sp.dev != nil {
+		name = sysName(sp.dev)
+		if sp.dev.Kind == storage.LayerZram || sp.dev.Kind == storage.LayerRAM {
+			kind = "RAM"
+		}
+	}
+	if strings.HasPrefix(sp.ev.Source, "cloud fact") {
+		kind = "local SSD"
+	}
 	ev := []check.Evidence{
 		tableEvidence(u, "no_read_workqueue no_write_workqueue"),
+		sp.ev,
+		{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 	}
-	switch dev.Kind {
-	case storage.LayerZram, storage.LayerRAM:
-		kind = "RAM"
-		ev = append(ev, check.Evidence{Source: "/sys/class/block/" + dev.Name, Key: "kind", Observed: dev.Kind})
-	default:
-		ev = append(ev, check.Evidence{Source: queuePath(sysName(dev), "rotational"), Observed: "0"})
-	}
-	ev = append(ev, check.Evidence{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"})
 	var missing []string
 	if !u.layer.Crypt.NoReadWorkqueue {
 		missing = append(missing, "no_read_workqueue")
@@ -94,7 +97,7 @@ func workqueueFinding(u *cryptUse, dev *storage.Layer, rel string) check.Finding
 		Subject: u.Subject(),
 		Summary: fmt.Sprintf("dm-crypt %s on %s storage (%s) runs without %s: every I/O is queued to kcryptd workqueues, "+
 			"which on fast devices can cost more than the cipher itself (see the kernel commit and Cloudflare's measurements).",
-			u.layer.Name, kind, dev.Name, strings.Join(missing, " and ")),
+			u.layer.Name, kind, name, strings.Join(missing, " and ")),
 		Evidence:    ev,
 		Remediation: workqueueRemediation(u.layer),
 		References:  []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab},

@@ -150,6 +150,8 @@ func TestChecksFireAndStaySilent(t *testing.T) {
 			contains: "no-read-workqueue,no-write-workqueue"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, diskKind: snapshot.KindRAM}, fires: true, contains: "RAM storage"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksTuned}}, fires: false},
+		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, rotational: true, model: "Amazon EC2 NVMe Instance Storage", cloud: aws},
+			fires: true, contains: "local SSD storage"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, rotational: true}, fires: false},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, kernel: "5.4.0-150-generic"}, fires: false, status: check.Skipped},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, kernel: "garbage"}, fires: false, status: check.Unknown},

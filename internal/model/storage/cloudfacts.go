@@ -22,6 +22,9 @@ type CloudDisk struct {
 	Encrypted   *bool  `json:"encrypted"`
 	EncryptedBy string `json:"encrypted_by,omitempty"`
 	Algorithm   string `json:"algorithm,omitempty"`
+	// LocalSSD is set when the platform documents the disk as local SSD,
+	// whatever queue/rotational says (Hyper-V reports its disks as rotational).
+	LocalSSD bool `json:"local_ssd,omitempty"`
 	// Fact is the id of the cloudFacts row that decided, Source its documentation.
 	Fact   string `json:"fact"`
 	Source string `json:"source"`
@@ -44,6 +47,7 @@ type cloudFact struct {
 	encrypted *bool // nil: not knowable from inside
 	by        string
 	algorithm string
+	localSSD  bool
 	source    string
 	note      string
 }
@@ -57,7 +61,7 @@ var cloudFacts = []cloudFact{
 	{
 		id: "aws-nitro-instance-store", provider: "aws",
 		models: []string{"Amazon EC2 NVMe Instance Storage"},
-		role:   "instance-store", encrypted: ptr(true), by: ByDrive, algorithm: "XTS-AES-256",
+		role:   "instance-store", encrypted: ptr(true), by: ByDrive, algorithm: "XTS-AES-256", localSSD: true,
 		// "The data on NVMe instance storage is encrypted using an XTS-AES-256 block
 		// cipher implemented in a hardware module on the instance ... You cannot disable this encryption."
 		source: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ssd-instance-store.html",
@@ -75,13 +79,15 @@ var cloudFacts = []cloudFact{
 		id: "azure-eah-temp-nvme", provider: "azure",
 		models: []string{"Microsoft NVMe Direct Disk", "Microsoft NVMe Direct Disk v2"},
 		eah:    ptr(true), role: "temp-disk", encrypted: ptr(true), by: ByHypervisor, algorithm: "AES-256 (platform-managed key)",
+		localSSD: true, // "the temporary disk that is created on local SSD" (https://learn.microsoft.com/azure/virtual-machines/enable-nvme-temp-faqs)
 		// "Encryption at host enables encryption at rest for your temporary disk and OS/data disk caches."
 		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption#encryption-at-host---end-to-end-encryption-for-your-vm-data",
 	},
 	{
 		id: "azure-eah-temp-scsi", provider: "azure", tempDisk: true,
 		eah: ptr(true), role: "temp-disk", encrypted: ptr(true), by: ByHypervisor, algorithm: "AES-256 (platform-managed key)",
-		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption#encryption-at-host---end-to-end-encryption-for-your-vm-data",
+		localSSD: true,
+		source:   "https://learn.microsoft.com/azure/virtual-machines/disk-encryption#encryption-at-host---end-to-end-encryption-for-your-vm-data",
 	},
 	{
 		id: "azure-eah-managed", provider: "azure",
@@ -94,7 +100,7 @@ var cloudFacts = []cloudFact{
 	{
 		id: "azure-temp-no-eah", provider: "azure", tempDisk: true,
 		models: []string{"Microsoft NVMe Direct Disk", "Microsoft NVMe Direct Disk v2"},
-		eah:    ptr(false), role: "temp-disk", encrypted: ptr(false),
+		eah:    ptr(false), role: "temp-disk", encrypted: ptr(false), localSSD: true,
 		// "Temporary disks are not managed disks and are not encrypted by SSE, unless you enable encryption at host."
 		source: "https://learn.microsoft.com/azure/virtual-machines/disk-encryption",
 		// No Microsoft document was found that states hardware encryption of
@@ -111,7 +117,7 @@ var cloudFacts = []cloudFact{
 	{
 		id: "gcp-local-ssd", provider: "gcp",
 		models: []string{"nvme_card", "EphemeralDisk"},
-		role:   "local-ssd", encrypted: ptr(true), by: ByDrive, algorithm: "AES-256",
+		role:   "local-ssd", encrypted: ptr(true), by: ByDrive, algorithm: "AES-256", localSSD: true,
 		// "Compute Engine offers always-encrypted local solid-state drive (SSD) block storage"
 		source: "https://cloud.google.com/compute/docs/disks/local-ssd",
 	},
@@ -162,7 +168,7 @@ func lookupCloudDisk(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
 		}
 		if f.eah != nil {
 			if eah == nil {
-				return &CloudDisk{Provider: c.Provider, Role: f.role, Fact: "azure-eah-unknown", Source: f.source,
+				return &CloudDisk{Provider: c.Provider, Role: f.role, LocalSSD: f.localSSD, Fact: "azure-eah-unknown", Source: f.source,
 					Note: "Azure instance metadata did not report securityProfile.encryptionAtHost; host encryption unknown"}
 			}
 			if *f.eah != *eah {
@@ -170,7 +176,7 @@ func lookupCloudDisk(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
 			}
 		}
 		return &CloudDisk{Provider: c.Provider, Role: f.role, Encrypted: f.encrypted, EncryptedBy: f.by,
-			Algorithm: f.algorithm, Fact: f.id, Source: f.source, Note: f.note}
+			Algorithm: f.algorithm, LocalSSD: f.localSSD, Fact: f.id, Source: f.source, Note: f.note}
 	}
 	return nil
 }
