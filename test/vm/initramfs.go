@@ -106,6 +106,12 @@ func BuildBase(cache string, k *Kernel) (string, error) {
 	if err := writeCPIO(&buf, entries); err != nil {
 		return "", err
 	}
+	// Older bases of this kernel are stale: drop them.
+	if old, _ := filepath.Glob(filepath.Join(cache, "initramfs", k.Release+"-*.cpio")); len(old) > 0 {
+		for _, o := range old {
+			os.Remove(o)
+		}
+	}
 	tmp := out + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
 		return "", err

@@ -46,6 +46,7 @@ cd /tmp
 echo "` + markStart + `"
 sh /scenario.sh
 rc=$?
+[ $rc -eq 0 ] || { echo "vm: scenario exited $rc; last kernel messages:"; dmesg | tail -40; }
 sync
 echo 1 > /proc/sys/kernel/printk
 {

@@ -1,0 +1,334 @@
+package vm
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// prelude is sourced by every scenario. sp runs slowpath with only busybox
+// on PATH: no dmsetup or cryptsetup, so every dm table in its output came
+// through slowpath's own DM_TABLE_STATUS ioctl. report PREFIX saves a
+// snapshot, the JSON report and the text report under /results.
+const prelude = `set -e
+sp() { env PATH=/bin /usr/bin/slowpath "$@"; }
+report() {
+	sp collect --cloud none --net-interval 0 -o - > /results/${1}snapshot.json
+	rc=0; sp doctor --cloud none --net-interval 0 --format json > /results/${1}doctor.json || rc=$?
+	[ $rc -le 1 ] || { echo "doctor --format json exited $rc"; exit 1; }
+	rc=0; sp doctor --cloud none --net-interval 0 > /results/${1}doctor.txt || rc=$?
+	[ $rc -le 1 ] || { echo "doctor exited $rc"; exit 1; }
+}
+`
+
+func randomHex(t *testing.T, bytes int) string {
+	t.Helper()
+	b := make([]byte, bytes)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// outputs are the three renderings of one report PREFIX.
+type outputs struct {
+	snap   *snapshot.Snapshot
+	doctor *report.Report
+	raw    map[string][]byte
+}
+
+func loadOutputs(t *testing.T, res *Result, prefix string) outputs {
+	t.Helper()
+	o := outputs{snap: &snapshot.Snapshot{}, doctor: &report.Report{}, raw: map[string][]byte{}}
+	for _, n := range []string{"snapshot.json", "doctor.json", "doctor.txt"} {
+		b, ok := res.Files[prefix+n]
+		if !ok || len(b) == 0 {
+			t.Fatalf("guest produced no %s%s", prefix, n)
+		}
+		o.raw[n] = b
+	}
+	if err := json.Unmarshal(o.raw["snapshot.json"], o.snap); err != nil {
+		t.Fatalf("%ssnapshot.json: %v", prefix, err)
+	}
+	if err := json.Unmarshal(o.raw["doctor.json"], o.doctor); err != nil {
+		t.Fatalf("%sdoctor.json: %v", prefix, err)
+	}
+	if o.snap.Storage == nil {
+		t.Fatalf("%ssnapshot.json has no storage section; collect errors: %+v", prefix, o.snap.Manifest.Errors)
+	}
+	return o
+}
+
+// device returns the snapshot's block device with dm name dmName.
+func (o outputs) dmDevice(t *testing.T, dmName string) *snapshot.BlockDevice {
+	t.Helper()
+	for i, d := range o.snap.Storage.BlockDevices {
+		if d.DM != nil && d.DM.Name == dmName {
+			return &o.snap.Storage.BlockDevices[i]
+		}
+	}
+	t.Fatalf("snapshot has no dm device named %s (collect errors: %+v)", dmName, o.snap.Manifest.Errors)
+	return nil
+}
+
+func (o outputs) device(t *testing.T, name string) *snapshot.BlockDevice {
+	t.Helper()
+	for i, d := range o.snap.Storage.BlockDevices {
+		if d.Name == name {
+			return &o.snap.Storage.BlockDevices[i]
+		}
+	}
+	t.Fatalf("snapshot has no block device %s", name)
+	return nil
+}
+
+// path returns the report's storage path whose top device is dev.
+func (o outputs) path(t *testing.T, dev string) *storage.Path {
+	t.Helper()
+	for i, p := range o.doctor.Storage {
+		if p.Device == dev && p.MountPoint == "" {
+			return &o.doctor.Storage[i]
+		}
+	}
+	t.Fatalf("doctor report has no storage path for /dev/%s", dev)
+	return nil
+}
+
+// findings returns the report's findings of check id about subject.
+func (o outputs) findings(id, subject string) []check.Finding {
+	var out []check.Finding
+	for _, f := range o.doctor.Findings {
+		if f.ID == id && (subject == "" || f.Subject == subject) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// noKey fails t when any output contains key (hex, either case).
+func (o outputs) noKey(t *testing.T, key string) {
+	t.Helper()
+	for n, b := range o.raw {
+		for _, k := range []string{strings.ToLower(key), strings.ToUpper(key)} {
+			if bytes.Contains(b, []byte(k)) {
+				t.Errorf("%s contains the dm-crypt key %s", n, key)
+			}
+		}
+	}
+}
+
+func cryptLayer(t *testing.T, p *storage.Path, dev string) *storage.Layer {
+	t.Helper()
+	for i, l := range p.Layers {
+		if l.Device == dev && l.Crypt != nil {
+			return &p.Layers[i]
+		}
+	}
+	t.Fatalf("path %s has no crypt layer on %s: %+v", p.Subject(), dev, p.Layers)
+	return nil
+}
+
+// TestPlainCryptFlags is scenario a: plain dm-crypt on brd ramdisks in each
+// flag set, read back through slowpath's DM ioctl path into the snapshot and
+// the model, with the keys absent from every output.
+func TestPlainCryptFlags(t *testing.T) {
+	t.Parallel()
+	type variant struct {
+		name     string
+		keyBytes int
+		flags    string // optional params as the kernel prints them
+		want     storage.Crypt
+	}
+	variants := []variant{
+		{"a0", 64, "", storage.Crypt{KeyBits: 512, SectorSize: 512}},
+		{"a1", 64, "1 same_cpu_crypt", storage.Crypt{KeyBits: 512, SectorSize: 512, SameCPUCrypt: true}},
+		{"a2", 32, "1 submit_from_crypt_cpus", storage.Crypt{KeyBits: 256, SectorSize: 512, SubmitFromCryptCPUs: true}},
+		{"a3", 64, "2 no_read_workqueue no_write_workqueue", storage.Crypt{KeyBits: 512, SectorSize: 512, NoReadWorkqueue: true, NoWriteWorkqueue: true}},
+		{"a4", 64, "1 sector_size:4096", storage.Crypt{KeyBits: 512, SectorSize: 4096}},
+	}
+	keys := map[string]string{}
+	var sc strings.Builder
+	sc.WriteString(prelude)
+	fmt.Fprintf(&sc, "modprobe brd rd_nr=%d rd_size=8192\n", len(variants))
+	for i, v := range variants {
+		keys[v.name] = randomHex(t, v.keyBytes)
+		fmt.Fprintf(&sc, "dmsetup create %s --table \"0 $(cat /sys/block/ram%d/size) crypt aes-xts-plain64 %s 0 /dev/ram%d 0 %s\"\n",
+			v.name, i, keys[v.name], i, v.flags)
+		// Some I/O through each mapping, so a broken table shows.
+		fmt.Fprintf(&sc, "dd if=/dev/zero of=/dev/mapper/%s bs=64k count=16 2>/dev/null\n", v.name)
+	}
+	sc.WriteString("report\n")
+	for _, v := range variants {
+		fmt.Fprintf(&sc, "dmsetup remove %s\n", v.name)
+	}
+	sc.WriteString("rmmod brd\n")
+
+	res := boot(t, Scenario{Name: "plain-crypt-flags", Script: sc.String()})
+	o := loadOutputs(t, res, "")
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			d := o.dmDevice(t, v.name)
+			ram := o.device(t, fmt.Sprintf("ram%d", i))
+			if ram.Kind != snapshot.KindRAM {
+				t.Errorf("ram%d kind = %q, want %q", i, ram.Kind, snapshot.KindRAM)
+			}
+			wantParams := fmt.Sprintf("aes-xts-plain64 redacted:%d 0 %s 0", v.keyBytes*8, ram.MajorMinor)
+			if v.flags != "" {
+				wantParams += " " + v.flags
+			}
+			want := []snapshot.DMTarget{{Start: 0, Length: ram.SizeBytes / 512, Type: "crypt", Params: wantParams}}
+			if diff := cmp.Diff(want, d.DM.Targets); diff != "" {
+				t.Errorf("snapshot dm table of %s (-want +got):\n%s", v.name, diff)
+			}
+			l := cryptLayer(t, o.path(t, d.Name), d.Name)
+			got := *l.Crypt
+			w := v.want
+			w.CipherSpec, w.Cipher, w.ChainMode, w.IVMode = "aes-xts-plain64", "aes", "xts", "plain64"
+			w.Device, w.KeySource = ram.MajorMinor, got.KeySource
+			w.KeyCount = got.KeyCount
+			if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("doctor model of %s (-want +got):\n%s", v.name, diff)
+			}
+			if got.KeySource == "" {
+				t.Errorf("model of %s has no key source", v.name)
+			}
+			o.noKey(t, keys[v.name])
+		})
+	}
+}
+
+// TestLUKS2WorkqueueRefresh is scenario b: LUKS2 on a loop file opened with
+// persistent no_read/no_write_workqueue flags keeps dmcrypt.workqueue quiet;
+// once a refresh drops the flags the check fires on the live table.
+func TestLUKS2WorkqueueRefresh(t *testing.T) {
+	t.Parallel()
+	pass := randomHex(t, 16)
+	res := boot(t, Scenario{Name: "luks2-workqueue", Files: map[string][]byte{"/root/pass": []byte(pass)}, Script: prelude + `
+dd if=/dev/zero of=/tmp/luks.img bs=1M count=32 2>/dev/null
+L=$(losetup -f --show /tmp/luks.img)
+cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file /root/pass $L
+cryptsetup open --key-file /root/pass --perf-no_read_workqueue --perf-no_write_workqueue --persistent $L b0
+report before-
+# Without --persistent the flags stored in the header would be applied again.
+cryptsetup refresh --key-file /root/pass --persistent b0
+report after-
+cryptsetup close b0
+losetup -d $L
+`})
+	before := loadOutputs(t, res, "before-")
+	after := loadOutputs(t, res, "after-")
+	d := before.dmDevice(t, "b0")
+	subject := before.path(t, d.Name).Subject()
+	if l := cryptLayer(t, before.path(t, d.Name), d.Name); !l.Crypt.NoReadWorkqueue || !l.Crypt.NoWriteWorkqueue {
+		t.Errorf("before refresh: model crypt flags %+v, want no_read_workqueue and no_write_workqueue", *l.Crypt)
+	}
+	if !strings.HasPrefix(d.DM.UUID, "CRYPT-LUKS2-") {
+		t.Errorf("dm uuid %q, want CRYPT-LUKS2-...", d.DM.UUID)
+	}
+	for _, f := range before.findings("dmcrypt.workqueue", "") {
+		if f.Status == check.Fail {
+			t.Errorf("before refresh: dmcrypt.workqueue fired with the flags set: %s: %s", f.Subject, f.Summary)
+		}
+	}
+	if l := cryptLayer(t, after.path(t, d.Name), d.Name); l.Crypt.NoReadWorkqueue || l.Crypt.NoWriteWorkqueue {
+		t.Errorf("after refresh: model crypt flags %+v, want neither workqueue flag", *l.Crypt)
+	}
+	var fired bool
+	for _, f := range after.findings("dmcrypt.workqueue", subject) {
+		fired = fired || f.Status == check.Fail
+	}
+	if !fired {
+		t.Errorf("after refresh: dmcrypt.workqueue did not fire on %s; findings: %+v", subject, after.doctor.Findings)
+	}
+	if !bytes.Contains(after.raw["doctor.txt"], []byte("dmcrypt.workqueue")) {
+		t.Errorf("after refresh: text report does not name dmcrypt.workqueue:\n%s", after.raw["doctor.txt"])
+	}
+}
+
+// stackedFired returns the failing storage.stacked-encryption finding about
+// subject.
+func stackedFired(t *testing.T, o outputs, subject string) {
+	t.Helper()
+	for _, f := range o.findings("storage.stacked-encryption", subject) {
+		if f.Status == check.Fail {
+			return
+		}
+	}
+	t.Errorf("storage.stacked-encryption did not fire on %s; findings: %+v", subject, o.doctor.Findings)
+}
+
+// TestCryptOnCrypt is scenario c: dm-crypt on dm-crypt is two layers.
+func TestCryptOnCrypt(t *testing.T) {
+	t.Parallel()
+	k0, k1 := randomHex(t, 64), randomHex(t, 64)
+	res := boot(t, Scenario{Name: "crypt-on-crypt", Script: prelude + `
+modprobe brd rd_nr=1 rd_size=8192
+dmsetup create c0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + k0 + ` 0 /dev/ram0 0"
+dmsetup create c1 --table "0 $(blockdev --getsz /dev/mapper/c0) crypt aes-xts-plain64 ` + k1 + ` 0 /dev/mapper/c0 0"
+report
+dmsetup remove c1
+dmsetup remove c0
+rmmod brd
+`})
+	o := loadOutputs(t, res, "")
+	top := o.dmDevice(t, "c1")
+	p := o.path(t, top.Name)
+	if p.EncryptionLayers != 2 {
+		t.Errorf("path %s: %d encryption layers, want 2; layers %+v", p.Subject(), p.EncryptionLayers, p.Layers)
+	}
+	stackedFired(t, o, p.Subject())
+	o.noKey(t, k0)
+	o.noKey(t, k1)
+}
+
+// TestCryptOnLoopOnExt4OnCrypt is scenario d: ext4 on dm-crypt holds a file
+// that a loop device exposes and a second dm-crypt encrypts. The second
+// layer is only found by following the loop device to its backing file's
+// filesystem.
+func TestCryptOnLoopOnExt4OnCrypt(t *testing.T) {
+	t.Parallel()
+	k0, k1 := randomHex(t, 64), randomHex(t, 64)
+	res := boot(t, Scenario{Name: "crypt-loop-ext4-crypt", Script: prelude + `
+modprobe brd rd_nr=1 rd_size=65536
+dmsetup create d0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + k0 + ` 0 /dev/ram0 0"
+mkfs.ext4 -q /dev/mapper/d0
+mkdir -p /mnt/outer
+mount -t ext4 /dev/mapper/d0 /mnt/outer
+dd if=/dev/zero of=/mnt/outer/inner.img bs=1M count=16 2>/dev/null
+L=$(losetup -f --show /mnt/outer/inner.img)
+dmsetup create d1 --table "0 $(blockdev --getsz $L) crypt aes-xts-plain64 ` + k1 + ` 0 $L 0"
+report
+dmsetup remove d1
+losetup -d $L
+umount /mnt/outer
+dmsetup remove d0
+rmmod brd
+`})
+	o := loadOutputs(t, res, "")
+	top := o.dmDevice(t, "d1")
+	p := o.path(t, top.Name)
+	if p.EncryptionLayers != 2 {
+		t.Errorf("path %s: %d encryption layers, want 2; layers %+v", p.Subject(), p.EncryptionLayers, p.Layers)
+	}
+	var viaLoop bool
+	for _, l := range p.Layers {
+		viaLoop = viaLoop || (l.Kind == storage.LayerLoop && l.BackingFile == "/mnt/outer/inner.img")
+	}
+	if !viaLoop {
+		t.Errorf("path %s does not pass through the loop backing file /mnt/outer/inner.img: %+v", p.Subject(), p.Layers)
+	}
+	stackedFired(t, o, p.Subject())
+	o.noKey(t, k0)
+	o.noKey(t, k1)
+}
