@@ -170,7 +170,7 @@ type speed struct {
 
 // storageSpeed decides whether the storage under a crypt target is fast:
 // queue/rotational of the first device below, or a cloud fact that says the
-// disk is local SSD (Hyper-V, for one, reports its SSD temp disk as rotational).
+// disk is local SSD (a hypervisor may report an SSD as rotational).
 func storageSpeed(below []storage.Layer) speed {
 	dev := storageBelow(below)
 	sp := speed{dev: dev}

@@ -23,7 +23,7 @@ type CloudDisk struct {
 	EncryptedBy string `json:"encrypted_by,omitempty"`
 	Algorithm   string `json:"algorithm,omitempty"`
 	// LocalSSD is set when the platform documents the disk as local SSD,
-	// whatever queue/rotational says (Hyper-V reports its disks as rotational).
+	// whatever queue/rotational says (hypervisors may report SSDs as rotational).
 	LocalSSD bool `json:"local_ssd,omitempty"`
 	// Fact is the id of the cloudFacts row that decided, Source its documentation.
 	Fact   string `json:"fact"`
