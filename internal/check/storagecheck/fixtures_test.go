@@ -64,7 +64,7 @@ func TestFixtureAcceptance(t *testing.T) {
 		// Double encryption on Azure: LUKS on the temp disk under encryption at host.
 		{"azure-e16dv5-eah", "storage.stacked-encryption", "/mnt/data", check.Fail, check.Warning},
 		{"azure-e16dv5-noeah", "storage.stacked-encryption", "/mnt/data", check.Pass, 0},
-		// Hyper-V reports the temp disk as rotational; the cloud table knows it is local SSD.
+		// The fixture temp disk reports rotational 1; the cloud table knows it is local SSD.
 		{"azure-e16dv5-eah", "dmcrypt.workqueue", "/dev/mapper/data", check.Fail, check.Warning},
 		// LUKS2 default flags on an i4i instance store (itself always encrypted).
 		{"aws-i4i-luks-default", "dmcrypt.workqueue", "/dev/mapper/scratch", check.Fail, check.Warning},
