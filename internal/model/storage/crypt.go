@@ -30,7 +30,8 @@ type Crypt struct {
 	// aes-xts with 512 bits is AES-256. 0 when the table had no key ("-").
 	KeyBits int `json:"key_bits"`
 	// KeySource says where the key lives: "hex" (redacted at collection),
-	// "keyring" (a kernel key named by description), or "none".
+	// "keyring" (a kernel key named by description), "none", or "unknown"
+	// (the collector replaced an unrecognised key field with "redacted").
 	KeySource string `json:"key_source"`
 	// KeyringType is user, logon, encrypted or trusted for keyring keys.
 	KeyringType string `json:"keyring_type,omitempty"`
@@ -180,6 +181,9 @@ func parseKey(c *Crypt, k string) error {
 	switch {
 	case k == "-":
 		c.KeySource = "none"
+	case k == "redacted":
+		// The collector could not size an odd key field and replaced it whole.
+		c.KeySource = "unknown"
 	case strings.HasPrefix(k, "redacted:"):
 		bits, err := strconv.Atoi(strings.TrimPrefix(k, "redacted:"))
 		if err != nil || bits < 0 {

@@ -48,6 +48,12 @@ func TestParseCryptParams(t *testing.T) {
 				KeySource: "none", Device: "7:0", SectorSize: 512, Unknown: []string{"some_future_flag"}},
 		},
 		{
+			name:   "key field the collector could not size",
+			params: "aes-xts-plain64 redacted 0 8:0 0",
+			want: &Crypt{CipherSpec: "aes-xts-plain64", Cipher: "aes", ChainMode: "xts", IVMode: "plain64", KeyCount: 1,
+				KeySource: "unknown", Device: "8:0", SectorSize: 512},
+		},
+		{
 			name:   "old-style bare cipher means cbc-plain",
 			params: "aes redacted:128 0 8:0 0",
 			want: &Crypt{CipherSpec: "aes", Cipher: "aes", ChainMode: "cbc", IVMode: "plain", KeyCount: 1, KeyBits: 128,
