@@ -72,18 +72,26 @@ func Rates(a, b snapshot.NetSample) ([]Counter, error) {
 	if dt <= 0 {
 		return nil, fmt.Errorf("counter samples not in time order (%d ns then %d ns)", a.MonotonicNS, b.MonotonicNS)
 	}
-	prev := map[counterKey]uint64{}
+	prev := make(map[counterKey]uint64, 1024)
 	eachCounter(a, func(c Counter) { prev[counterKey{c.Layer, c.Counter, c.Subject}] = c.Total })
-	var out []Counter
+	out := make([]Counter, 0, len(prev))
+	// Deltas and rates live in two arrays the counters point into: one
+	// allocation each instead of two per counter.
+	deltas := make([]uint64, 0, len(prev))
+	known := make([]bool, 0, len(prev))
 	eachCounter(b, func(c Counter) {
 		p, ok := prev[counterKey{c.Layer, c.Counter, c.Subject}]
-		if ok {
-			d := delta(p, c.Total)
-			r := float64(d) / dt
-			c.Delta, c.PerSecond = &d, &r
-		}
 		out = append(out, c)
+		deltas = append(deltas, delta(p, c.Total))
+		known = append(known, ok)
 	})
+	rates := make([]float64, len(out))
+	for i := range out {
+		if known[i] {
+			rates[i] = float64(deltas[i]) / dt
+			out[i].Delta, out[i].PerSecond = &deltas[i], &rates[i]
+		}
+	}
 	sortCounters(out)
 	return out, nil
 }

@@ -278,31 +278,58 @@ func Top(cs []Counter) (Counter, bool) {
 	return best, ok
 }
 
-func sortCounters(cs []Counter) {
-	order := map[Layer]int{}
-	for i, l := range Layers {
-		order[l] = i
+func layerIndex(l Layer) int {
+	for i, x := range Layers {
+		if x == l {
+			return i
+		}
 	}
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.Layer != b.Layer {
-			return order[a.Layer] < order[b.Layer]
-		}
-		if a.Subject != b.Subject {
-			return subjectLess(a.Subject, b.Subject)
-		}
-		return a.Counter < b.Counter
-	})
+	return len(Layers)
 }
 
-// subjectLess orders cpu2 before cpu10.
-func subjectLess(a, b string) bool {
-	if strings.HasPrefix(a, "cpu") && strings.HasPrefix(b, "cpu") {
-		ai, aerr := strconv.Atoi(a[3:])
-		bi, berr := strconv.Atoi(b[3:])
-		if aerr == nil && berr == nil {
-			return ai < bi
-		}
+// sortCounters orders by layer, subject (cpu2 before cpu10) and name. Keys
+// are computed once: watch sorts thousands of counters every interval.
+func sortCounters(cs []Counter) {
+	type key struct {
+		layer, cpu int
 	}
-	return a < b
+	keys := make([]key, len(cs))
+	for i, c := range cs {
+		keys[i] = key{layerIndex(c.Layer), cpuNumber(c.Subject)}
+	}
+	idx := make([]int, len(cs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		ka, kb := keys[idx[a]], keys[idx[b]]
+		if ka.layer != kb.layer {
+			return ka.layer < kb.layer
+		}
+		ca, cb := &cs[idx[a]], &cs[idx[b]]
+		if ca.Subject != cb.Subject {
+			if ka.cpu >= 0 && kb.cpu >= 0 {
+				return ka.cpu < kb.cpu
+			}
+			return ca.Subject < cb.Subject
+		}
+		return ca.Counter < cb.Counter
+	})
+	sorted := make([]Counter, len(cs))
+	for i, j := range idx {
+		sorted[i] = cs[j]
+	}
+	copy(cs, sorted)
+}
+
+// cpuNumber is N for a "cpuN" subject, -1 otherwise.
+func cpuNumber(s string) int {
+	if !strings.HasPrefix(s, "cpu") {
+		return -1
+	}
+	n, err := strconv.Atoi(s[3:])
+	if err != nil {
+		return -1
+	}
+	return n
 }
