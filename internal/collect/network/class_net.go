@@ -131,18 +131,6 @@ func readInt(p string) (int64, error) {
 	return v, nil
 }
 
-func readUint(p string) (uint64, error) {
-	s, err := readString(p)
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse %s: %w", p, err)
-	}
-	return v, nil
-}
-
 var errNotExist = fs.ErrNotExist
 
 func isNotExist(err error) bool { return errors.Is(err, errNotExist) }
