@@ -61,10 +61,10 @@ func runSameCPU(in *check.Input) []check.Finding {
 				sp.ev,
 				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
-			Remediation: fmt.Sprintf("LUKS2: cryptsetup refresh --perf-same_cpu_crypt --persistent %s\n"+
+			Remediation: fmt.Sprintf("LUKS2: cryptsetup refresh --perf-same_cpu_crypt%s --persistent %s\n"+
 				"Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
 				"(applies at the next open). Better: a 5.9+ kernel and\n"+
-				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", u.layer.Name, u.layer.Name),
+				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", keptRefreshOptions(c), u.layer.Name, u.layer.Name),
 			References: []string{refDMCrypt, refCloudflare, refCryptsetup},
 		})
 	}

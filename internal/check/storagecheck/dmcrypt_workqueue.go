@@ -106,16 +106,27 @@ func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
 
 func workqueueRemediation(l storage.Layer) string {
 	name := l.Name
+	c := *l.Crypt
+	c.NoReadWorkqueue, c.NoWriteWorkqueue = false, false
+	keep := keptRefreshOptions(&c)
 	if isLUKS2(l) {
-		return fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent %s\n"+
-			"(LUKS2: applies now and is stored in the header for every later open)", name)
+		s := fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent %s", name)
+		if keep != "" {
+			s = fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue%s --persistent %s", keep, name)
+		}
+		s += "\n(LUKS2: applies now and is stored in the header for every later open;\n" +
+			"it needs the passphrase, key file or token, as open does"
+		if keep != "" {
+			s += ";\nthe other options keep the flags the mapping has now"
+		}
+		return s + ")"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Add no-read-workqueue,no-write-workqueue to the options of %s in /etc/crypttab, e.g.\n", name)
 	fmt.Fprintf(&b, "  %s UUID=... none luks,discard,no-read-workqueue,no-write-workqueue\n", name)
 	fmt.Fprintf(&b, "then regenerate the initramfs if %s opens at boot.", name)
 	if isLUKS1(l) {
-		fmt.Fprintf(&b, "\nTo apply now: cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue %s", name)
+		fmt.Fprintf(&b, "\nTo apply now:\n  cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue%s %s", keep, name)
 	}
 	return b.String()
 }

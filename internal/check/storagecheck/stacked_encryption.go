@@ -109,9 +109,12 @@ func stackCost(chain []storage.Layer) string {
 	case k == len(chain):
 		s += fmt.Sprintf(" All %d run on this machine's CPUs: each costs CPU time and dm-crypt queueing "+
 			"on every read and write.", k)
+	case k == 1 && len(chain) == 2:
+		s += " One runs on this machine's CPUs (CPU time and dm-crypt queueing on every I/O); " +
+			"the other adds latency on the host or drive."
 	case k > 0:
 		s += fmt.Sprintf(" %d run on this machine's CPUs (CPU time and dm-crypt queueing on every I/O); "+
-			"the others add latency on the host or drive.", k)
+			"the other %d add latency on the host or drive.", k, len(chain)-k)
 	default:
 		s += " The layers run outside this machine and add latency on every I/O."
 	}
