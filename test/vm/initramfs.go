@@ -43,24 +43,31 @@ var GuestModules = []string{
 // OnDemandModules are in the image for scenarios to modprobe.
 var OnDemandModules = []string{"brd", "netdevsim"}
 
+// Base is the scenario-independent part of the initramfs.
+type Base struct {
+	Path  string            // the cpio file
+	Tools map[string]string // tool name -> its path in the guest
+}
+
 // BuildBase writes the scenario-independent part of the initramfs to a file
-// in cache named after a hash of its inputs, and returns that path. It holds
-// static busybox, /init, the modules and the host tools; slowpath and the
-// scenario are appended per boot as a second archive.
-func BuildBase(cache string, k *Kernel) (string, error) {
+// in cache named after a hash of its inputs. It holds static busybox, /init,
+// the modules and the host tools; slowpath and the scenario are appended per
+// boot as a second archive.
+func BuildBase(cache string, k *Kernel) (*Base, error) {
+	base := &Base{Tools: map[string]string{}}
 	entries := map[string]cpioEntry{}
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
-		return "", fmt.Errorf("busybox not found: apt-get install busybox-static")
+		return nil, fmt.Errorf("busybox not found: apt-get install busybox-static")
 	}
 	if out, _ := exec.Command("file", "-L", busybox).Output(); len(out) > 0 && !bytes.Contains(out, []byte("statically linked")) {
-		return "", fmt.Errorf("%s is not static: apt-get install busybox-static", busybox)
+		return nil, fmt.Errorf("%s is not static: apt-get install busybox-static", busybox)
 	}
 	for _, d := range []string{"bin", "sbin", "usr/bin", "usr/sbin", "lib", "lib64", "etc", "proc", "sys", "dev", "tmp", "run", "mnt", "results", "root"} {
 		addDir(entries, d)
 	}
 	if err := addHostFile(entries, busybox, "bin/busybox"); err != nil {
-		return "", err
+		return nil, err
 	}
 	// The kernel's request_module runs /sbin/modprobe (crypto templates).
 	entries["sbin/modprobe"] = cpioEntry{Mode: cpioSymlink | 0o777, Data: []byte("/bin/busybox")}
@@ -69,21 +76,22 @@ func BuildBase(cache string, k *Kernel) (string, error) {
 	entries["etc/group"] = cpioEntry{Mode: cpioFile | 0o644, Data: []byte("root:x:0:\n")}
 	if _, err := os.Stat("/etc/mke2fs.conf"); err == nil {
 		if err := addHostFile(entries, "/etc/mke2fs.conf", "etc/mke2fs.conf"); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	for _, t := range GuestTools {
 		p, err := exec.LookPath(t.Name)
 		if err != nil {
-			return "", fmt.Errorf("%s not found: apt-get install %s", t.Name, t.Package)
+			return nil, fmt.Errorf("%s not found: apt-get install %s", t.Name, t.Package)
 		}
 		if err := addBinary(entries, p); err != nil {
-			return "", err
+			return nil, err
 		}
+		base.Tools[t.Name] = p
 	}
 	entries["usr/sbin/mkfs.ext4"] = cpioEntry{Mode: cpioSymlink | 0o777, Data: []byte("mke2fs")}
 	if err := addModules(entries, k, append(append([]string{}, GuestModules...), OnDemandModules...)); err != nil {
-		return "", err
+		return nil, err
 	}
 
 	h := sha256.New()
@@ -96,15 +104,16 @@ func BuildBase(cache string, k *Kernel) (string, error) {
 		fmt.Fprintf(h, "%s %o %x\n", n, entries[n].Mode, sha256.Sum256(entries[n].Data))
 	}
 	out := filepath.Join(cache, "initramfs", k.Release+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".cpio")
+	base.Path = out
 	if _, err := os.Stat(out); err == nil {
-		return out, nil
+		return base, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
+		return nil, err
 	}
 	var buf bytes.Buffer
 	if err := writeCPIO(&buf, entries); err != nil {
-		return "", err
+		return nil, err
 	}
 	// Older bases of this kernel are stale: drop them.
 	if old, _ := filepath.Glob(filepath.Join(cache, "initramfs", k.Release+"-*.cpio")); len(old) > 0 {
@@ -114,9 +123,9 @@ func BuildBase(cache string, k *Kernel) (string, error) {
 	}
 	tmp := out + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
-	return out, os.Rename(tmp, out)
+	return base, os.Rename(tmp, out)
 }
 
 func addDir(entries map[string]cpioEntry, d string) {

@@ -68,7 +68,7 @@ func setupLab(t *testing.T) *Lab {
 			return
 		}
 		lab = &Lab{Kernel: k, Base: base, Slowpath: bin, TmpDir: tmp}
-		t.Logf("vm: lab ready in %v (kernel %s, base initramfs %s)", time.Since(start).Round(time.Millisecond), k.Release, base)
+		t.Logf("vm: lab ready in %v (kernel %s, base initramfs %s)", time.Since(start).Round(time.Millisecond), k.Release, base.Path)
 	})
 	if labErr != "" {
 		testenv.Unavailable(t, labErr)
@@ -112,7 +112,7 @@ func boot(t *testing.T, s Scenario) *Result {
 	}
 	dump := func() {
 		if res != nil {
-			t.Logf("guest console:\n%s", res.Console)
+			t.Logf("guest console (result files elided):\n%s", ElideFiles(res.Console))
 		}
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ var initScript = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+# No udev in the guest: libdevmapper creates /dev/mapper nodes itself.
+export DM_DISABLE_UDEV=1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -93,7 +96,7 @@ type Result struct {
 // Lab boots scenarios on a prepared kernel and base initramfs.
 type Lab struct {
 	Kernel   *Kernel
-	Base     string // base initramfs (cpio)
+	Base     *Base
 	Slowpath string // static slowpath binary, installed as /usr/bin/slowpath
 	TmpDir   string
 }
@@ -166,7 +169,7 @@ func (l *Lab) initrd(s Scenario) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	base, err := os.Open(l.Base)
+	base, err := os.Open(l.Base.Path)
 	if err != nil {
 		return "", err
 	}
@@ -180,7 +183,7 @@ func (l *Lab) initrd(s Scenario) (string, error) {
 			return "", err
 		}
 	}
-	entries["scenario.sh"] = cpioEntry{Mode: cpioFile | 0o755, Data: []byte(s.Script)}
+	entries["scenario.sh"] = cpioEntry{Mode: cpioFile | 0o755, Data: []byte(l.toolFuncs() + s.Script)}
 	for p, b := range s.Files {
 		p = strings.TrimPrefix(filepath.Clean("/"+p), "/")
 		addDir(entries, filepath.Dir(p))
@@ -194,6 +197,45 @@ func (l *Lab) initrd(s Scenario) (string, error) {
 		return "", err
 	}
 	return f.Name(), f.Close()
+}
+
+// toolFuncs defines a shell function per host tool: Debian's static busybox
+// sh runs its own applets (losetup, mke2fs) before anything on PATH.
+func (l *Lab) toolFuncs() string {
+	names := make([]string, 0, len(l.Base.Tools))
+	for n := range l.Base.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s() { %s \"$@\"; }\n", n, l.Base.Tools[n])
+	}
+	return b.String()
+}
+
+// ElideFiles returns console with the base64 bodies of result files
+// replaced by a line count, for printing.
+func ElideFiles(console []byte) []byte {
+	var out bytes.Buffer
+	in, n := false, 0
+	for _, line := range strings.SplitAfter(string(console), "\n") {
+		t := strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(t, markFile):
+			in, n = true, 0
+			out.WriteString(line)
+		case in && t == markFileEnd:
+			in = false
+			fmt.Fprintf(&out, "[%d lines of base64]\n", n)
+			out.WriteString(line)
+		case in:
+			n++
+		default:
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes()
 }
 
 // ParseConsole extracts the exit status and result files from the guest's
