@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -162,6 +163,11 @@ func (f *fetcher) do(ctx context.Context, method, path string, header map[string
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
+		// *url.Error repeats the method and URL; keep the cause.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("metadata %s: no answer within the timeout (not on this cloud, or metadata blocked): %w", url, err)
 		}
