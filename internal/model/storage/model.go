@@ -445,6 +445,16 @@ func (b *builder) walkLoop(p *Path, d *snapshot.BlockDevice, depth int, seen map
 		b.missing(p, depth, "loop device "+d.Name+": backing file not collected")
 		return
 	}
+	// A loop device over a block device node continues with that device.
+	if bb := d.Loop.BackingBlockDevice; bb != "" {
+		bd := b.byMajMin[bb]
+		if bd == nil {
+			b.missing(p, depth, fmt.Sprintf("loop device %s: backing block device %s is not in the snapshot", d.Name, bb))
+			return
+		}
+		b.walkDevice(p, bd, depth, seen)
+		return
+	}
 	mm := d.Loop.BackingDevice
 	var mt *snapshot.Mount
 	if ms := b.mounts[mm]; mm != "" && len(ms) > 0 {

@@ -112,6 +112,15 @@ func TestBuildChains(t *testing.T) {
 			wantEnc: 1,
 		},
 		{
+			name: "loop over a block device node follows the device",
+			s: snap([]snapshot.Mount{mount(1, "7:1", "/l", "ext4"), mount(2, "0:5", "/dev", "devtmpfs")},
+				disk("sdc", "8:32", "X", 1<<30, "loop1"),
+				snapshot.BlockDevice{Name: "loop1", MajorMinor: "7:1", Kind: snapshot.KindLoop, SizeBytes: 1 << 30,
+					Loop: &snapshot.Loop{BackingFile: "/dev/sdc", BackingDevice: "0:5", BackingBlockDevice: "8:32"}}),
+			subject: "/l",
+			want:    []string{"filesystem:/l", " loop:loop1", "  disk:sdc"},
+		},
+		{
 			name: "loop cycle ends with a missing layer",
 			s: snap([]snapshot.Mount{mount(1, "7:0", "/loop", "ext4")},
 				snapshot.BlockDevice{Name: "loop0", MajorMinor: "7:0", Kind: snapshot.KindLoop, SizeBytes: 1 << 20,
