@@ -262,20 +262,31 @@ func Summarize(cs []Counter) []LayerSummary {
 	return out
 }
 
-// Top returns the counter with the highest rate among non-aggregate rising
-// counters: the top offender. ok is false when nothing is rising.
+// Top returns the top offender: the non-aggregate rising counter with the
+// highest rate. Packet drops come first: time_squeeze (budget layer)
+// counts softirq rounds, not packets, so it is named only when no drop
+// counter rose. ok is false when nothing rose.
 func Top(cs []Counter) (Counter, bool) {
-	var best Counter
-	ok := false
+	var best, squeeze Counter
+	ok, okSqueeze := false, false
 	for _, c := range cs {
 		if c.Aggregate || c.PerSecond == nil || *c.PerSecond <= 0 {
+			continue
+		}
+		if c.Layer == LayerBudget {
+			if !okSqueeze || *c.PerSecond > *squeeze.PerSecond {
+				squeeze, okSqueeze = c, true
+			}
 			continue
 		}
 		if !ok || *c.PerSecond > *best.PerSecond {
 			best, ok = c, true
 		}
 	}
-	return best, ok
+	if ok {
+		return best, true
+	}
+	return squeeze, okSqueeze
 }
 
 func layerIndex(l Layer) int {

@@ -92,3 +92,19 @@ func TestBuild(t *testing.T) {
 		t.Errorf("queues: %+v", m.Interfaces[1])
 	}
 }
+
+func TestTopPrefersDrops(t *testing.T) {
+	cs := []Counter{
+		{Layer: LayerBudget, Counter: "softnet_time_squeeze", Subject: "cpu0", Delta: u64(900), PerSecond: f64(900)},
+		{Layer: LayerBacklog, Counter: "softnet_dropped", Subject: "cpu0", Delta: u64(5), PerSecond: f64(5)},
+	}
+	if top, ok := Top(cs); !ok || top.Layer != LayerBacklog {
+		t.Errorf("top = %+v: a drop counter must win over a squeeze", top)
+	}
+	if top, ok := Top(cs[:1]); !ok || top.Layer != LayerBudget {
+		t.Errorf("top = %+v: squeeze alone is the top offender", top)
+	}
+	if _, ok := Top(nil); ok {
+		t.Error("top of nothing")
+	}
+}
