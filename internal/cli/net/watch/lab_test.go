@@ -48,7 +48,7 @@ func floodWatched(t *testing.T, l *netlab.Lab, bin string, withDoctor, viaFlag b
 	if r.before, err = l.ReadCounters(); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"net", "watch", "--format", "json", "--interval", "1s", "--duration", "6500ms"}
+	args := []string{"net", "watch", "--format", "json", "--interval", "1s", "--duration", "8500ms"}
 	var wcmd *exec.Cmd
 	if viaFlag {
 		wcmd = exec.CommandContext(ctx, bin, append(args, "--netns", l.Receiver)...)
