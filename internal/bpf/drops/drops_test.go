@@ -2,8 +2,12 @@ package drops
 
 import (
 	"net"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/drops"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -93,5 +97,56 @@ func TestNoSocketOnLoopback(t *testing.T) {
 		if n < 5 {
 			t.Errorf("stacks=%v: %d NO_SOCKET drops, want >= 5", stacks, n)
 		}
+	}
+}
+
+// TestWithoutReasons loads the program as on a kernel before 5.17 (the
+// verifier must accept it without the reason argument) and checks that
+// drops are then grouped by location, with known locations named.
+func TestWithoutReasons(t *testing.T) {
+	testenv.RequireRoot(t)
+	self, err := NetnsOf("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Start(Options{Stacks: true, Ifindex: 1, Netns: self, ignoreReasons: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sendToClosedPort(t, 4)
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kernel.HasReasons {
+		t.Fatal("capture claims drop reasons")
+	}
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := drops.ParseKallsyms(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := drops.Summarize(c, syms, drops.SummaryOptions{})
+	var found bool
+	for _, rc := range rep.Reasons {
+		if rc.Reason == "__udp4_lib_rcv" {
+			found = rc.Count >= 4 && rc.Layer == "socket" && strings.HasPrefix(rc.Hint, "udp, no socket")
+			t.Logf("%+v", rc)
+		}
+	}
+	if !found {
+		t.Errorf("no __udp4_lib_rcv group (socket layer, >= 4 drops, named) in %+v", rep.Reasons)
+	}
+	stacks := drops.Fold(c, syms, false)
+	if len(stacks) == 0 || !slices.Contains(stacks[0].Frames, "__udp4_lib_rcv") {
+		t.Errorf("folded stacks without __udp4_lib_rcv: %+v", stacks)
 	}
 }
