@@ -150,6 +150,7 @@ func counterLines(m *network.Model) []string {
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].Total > cs[j].Total })
 	}
 	var out []string
+	anyAggregate := false
 	for i, c := range cs {
 		if i == maxCounterLines {
 			out = append(out, fmt.Sprintf("... %d more (see --format json)", len(cs)-maxCounterLines))
@@ -157,13 +158,16 @@ func counterLines(m *network.Model) []string {
 		}
 		agg := ""
 		if c.Aggregate {
-			agg = " (aggregate)"
+			agg, anyAggregate = " *", true
 		}
 		if c.PerSecond != nil {
-			out = append(out, fmt.Sprintf("%-8s %-10s %-28s %10.1f/s total %d%s", c.Layer, c.Subject, c.Counter, *c.PerSecond, c.Total, agg))
+			out = append(out, fmt.Sprintf("%-7s %-11s %-26s %9.1f/s  total %d%s", c.Layer, c.Subject, c.Counter, *c.PerSecond, c.Total, agg))
 		} else {
-			out = append(out, fmt.Sprintf("%-8s %-10s %-28s total %d%s", c.Layer, c.Subject, c.Counter, c.Total, agg))
+			out = append(out, fmt.Sprintf("%-7s %-11s %-26s total %d%s", c.Layer, c.Subject, c.Counter, c.Total, agg))
 		}
+	}
+	if anyAggregate {
+		out = append(out, "* aggregate: also counts drops another layer counts")
 	}
 	return out
 }

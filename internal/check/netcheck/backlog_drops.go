@@ -40,7 +40,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 	cur, haveCur := m.Sysctls[keyBacklog]
 	rec, why := recommendBacklog(m, cur)
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#netdev-max-backlog", "https://www.kernel.org/doc/html/latest/networking/scaling.html"}
-	fix := fmt.Sprintf("sysctl -w %s=%d\necho '%s = %d' > /etc/sysctl.d/60-slowpath-backlog.conf\n# %s", keyBacklog, rec, keyBacklog, rec, why)
+	fix := fmt.Sprintf("sysctl -w %s=%d\necho '%s = %d' \\\n  > /etc/sysctl.d/60-slowpath-backlog.conf\n%s", keyBacklog, rec, keyBacklog, rec, comment(why))
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
 			return []check.Finding{{

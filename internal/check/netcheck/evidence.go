@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/network"
@@ -109,4 +110,20 @@ func sysctlEvidence(m *network.Model, name, expected string) check.Evidence {
 		obs = strconv.FormatInt(v, 10)
 	}
 	return check.Evidence{Source: srcSysctl, Key: name, Observed: obs, Expected: expected}
+}
+
+// comment wraps text into "# " shell comment lines that fit a terminal
+// when the report indents them.
+func comment(text string) string {
+	const width = 72
+	var lines []string
+	line := "#"
+	for _, w := range strings.Fields(text) {
+		if len(line) > 1 && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = "#"
+		}
+		line += " " + w
+	}
+	return strings.Join(append(lines, line), "\n")
 }

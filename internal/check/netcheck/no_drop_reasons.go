@@ -35,7 +35,7 @@ func noDropReasons(in *check.Input) []check.Finding {
 			Subject:     "kernel",
 			Summary:     "This kernel does not say why it drops a packet (no reason on the kfree_skb tracepoint). `slowpath net drops` will attribute drops by kernel stack instead of by reason, which is coarser.",
 			Evidence:    ev,
-			Remediation: "no setting enables it: skb drop reasons arrived in Linux 5.17 (some distributions backport them); use a newer kernel for reason-level attribution",
+			Remediation: comment("no setting enables it: skb drop reasons arrived in Linux 5.17 (some distributions backport them); use a newer kernel for reason-level attribution"),
 			References:  refs,
 		}}
 	default:

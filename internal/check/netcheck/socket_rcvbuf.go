@@ -23,7 +23,7 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	}
 	cs := counters(m, network.LayerSocket, "Udp.RcvbufErrors", "Udp6.RcvbufErrors")
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#rmem-max", "https://man7.org/linux/man-pages/man7/socket.7.html"}
-	fix := "sysctl -w net.core.rmem_max=26214400\n# then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps\n# SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets."
+	fix := "sysctl -w net.core.rmem_max=26214400\n" + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
 			return []check.Finding{{Status: check.Unknown, Subject: network.SubjectSockets,

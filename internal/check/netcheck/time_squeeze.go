@@ -41,8 +41,9 @@ func timeSqueeze(in *check.Input) []check.Finding {
 		Evidence: append(rateEvidence(srcSoftnet, up, 4),
 			sysctlEvidence(m, "net.core.netdev_budget", "600"),
 			sysctlEvidence(m, "net.core.netdev_budget_usecs", "8000")),
-		Remediation: "sysctl -w net.core.netdev_budget=600 net.core.netdev_budget_usecs=8000\n# and spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated",
-		References:  refs,
+		Remediation: "sysctl -w net.core.netdev_budget=600 net.core.netdev_budget_usecs=8000\n" +
+			comment("and spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated"),
+		References: refs,
 	}
 	// Squeeze with drops on the same host is a cause, not a curiosity.
 	if len(rising(counters(m, network.LayerBacklog))) > 0 || len(rising(counters(m, network.LayerRing))) > 0 {
