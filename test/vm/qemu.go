@@ -19,8 +19,10 @@ import (
 	"time"
 )
 
-// Console markers between the guest's /init and ParseConsole. Kernel
-// messages are silenced (printk level 1) before the result files are sent.
+// Console markers between the guest's /init and ParseConsole, each on a
+// line of its own (a newline first: a tool's progress line may lack one).
+// Kernel messages are silenced (printk level 1) before the result files
+// are sent.
 const (
 	markStart   = "@@VM-SCENARIO-START@@"
 	markFile    = "@@VM-FILE "
@@ -46,7 +48,7 @@ mkdir -p /run/cryptsetup /run/lock /dev/mapper
 echo /sbin/modprobe > /proc/sys/kernel/modprobe
 for m in ` + strings.Join(GuestModules, " ") + `; do modprobe $m || echo "vm: modprobe $m failed"; done
 cd /tmp
-echo "` + markStart + `"
+echo; echo "` + markStart + `"
 sh /scenario.sh
 rc=$?
 [ $rc -eq 0 ] || { echo "vm: scenario exited $rc; last kernel messages:"; dmesg | tail -40; }
@@ -65,11 +67,11 @@ echo 1 > /proc/sys/kernel/printk
 } > /results/.leftover
 for f in /results/* /results/.leftover; do
 	[ -f "$f" ] || continue
-	echo "` + markFile + `${f##*/} $(sha256sum < "$f" | cut -d' ' -f1)@@"
+	echo; echo "` + markFile + `${f##*/} $(sha256sum < "$f" | cut -d' ' -f1)@@"
 	base64 "$f"
 	echo "` + markFileEnd + `"
 done
-echo "` + markExit + `$rc@@"
+echo; echo "` + markExit + `$rc@@"
 reboot -f
 `
 
