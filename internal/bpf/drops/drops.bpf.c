@@ -156,7 +156,9 @@ int on_kfree_skb(__u64 *ctx)
 	// namespace, so the namespace is part of the key.
 	if (dev) {
 		key.ifindex = dev->ifindex;
-		key.netns = dev->nd_net.net->ns.inum;
+		// possible_net_t is empty on kernels built without CONFIG_NET_NS.
+		if (bpf_core_field_exists(dev->nd_net.net))
+			key.netns = dev->nd_net.net->ns.inum;
 	} else {
 		key.ifindex = skb->skb_iif;
 	}
