@@ -159,6 +159,7 @@ func (l *Lab) Run(ctx context.Context, s Scenario) (*Result, error) {
 			res.Leftover = append(res.Leftover, l)
 		}
 	}
+	sort.Strings(res.Leftover)
 	delete(res.Files, ".leftover")
 	return res, nil
 }
