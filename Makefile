@@ -7,9 +7,9 @@ STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 5s
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 xz-utils gcc make file
 
-.PHONY: all build run test unit lint fuzz bench generate deps-test clean
+.PHONY: all build run test unit lint fuzz bench generate deps-test clean vm
 
 all: build
 
@@ -27,6 +27,11 @@ deps-test:
 test: deps-test lint build
 	SLOWPATH_STRICT=1 $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
+
+# The qemu VM lab alone (test/vm; see docs/testing.md). One scenario:
+# make vm RUN=TestNetdevsimRing
+vm: deps-test
+	SLOWPATH_STRICT=1 $(GO) test -count=1 -v -timeout 20m -run '$(or $(RUN),.)' ./test/vm
 
 # Unprivileged quick loop for development.
 unit:
