@@ -226,25 +226,6 @@ func queueFacts(l storage.Layer) []string {
 	return f
 }
 
-// wrapHanging prints s wrapped to the report width: the first line after
-// first, continuation lines after rest.
-func (t *textWriter) wrapHanging(first, rest, s string) {
-	line, prefix := first, first
-	for _, word := range strings.Fields(s) {
-		if len(line) > len(prefix) && visibleLen(line)+1+visibleLen(word) > width {
-			t.printf("%s\n", line)
-			line, prefix = rest, rest
-		}
-		if len(line) > len(prefix) {
-			line += " "
-		}
-		line += word
-	}
-	if len(line) > len(prefix) {
-		t.printf("%s\n", line)
-	}
-}
-
 // visibleLen is the printed width of s: ANSI colour codes take no columns
 // and "└" is one column in three bytes.
 func visibleLen(s string) int {

@@ -30,19 +30,23 @@ func (t *textWriter) heading(s string) {
 }
 
 // wrap prints s wrapped to the report width with the given indent.
-func (t *textWriter) wrap(indent, s string) {
-	line := indent
+func (t *textWriter) wrap(indent, s string) { t.wrapHanging(indent, indent, s) }
+
+// wrapHanging prints s wrapped to the report width: the first line after
+// first, continuation lines after rest.
+func (t *textWriter) wrapHanging(first, rest, s string) {
+	line, prefix := first, first
 	for _, word := range strings.Fields(s) {
-		if len(line) > len(indent) && len(line)+1+len(word) > width {
+		if len(line) > len(prefix) && visibleLen(line)+1+visibleLen(word) > width {
 			t.printf("%s\n", line)
-			line = indent
+			line, prefix = rest, rest
 		}
-		if len(line) > len(indent) {
+		if len(line) > len(prefix) {
 			line += " "
 		}
 		line += word
 	}
-	if len(line) > len(indent) {
+	if len(line) > len(prefix) {
 		t.printf("%s\n", line)
 	}
 }
@@ -103,7 +107,7 @@ func writeFindingsText(t *textWriter, fs []check.Finding) {
 			if e.Expected != "" {
 				ev += " (expected " + e.Expected + ")"
 			}
-			t.wrap("    - ", ev)
+			t.wrapHanging("    - ", "      ", ev)
 		}
 		if f.Remediation != "" {
 			t.printf("  fix:\n")

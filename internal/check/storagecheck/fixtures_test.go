@@ -61,11 +61,14 @@ func TestFixtureAcceptance(t *testing.T) {
 		want                 check.Status
 		severity             check.Severity
 	}{
-		// Double encryption on Azure: LUKS on the temp disk under encryption at host.
+		// The incident: a v5 temp disk, hardware-encrypted already, under
+		// encryption at host: two platform layers, no dm-crypt at all.
 		{"azure-e16dv5-eah", "storage.stacked-encryption", "/mnt/data", check.Fail, check.Warning},
 		{"azure-e16dv5-noeah", "storage.stacked-encryption", "/mnt/data", check.Pass, 0},
+		// LUKS on top of that: three layers.
+		{"azure-e16dv5-eah-luks", "storage.stacked-encryption", "/mnt/data", check.Fail, check.Warning},
 		// The fixture temp disk reports rotational 1; the cloud table knows it is local SSD.
-		{"azure-e16dv5-eah", "dmcrypt.workqueue", "/dev/mapper/data", check.Fail, check.Warning},
+		{"azure-e16dv5-eah-luks", "dmcrypt.workqueue", "/dev/mapper/data", check.Fail, check.Warning},
 		// LUKS2 default flags on an i4i instance store (itself always encrypted).
 		{"aws-i4i-luks-default", "dmcrypt.workqueue", "/dev/mapper/scratch", check.Fail, check.Warning},
 		{"aws-i4i-luks-default", "storage.stacked-encryption", "/data", check.Fail, check.Warning},
@@ -116,7 +119,7 @@ func TestFixtureAcceptance(t *testing.T) {
 // TestEveryStorageCheckFiresSomewhere keeps the fixture set honest: each
 // storage check must fail on at least one fixture and pass or stay quiet on another.
 func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
-	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
+	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "azure-e16dv5-eah-luks", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
 		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4"}
 	fires := map[string]int{}
 	silent := map[string]int{}

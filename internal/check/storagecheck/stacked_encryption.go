@@ -57,7 +57,7 @@ func layerEvidence(l storage.Layer) check.Evidence {
 		e.Observed = l.Name + ", " + e.Observed
 	case storage.LayerCloud:
 		e.Source, e.Key = "cloud fact "+l.Cloud.Fact, l.Cloud.Provider+" "+l.Cloud.Role
-		if l.Cloud.Provider == "azure" {
+		if strings.HasPrefix(l.Cloud.Fact, "azure-eah") {
 			e.Source, e.Key = "IMDS compute.securityProfile", "encryptionAtHost"
 			e.Observed = "true: " + l.Cloud.Role + " " + e.Observed
 		}
@@ -149,6 +149,15 @@ func stackedRemediation(chain []storage.Layer, subject string) string {
 		fmt.Fprintf(&b, "Keep one in-guest layer: copy the data off, remove %s %s\n", kernel[0].Kind, kernel[0].Name)
 		fmt.Fprintf(&b, "(the upper one) and restore onto the remaining encrypted device.\n")
 		fmt.Fprintf(&b, "If the stack is required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
+	case hasFact(platform, "azure-eah") && hasFact(platform, "azure-v5-local-hardware"):
+		// The incident: the drive's encryption cannot be turned off,
+		// encryption at host can.
+		fmt.Fprintf(&b, "The local disk already encrypts in hardware; encryption at host encrypts\n")
+		fmt.Fprintf(&b, "it again on the host. Unless policy requires host-held keys, deallocate\n")
+		fmt.Fprintf(&b, "the VM and turn encryption at host off:\n")
+		fmt.Fprintf(&b, "  az vm deallocate -g RG -n VM\n")
+		fmt.Fprintf(&b, "  az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false\n")
+		fmt.Fprintf(&b, "If both are required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
 	default:
 		fmt.Fprintf(&b, "Both layers are outside this VM; choose one at the platform.\n")
 		fmt.Fprintf(&b, "If both are required, mark it so in the config:\n  {\"required_stacks\": [%q]}", subject)
@@ -193,4 +202,14 @@ func possibleStackFinding(p storage.Path, subject string) check.Finding {
 		Remediation: remediation,
 		References:  append(refs, refDMCrypt),
 	}
+}
+
+// hasFact reports whether a layer's cloud fact id starts with prefix.
+func hasFact(layers []storage.Layer, prefix string) bool {
+	for _, l := range layers {
+		if l.Cloud != nil && strings.HasPrefix(l.Cloud.Fact, prefix) {
+			return true
+		}
+	}
+	return false
 }

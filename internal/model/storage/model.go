@@ -498,24 +498,23 @@ func (b *builder) mountHolding(file string) *snapshot.Mount {
 	return best
 }
 
-// cloudLayer appends what the cloud table says about a whole disk.
+// cloudLayer appends what the cloud table says about a whole disk, one
+// layer per platform encryption, nearest the VM first.
 func (b *builder) cloudLayer(p *Path, d *snapshot.BlockDevice, depth int) {
-	cd := lookupCloudDisk(b.s.Cloud, d)
-	if cd == nil {
-		return
+	for i, cd := range lookupCloudDisk(b.s.Cloud, d) {
+		l := Layer{Kind: LayerCloud, Name: cd.Provider + " " + cd.Role, Depth: depth + i, Cloud: cd, Note: cd.Note}
+		switch {
+		case cd.Encrypted == nil:
+			l.EncryptionUnknown = true
+			l.EncryptedBy = cd.EncryptedBy
+		case *cd.Encrypted:
+			l.Encrypted, l.EncryptedBy = true, cd.EncryptedBy
+		}
+		if !l.Encrypted {
+			l.EncryptedBy = ""
+		}
+		p.Layers = append(p.Layers, l)
 	}
-	l := Layer{Kind: LayerCloud, Name: cd.Provider + " " + cd.Role, Depth: depth, Cloud: cd, Note: cd.Note}
-	switch {
-	case cd.Encrypted == nil:
-		l.EncryptionUnknown = true
-		l.EncryptedBy = cd.EncryptedBy
-	case *cd.Encrypted:
-		l.Encrypted, l.EncryptedBy = true, cd.EncryptedBy
-	}
-	if !l.Encrypted {
-		l.EncryptedBy = ""
-	}
-	p.Layers = append(p.Layers, l)
 }
 
 // finish counts encryption layers per chain: the layers from the top to

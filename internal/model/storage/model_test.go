@@ -234,54 +234,75 @@ func TestBuildNilSafe(t *testing.T) {
 
 func TestCloudFacts(t *testing.T) {
 	const tempMB = 614400 // Standard_E16d_v5 temp disk 600 GiB
-	azure := func(eah *bool) *snapshot.Cloud {
-		return &snapshot.Cloud{Provider: "azure", Azure: &snapshot.AzureMeta{VMSize: "Standard_E16d_v5", EncryptionAtHost: eah, ResourceDiskSizeMB: tempMB}}
+	azureSized := func(size string, eah *bool) *snapshot.Cloud {
+		return &snapshot.Cloud{Provider: "azure", Azure: &snapshot.AzureMeta{VMSize: size, EncryptionAtHost: eah, ResourceDiskSizeMB: tempMB}}
 	}
+	azure := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v4", eah) }
+	v5 := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v5", eah) }
 	osDisk := snapshot.BlockDevice{Name: "sda", Kind: snapshot.KindDisk, SizeBytes: 30 << 30, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk"}}
 	tmp := snapshot.BlockDevice{Name: "sdb", Kind: snapshot.KindDisk, SizeBytes: tempMB << 20, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk    "}}
+	type fact struct {
+		id  string
+		enc *bool
+		by  string
+	}
 	tests := []struct {
-		name      string
-		c         *snapshot.Cloud
-		d         snapshot.BlockDevice
-		wantFact  string
-		wantEnc   *bool
-		wantBy    string
-		wantNoHit bool
+		name string
+		c    *snapshot.Cloud
+		d    snapshot.BlockDevice
+		want []fact // top (nearest the VM) first
 	}{
-		{"azure eah temp disk", azure(bptr(true)), tmp, "azure-eah-temp-scsi", bptr(true), ByHypervisor, false},
-		{"azure no eah temp disk", azure(bptr(false)), tmp, "azure-temp-no-eah", bptr(false), "", false},
-		{"azure no eah os disk", azure(bptr(false)), osDisk, "azure-managed-sse", bptr(true), ByCloudStorage, false},
-		{"azure eah os disk", azure(bptr(true)), osDisk, "azure-eah-managed", bptr(true), ByHypervisor, false},
-		{"azure eah unknown", azure(nil), tmp, "azure-eah-unknown", nil, "", false},
-		{"aws instance store", &snapshot.Cloud{Provider: "aws"}, disk("nvme1n1", "259:1", "Amazon EC2 NVMe Instance Storage", 1<<40), "aws-nitro-instance-store", bptr(true), ByDrive, false},
-		{"aws ebs", &snapshot.Cloud{Provider: "aws"}, disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1<<40), "aws-ebs", nil, ByHypervisor, false},
-		{"gcp local ssd", &snapshot.Cloud{Provider: "gcp"}, disk("nvme1n1", "259:1", "nvme_card", 375<<30), "gcp-local-ssd", bptr(true), ByDrive, false},
-		{"no cloud", nil, osDisk, "", nil, "", true},
-		{"ebs model on azure is not a fact", azure(bptr(true)), disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1), "", nil, "", true},
+		{"azure v4 eah temp disk", azure(bptr(true)), tmp, []fact{{"azure-eah-temp-scsi", bptr(true), ByHypervisor}}},
+		{"azure v4 no eah temp disk", azure(bptr(false)), tmp, []fact{{"azure-temp-no-eah", bptr(false), ""}}},
+		{"azure v5 eah temp disk: host over hardware", v5(bptr(true)), tmp, []fact{{"azure-eah-temp-scsi", bptr(true), ByHypervisor}, {"azure-v5-local-hardware", bptr(true), ByDrive}}},
+		{"azure v5 no eah temp disk: hardware only", v5(bptr(false)), tmp, []fact{{"azure-v5-local-hardware", bptr(true), ByDrive}}},
+		{"azure v5 os disk is not local", v5(bptr(false)), osDisk, []fact{{"azure-managed-sse", bptr(true), ByCloudStorage}}},
+		{"azure no eah os disk", azure(bptr(false)), osDisk, []fact{{"azure-managed-sse", bptr(true), ByCloudStorage}}},
+		{"azure eah os disk", azure(bptr(true)), osDisk, []fact{{"azure-eah-managed", bptr(true), ByHypervisor}}},
+		{"azure eah unknown", azure(nil), tmp, []fact{{"azure-eah-unknown", nil, ""}}},
+		{"aws instance store", &snapshot.Cloud{Provider: "aws"}, disk("nvme1n1", "259:1", "Amazon EC2 NVMe Instance Storage", 1<<40), []fact{{"aws-nitro-instance-store", bptr(true), ByDrive}}},
+		{"aws ebs", &snapshot.Cloud{Provider: "aws"}, disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1<<40), []fact{{"aws-ebs", nil, ByHypervisor}}},
+		{"gcp local ssd", &snapshot.Cloud{Provider: "gcp"}, disk("nvme1n1", "259:1", "nvme_card", 375<<30), []fact{{"gcp-local-ssd", bptr(true), ByDrive}}},
+		{"no cloud", nil, osDisk, nil},
+		{"ebs model on azure is not a fact", azure(bptr(true)), disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := lookupCloudDisk(tt.c, &tt.d)
-			if tt.wantNoHit {
-				if got != nil {
-					t.Fatalf("got %+v, want no fact", got)
+			var got []fact
+			for _, cd := range lookupCloudDisk(tt.c, &tt.d) {
+				if cd.Source == "" || !strings.HasPrefix(cd.Source, "https://") {
+					t.Errorf("fact %s has no source link", cd.Fact)
 				}
-				return
+				by := cd.EncryptedBy
+				if cd.Encrypted != nil && !*cd.Encrypted {
+					by = ""
+				}
+				if cd.Encrypted == nil {
+					by = ""
+				}
+				got = append(got, fact{cd.Fact, cd.Encrypted, by})
 			}
-			if got == nil {
-				t.Fatal("no fact")
+			for i := range tt.want {
+				if tt.want[i].enc == nil {
+					tt.want[i].by = ""
+				}
 			}
-			if got.Fact != tt.wantFact || !cmp.Equal(got.Encrypted, tt.wantEnc) || got.EncryptedBy != tt.wantBy && tt.wantEnc != nil && *tt.wantEnc {
-				t.Errorf("got %+v, want fact %s encrypted %v by %s", got, tt.wantFact, tt.wantEnc, tt.wantBy)
-			}
-			if got.Source == "" || !strings.HasPrefix(got.Source, "https://") {
-				t.Errorf("fact %s has no source link", got.Fact)
+			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(fact{})); d != "" {
+				t.Errorf("facts (-want +got):\n%s", d)
 			}
 		})
 	}
 	for _, f := range cloudFacts {
 		if !strings.HasPrefix(f.source, "https://") {
 			t.Errorf("cloud fact %s: source %q is not a link", f.id, f.source)
+		}
+	}
+}
+
+func TestAzureGeneration(t *testing.T) {
+	for size, want := range map[string]int{"Standard_E16d_v5": 5, "Standard_D8ds_v6": 6, "Standard_D4s_v3": 3, "Standard_A1": 0, "Standard_L8s_v10": 10, "": 0} {
+		if got := azureGeneration(size); got != want {
+			t.Errorf("azureGeneration(%q) = %d, want %d", size, got, want)
 		}
 	}
 }
