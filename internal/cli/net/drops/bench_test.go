@@ -287,6 +287,11 @@ func perfTracer(perf string) func(*testing.B) func() float64 {
 			if err != nil && !errors.As(err, &ee) {
 				b.Fatalf("perf record: %v", err)
 			}
+			// perf.data reaches tens of MB per round: do not keep it until
+			// the benchmark ends.
+			if err := os.RemoveAll(dir); err != nil {
+				b.Errorf("remove perf output: %v", err)
+			}
 			return 0
 		}
 	}
