@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
@@ -13,9 +12,9 @@ import (
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// TestStorageTextFits80Columns renders the storage section of every fixture
-// host and checks that each line fits 80 columns, with and without colour.
-func TestStorageTextFits80Columns(t *testing.T) {
+// TestTextFits80Columns renders every fixture host and checks that each line
+// of the whole text report fits 80 columns, with and without colour.
+func TestTextFits80Columns(t *testing.T) {
 	hosts, err := filepath.Glob("../../testdata/hosts/*.json")
 	if err != nil || len(hosts) == 0 {
 		t.Fatalf("no fixture hosts: %v", err)
@@ -35,42 +34,14 @@ func TestStorageTextFits80Columns(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := buf.String()
-			start := strings.Index(out, "Storage paths")
-			if start < 0 {
+			if !strings.Contains(out, "Storage paths") {
 				t.Fatalf("%s: no storage section", h)
 			}
-			section := out[start:]
-			if end := strings.Index(section, "\n\x1b[1m"); color && end > 0 {
-				section = section[:end]
-			}
-			for _, heading := range []string{"\nNetwork\n", "\nFindings\n"} {
-				if end := strings.Index(section, heading); end > 0 {
-					section = section[:end]
-				}
-			}
-			for _, line := range strings.Split(section, "\n") {
-				if n := utf8.RuneCountInString(stripANSI(line)); n > 80 {
+			for _, line := range strings.Split(out, "\n") {
+				if n := report.VisibleLen(line); n > 80 {
 					t.Errorf("%s (colour %v): %d columns: %q", filepath.Base(h), color, n, line)
 				}
 			}
 		}
 	}
-}
-
-func stripANSI(s string) string {
-	var b strings.Builder
-	esc := false
-	for _, r := range s {
-		switch {
-		case esc:
-			if r == 'm' {
-				esc = false
-			}
-		case r == 0x1b:
-			esc = true
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

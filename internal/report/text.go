@@ -112,8 +112,42 @@ func writeFindingsText(t *textWriter, fs []check.Finding) {
 		if f.Remediation != "" {
 			t.printf("  fix:\n")
 			for _, line := range strings.Split(f.Remediation, "\n") {
-				t.printf("    %s\n", line)
+				t.commandLine("    ", line)
 			}
 		}
 	}
+}
+
+// commandLine prints one remediation line. Remediations are mostly commands
+// to paste, and JSON keeps them whole, so a line too wide for the report is
+// continued with a backslash (the shell and udev rules both join such lines)
+// instead of being re-flowed. Breaks fall only on spaces outside quotes,
+// where a backslash-newline would change the command.
+func (t *textWriter) commandLine(indent, s string) {
+	body := strings.TrimLeft(s, " ")
+	lead := indent + s[:len(s)-len(body)]
+	prefix := lead
+	for visibleLen(prefix)+visibleLen(body) > width {
+		cut := -1
+		var quote rune
+		for i, r := range body {
+			switch {
+			case quote != 0:
+				if r == quote {
+					quote = 0
+				}
+			case r == '\'' || r == '"':
+				quote = r
+			case r == ' ' && i > 0 && visibleLen(prefix)+visibleLen(body[:i])+len(" \\") <= width:
+				cut = i
+			}
+		}
+		if cut < 0 {
+			break // one word wider than the report: print it whole
+		}
+		t.printf("%s%s \\\n", prefix, strings.TrimRight(body[:cut], " "))
+		body = strings.TrimLeft(body[cut:], " ")
+		prefix = lead + "  "
+	}
+	t.printf("%s%s\n", prefix, body)
 }

@@ -38,7 +38,8 @@ func runIncomplete(in *check.Input) []check.Finding {
 			Summary: "the chain under " + p.Subject() + " stops early (" + strings.Join(p.Incomplete, "; ") +
 				"): its encryption layer count is a lower bound.",
 			Evidence:    ev,
-			Remediation: "Collect again as root (slowpath collect) so /sys/block and the device-mapper tables are readable.",
+			Remediation: "Collect again as root (slowpath collect) so /sys/block and the\n" +
+				"device-mapper tables are readable.",
 		})
 	}
 	return out
