@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,7 @@ func setupLab(t *testing.T) *Lab {
 		start := time.Now()
 		cache := CacheDir()
 		if err := os.MkdirAll(cache, 0o755); err != nil {
-			labFail = err
+			labFail = fmt.Errorf("VM cache: %w (run as root, or set SLOWPATH_VM_CACHE to a writable directory outside the repository)", err)
 			return
 		}
 		pin, err := ReadPin("kernel.pin")
@@ -63,8 +64,7 @@ func setupLab(t *testing.T) *Lab {
 		build.Dir = "../.."
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
-			labFail = err
-			t.Logf("go build ./cmd/slowpath:\n%s", out)
+			labFail = fmt.Errorf("go build ./cmd/slowpath: %w\n%s", err, out)
 			return
 		}
 		lab = &Lab{Kernel: k, Base: base, Slowpath: bin, TmpDir: tmp}

@@ -245,8 +245,8 @@ losetup -d $L
 		t.Errorf("dm uuid %q, want CRYPT-LUKS2-...", d.DM.UUID)
 	}
 	for _, f := range before.findings("dmcrypt.workqueue") {
-		if f.Status == check.Fail {
-			t.Errorf("before refresh: dmcrypt.workqueue fired with the flags set: %s: %s", f.Subject, f.Summary)
+		if f.Status != check.Pass {
+			t.Errorf("before refresh: dmcrypt.workqueue not silent with the flags set: %s %s: %s", f.Status, f.Subject, f.Summary)
 		}
 	}
 	if l := cryptLayer(t, after.path(t, d.Name), d.Name); l.Crypt.NoReadWorkqueue || l.Crypt.NoWriteWorkqueue {
