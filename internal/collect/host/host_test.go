@@ -1,37 +1,22 @@
 package host
 
 import (
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // fixture writes a txtar archive from testdata into a temporary root.
 func fixture(t *testing.T, name string) hostfs.FS {
 	t.Helper()
-	a, err := txtar.ParseFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range a.Files {
-		p := filepath.Join(dir, f.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return hostfs.New(dir)
+	return hostfstest.Materialise(t, filepath.Join("testdata", name))
 }
 
 func errorPaths(s *snapshot.Snapshot, root string) []string {
