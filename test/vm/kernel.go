@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // DefaultCache is where fetched packages and built artefacts live: outside
@@ -274,4 +275,22 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+// LockCache takes an exclusive lock on cache, so test binaries that share
+// it (go test runs packages in parallel) do not unpack or build into the
+// same place at once. Call the returned function to release it.
+func LockCache(cache string) (func(), error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }

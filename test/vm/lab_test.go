@@ -35,10 +35,12 @@ func setupLab(t *testing.T) *Lab {
 		}
 		start := time.Now()
 		cache := CacheDir()
-		if err := os.MkdirAll(cache, 0o755); err != nil {
+		unlock, err := LockCache(cache)
+		if err != nil {
 			labFail = fmt.Errorf("VM cache: %w (run as root, or set SLOWPATH_VM_CACHE to a writable directory outside the repository)", err)
 			return
 		}
+		defer unlock()
 		pin, err := ReadPin("kernel.pin")
 		if err != nil {
 			labFail = err
