@@ -37,7 +37,7 @@ func runIncomplete(in *check.Input) []check.Finding {
 			Subject: p.Subject(),
 			Summary: "the chain under " + p.Subject() + " stops early (" + strings.Join(p.Incomplete, "; ") +
 				"): its encryption layer count is a lower bound.",
-			Evidence:    ev,
+			Evidence: ev,
 			Remediation: "Collect again as root (slowpath collect) so /sys/block and the\n" +
 				"device-mapper tables are readable.",
 		})
