@@ -7,7 +7,9 @@ package hostfs
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -38,6 +40,17 @@ func (f FS) SysPath(elem ...string) string { return filepath.Join(append([]strin
 // RootPath joins elements under the root filesystem.
 func (f FS) RootPath(elem ...string) string {
 	return filepath.Join(append([]string{f.Root}, elem...)...)
+}
+
+// ReadValue reads a one-value kernel file (a sysfs attribute or a sysctl)
+// without its trailing newline. The error is os.ReadFile's, which already
+// names the operation and path, so callers record it as it is.
+func ReadValue(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Kind classifies an error from reading the host, so that expected absences

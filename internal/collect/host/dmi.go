@@ -33,7 +33,7 @@ func collectDMI(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 		{"chassis_asset_tag", &d.ChassisAssetTag},
 	} {
 		p := fs.SysPath("class", "dmi", "id", a.file)
-		v, err := readTrimmed(p)
+		v, err := hostfs.ReadValue(p)
 		if err != nil {
 			if hostfs.Classify(err) != hostfs.KindMissing {
 				s.AddError("host.dmi", p, err)

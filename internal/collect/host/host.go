@@ -5,10 +5,6 @@
 package host
 
 import (
-	"fmt"
-	"os"
-	"strings"
-
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -21,13 +17,4 @@ func Collect(fs hostfs.FS, s *snapshot.Snapshot) {
 	collectCPUInfo(fs, h, s)
 	collectDMI(fs, h, s)
 	collectCrypto(fs, h, s)
-}
-
-// readTrimmed reads a one-value kernel file (sysctl, sysfs attribute).
-func readTrimmed(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return strings.TrimSpace(string(b)), nil
 }

@@ -17,7 +17,7 @@ import (
 // mounted host root answers for its own host.
 func collectKernel(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	p := fs.ProcPath("sys", "kernel", "osrelease")
-	rel, err := readTrimmed(p)
+	rel, err := hostfs.ReadValue(p)
 	s.AddError("host.kernel", p, err)
 	h.KernelRelease = rel
 
@@ -25,7 +25,7 @@ func collectKernel(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	// many production kernels lack it. On the live /proc, uname(2) is the
 	// same kernel's answer; for any other root the absence is recorded.
 	p = fs.ProcPath("sys", "kernel", "arch")
-	arch, err := readTrimmed(p)
+	arch, err := hostfs.ReadValue(p)
 	if err != nil && fs.Proc == hostfs.Default().Proc && hostfs.Classify(err) == hostfs.KindMissing {
 		var u unix.Utsname
 		if uerr := unix.Uname(&u); uerr == nil {

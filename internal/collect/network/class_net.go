@@ -49,14 +49,14 @@ func readInterface(f hostfs.FS, name string) (snapshot.NetInterface, error) {
 	if v, err := readInt(filepath.Join(dir, "mtu")); err == nil {
 		ifc.MTU = int(v)
 	}
-	ifc.OperState, _ = readString(filepath.Join(dir, "operstate"))
+	ifc.OperState, _ = hostfs.ReadValue(filepath.Join(dir, "operstate"))
 	// speed is -1 or EINVAL when the link is down or has no speed.
 	if v, err := readInt(filepath.Join(dir, "speed")); err == nil && v > 0 {
 		ifc.SpeedMbps = &v
 	}
 	if t, err := os.Readlink(filepath.Join(dir, "master")); err == nil {
 		ifc.Master = filepath.Base(t)
-	} else if m, err := readString(filepath.Join(dir, "master")); err == nil {
+	} else if m, err := hostfs.ReadValue(filepath.Join(dir, "master")); err == nil {
 		ifc.Master = m // fixture trees may hold the name in a file
 	}
 	ents, _ := os.ReadDir(dir)
@@ -86,10 +86,10 @@ func readQueues(dir string) []snapshot.NetQueue {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case strings.HasPrefix(q.Name, "rx-"):
-			q.RPSCPUs, _ = readString(filepath.Join(p, "rps_cpus"))
+			q.RPSCPUs, _ = hostfs.ReadValue(filepath.Join(p, "rps_cpus"))
 			q.RPSFlowCnt, _ = readInt(filepath.Join(p, "rps_flow_cnt"))
 		case strings.HasPrefix(q.Name, "tx-"):
-			q.XPSCPUs, _ = readString(filepath.Join(p, "xps_cpus"))
+			q.XPSCPUs, _ = hostfs.ReadValue(filepath.Join(p, "xps_cpus"))
 		default:
 			continue
 		}
@@ -111,16 +111,8 @@ func queueLess(a, b string) bool {
 	return ai < bi
 }
 
-func readString(p string) (string, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 func readInt(p string) (int64, error) {
-	s, err := readString(p)
+	s, err := hostfs.ReadValue(p)
 	if err != nil {
 		return 0, err
 	}

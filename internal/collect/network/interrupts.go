@@ -100,7 +100,7 @@ func interfaceIRQs(f hostfs.FS, lines []interruptLine, ifname, bus string) []sna
 			continue
 		}
 		irq := snapshot.IRQ{Number: l.Number, Name: l.Actions}
-		irq.AffinityList, _ = readString(f.ProcPath("irq", strconv.Itoa(l.Number), "smp_affinity_list"))
+		irq.AffinityList, _ = hostfs.ReadValue(f.ProcPath("irq", strconv.Itoa(l.Number), "smp_affinity_list"))
 		out = append(out, irq)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })

@@ -55,14 +55,14 @@ type attrReader struct {
 // read returns the trimmed attribute, "" and false when absent or broken.
 func (a *attrReader) read(name string, required bool) (string, bool) {
 	p := filepath.Join(a.dir, name)
-	b, err := os.ReadFile(p)
+	v, err := hostfs.ReadValue(p)
 	if err != nil {
 		if required || hostfs.Classify(err) != hostfs.KindMissing {
-			a.errs = append(a.errs, pathError{p, fmt.Errorf("read %s: %w", p, err)})
+			a.errs = append(a.errs, pathError{p, err})
 		}
 		return "", false
 	}
-	return strings.TrimSpace(string(b)), true
+	return v, true
 }
 
 func (a *attrReader) uint(name string, required bool) (uint64, bool) {
