@@ -89,7 +89,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		return nil, fmt.Errorf("decode snapshot: %w", err)
 	}
 	if s.Manifest.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("%w %d (this slowpath reads version %d): collect it again with this version",
+		return nil, fmt.Errorf("%w %d (this slowpath reads version %d): read it with the slowpath that wrote it, or collect again with this one",
 			ErrVersion, s.Manifest.FormatVersion, FormatVersion)
 	}
 	return &s, nil
@@ -115,8 +115,11 @@ func Load(path string) (*Snapshot, error) {
 	} else {
 		s, err = Decode(bytes.NewReader(b))
 	}
-	if err != nil {
+	if errors.Is(err, ErrVersion) {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w: the file is truncated or not a slowpath snapshot; write it again with `slowpath collect -o FILE`", path, err)
 	}
 	return s, nil
 }
@@ -129,7 +132,7 @@ func readArchive(r io.Reader) (*Snapshot, error) {
 	tr := tar.NewReader(gz)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("archive has no %s", snapshotName)
 		}
 		if err != nil {

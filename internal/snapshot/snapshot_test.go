@@ -85,6 +85,12 @@ func TestLoadRejects(t *testing.T) {
 			}
 		})
 	}
+	// Every malformed file tells the user what to do about it.
+	for _, name := range []string{"t.json", "t.tar.gz", "g.tar.gz"} {
+		if _, err := Load(filepath.Join(dir, name)); err == nil || !strings.Contains(err.Error(), "slowpath collect") {
+			t.Errorf("Load(%s) error %v does not say to collect again", name, err)
+		}
+	}
 	_, err := Load(filepath.Join(dir, "v99.json"))
 	if !errors.Is(err, ErrVersion) {
 		t.Errorf("version error does not wrap ErrVersion: %v", err)
