@@ -336,6 +336,11 @@ func TestRecordedFlood(t *testing.T) {
 		}
 	}
 	golden(t, "testdata/flood.report.txt", text.Bytes())
+	var tabs bytes.Buffer
+	if err := WriteText(&tabs, rep, TextOptions{Tabs: true}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/flood.report.tsv", tabs.Bytes())
 	golden(t, "testdata/flood.report.json", js.Bytes())
 	golden(t, "testdata/flood.folded", folded.Bytes())
 }

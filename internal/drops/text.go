@@ -13,6 +13,9 @@ type TextOptions struct {
 	// TopFunctions is how many kernel functions to list per reason
 	// (default 3).
 	TopFunctions int
+	// Tabs writes the table as tab-separated rows without padding, for
+	// output that is piped rather than read on a terminal.
+	Tabs bool
 }
 
 // WriteText prints r as a table: one line per reason with count, rate,
@@ -52,7 +55,13 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var tw interface {
+		io.Writer
+		Flush() error
+	} = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if o.Tabs {
+		tw = nopFlush{w}
+	}
 	head := "REASON"
 	if !r.DropReasons {
 		head = "LOCATION"
@@ -115,3 +124,7 @@ func interfaces(ifs []InterfaceCount, top int) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+type nopFlush struct{ io.Writer }
+
+func (nopFlush) Flush() error { return nil }

@@ -160,7 +160,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return drops.WriteText(env.Stdout, rep, drops.TextOptions{TopFunctions: o.Top})
+	// A table on a terminal; tab-separated rows when piped.
+	return drops.WriteText(env.Stdout, rep, drops.TextOptions{TopFunctions: o.Top, Tabs: !env.StdoutTTY})
 }
 
 // trace attaches the tracer, waits for the duration or a signal, and reads

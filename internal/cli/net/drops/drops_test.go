@@ -334,7 +334,8 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile("../../../drops/testdata/flood.report.txt")
+	// Not a terminal: tab-separated rows.
+	want, err := os.ReadFile("../../../drops/testdata/flood.report.tsv")
 	if err != nil {
 		t.Fatal(err)
 	}
