@@ -18,14 +18,15 @@ type Env struct {
 	// StdoutTTY is true when stdout is a terminal: tables, colour and
 	// progress are shown only then.
 	StdoutTTY bool
-	NoColor   bool // NO_COLOR is set (https://no-color.org)
+	NoColor   bool // NO_COLOR is set and not empty (https://no-color.org)
 	FS        hostfs.FS
 	Version   string
 }
 
 // Default is the environment of a real process.
 func Default(version string) *Env {
-	_, noColor := os.LookupEnv("NO_COLOR")
+	// no-color.org: set and not empty, whatever the value.
+	noColor := os.Getenv("NO_COLOR") != ""
 	return &Env{
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
