@@ -58,6 +58,9 @@ type Capture struct {
 	// Missed counts runs of the program the kernel skipped because it was
 	// already running on that CPU (bpf_prog_info.recursion_misses, 5.12+).
 	Missed uint64 `json:"missed,omitempty"`
+	// IfNames, when set, names the interfaces of namespace Netns by index,
+	// as they were when the capture was recorded.
+	IfNames map[uint32]string `json:"ifnames,omitempty"`
 	// Symbols, when set, name the addresses above (see EmbedSymbols).
 	Symbols []Symbol `json:"symbols,omitempty"`
 }

@@ -132,6 +132,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return fmt.Errorf("parse capture %s: %w", o.Replay, err)
 		}
 		syms = drops.NewSymbols(c.Symbols)
+		ifNames = c.IfNames
 	} else {
 		var err error
 		if c, err = trace(ctx, env, o); err != nil {
@@ -144,6 +145,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		ifNames = interfaceNames()
 		if o.Record != "" {
 			c.EmbedSymbols(syms)
+			c.IfNames = ifNames
 			if err := writeJSONFile(o.Record, c); err != nil {
 				return err
 			}
