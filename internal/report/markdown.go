@@ -52,7 +52,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	if len(r.NotCollected) > 0 {
 		fmt.Fprintf(b, "## Not collected\n\n")
 		for _, e := range r.NotCollected {
-			fmt.Fprintf(b, "- %s: %s (%s)\n", e.Collector, mdEscape(e.Message), e.Kind)
+			fmt.Fprintf(b, "- %s: %s (%s)\n", e.Collector, mdEscape(notCollected(e)), e.Kind)
 		}
 	}
 	return b.Flush()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/network"
@@ -54,6 +55,17 @@ func New(in *check.Input, findings []check.Finding) *Report {
 		r.NotCollected = s.Manifest.Errors
 	}
 	return r
+}
+
+// notCollected is the text of one manifest error. Errors from files name
+// their path already; those from ioctls, netlink or HTTP often do not, and
+// without it "no such device" leaves the reader guessing which one.
+func notCollected(e snapshot.CollectError) string {
+	msg := e.Message
+	if e.Path != "" && !strings.Contains(msg, e.Path) {
+		msg = e.Path + ": " + msg
+	}
+	return msg
 }
 
 // Options control rendering.

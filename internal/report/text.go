@@ -67,7 +67,7 @@ func writeText(w io.Writer, r *Report, o Options) error {
 	if len(r.NotCollected) > 0 {
 		t.heading("Not collected")
 		for _, e := range r.NotCollected {
-			t.wrap("  ", fmt.Sprintf("%s: %s (%s)", e.Collector, e.Message, e.Kind))
+			t.wrap("  ", fmt.Sprintf("%s: %s (%s)", e.Collector, notCollected(e), e.Kind))
 		}
 	}
 	return t.w.Flush()

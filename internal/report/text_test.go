@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // TestCommandLine checks that wide remediation lines are continued with a
@@ -44,5 +46,24 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("commandLine(%q) (-want +got):\n%s", tt.in, d)
 			}
 		})
+	}
+}
+
+// TestNotCollectedNamesSource checks that an error whose message does not
+// name its source (an ioctl, netlink) gets the source, and one that does
+// (a file) does not get it twice.
+func TestNotCollectedNamesSource(t *testing.T) {
+	tests := []struct {
+		e    snapshot.CollectError
+		want string
+	}{
+		{snapshot.CollectError{Path: "SIOCETHTOOL eth0", Message: "no such device"}, "SIOCETHTOOL eth0: no such device"},
+		{snapshot.CollectError{Path: "/proc/net/snmp", Message: "open /proc/net/snmp: permission denied"}, "open /proc/net/snmp: permission denied"},
+		{snapshot.CollectError{Message: "no path known"}, "no path known"},
+	}
+	for _, tt := range tests {
+		if got := notCollected(tt.e); got != tt.want {
+			t.Errorf("notCollected(%+v) = %q, want %q", tt.e, got, tt.want)
+		}
 	}
 }
