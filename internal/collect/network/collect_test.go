@@ -191,3 +191,23 @@ func TestCollectMissingSoftnetIsRecorded(t *testing.T) {
 		t.Errorf("missing softnet_stat not recorded: %+v", s.Manifest.Errors)
 	}
 }
+
+// TestCollectEmptyRootRecordsEachErrorOnce: the sampler re-reads the
+// interface list, which must not record a missing /sys/class/net twice.
+func TestCollectEmptyRootRecordsEachErrorOnce(t *testing.T) {
+	fs := hostfs.New(t.TempDir())
+	s := &snapshot.Snapshot{}
+	Collect(context.Background(), fs, Options{Ethtool: &fakeEthtool{}, Netlink: fakeNetlink{}}, s)
+	seen := map[string]int{}
+	for _, e := range s.Manifest.Errors {
+		seen[e.Collector+" "+e.Path]++
+	}
+	for k, n := range seen {
+		if n > 1 {
+			t.Errorf("%s recorded %d times", k, n)
+		}
+	}
+	if seen["net.interfaces "+fs.SysPath("class", "net")] != 1 {
+		t.Errorf("missing /sys/class/net not recorded: %+v", s.Manifest.Errors)
+	}
+}

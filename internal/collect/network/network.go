@@ -7,6 +7,7 @@ package network
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -83,6 +84,13 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 	sm := newSampler(fs, o, src)
 	first, errs := sm.Sample()
 	for _, e := range errs {
+		// The sampler lists the interfaces again: an error Collect has
+		// already recorded for the same source is not recorded twice.
+		if slices.ContainsFunc(s.Manifest.Errors, func(m snapshot.CollectError) bool {
+			return m.Collector == e.Collector && m.Path == e.Path
+		}) {
+			continue
+		}
 		s.AddError(e.Collector, e.Path, e.Err)
 	}
 	n.Samples = append(n.Samples, first)
