@@ -154,3 +154,13 @@ func TestNoNetworkSection(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogWithoutSoftnet: a snapshot without softnet_stat gives an
+// unknown that says what to do, graded info so it does not fail the run.
+func TestBacklogWithoutSoftnet(t *testing.T) {
+	s := &snapshot.Snapshot{Net: &snapshot.Net{Samples: []snapshot.NetSample{{}}}}
+	fs := backlogDrops(input(t, s))
+	if len(fs) != 1 || fs[0].Status != check.Unknown || fs[0].Severity != check.Info || !strings.Contains(fs[0].Summary, "collect again") {
+		t.Errorf("backlog check without softnet_stat: %+v", fs)
+	}
+}
