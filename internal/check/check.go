@@ -82,8 +82,8 @@ type Finding struct {
 	Severity    Severity   `json:"severity"`
 	Subject     string     `json:"subject"` // mount point, device or interface
 	Summary     string     `json:"summary"`
-	Evidence    []Evidence `json:"evidence,omitempty"`
-	Remediation string     `json:"remediation,omitempty"`
+	Evidence    []Evidence `json:"evidence"`    // always present: part of the JSON contract
+	Remediation string     `json:"remediation"` // "" when there is nothing to change
 	References  []string   `json:"references,omitempty"`
 }
 

@@ -105,3 +105,85 @@ func TestCollectThenDoctorFromMatchesLive(t *testing.T) {
 		t.Errorf("findings differ: live %v, replay %v", a.Findings, b.Findings)
 	}
 }
+
+// TestDoctorExitStatus: 0 when no finding reaches --fail-on (default
+// warning), 1 when one does; on fixtures whose worst finding is known.
+func TestDoctorExitStatus(t *testing.T) {
+	const hosts = "../../testdata/hosts/"
+	tests := []struct {
+		host   string
+		failOn []string // nil: the default
+		want   int
+	}{
+		{"azure-e16dv5-eah", nil, clienv.ExitFindings}, // storage.stacked-encryption, warning
+		{"azure-e16dv5-eah", []string{"--fail-on", "critical"}, clienv.ExitOK},
+		{"azure-e16dv5-eah", []string{"--fail-on", "none"}, clienv.ExitOK},
+		{"azure-e16dv5-noeah", nil, clienv.ExitOK},
+		{"plain-host", nil, clienv.ExitOK},
+		{"plain-host", []string{"--fail-on", "info"}, clienv.ExitOK},
+		{"net-virtio-one-sample", []string{"--fail-on", "info"}, clienv.ExitFindings},
+	}
+	for _, tt := range tests {
+		args := append([]string{"doctor", "--from", hosts + tt.host + ".json"}, tt.failOn...)
+		if code, _, stderr := run(t, args...); code != tt.want {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", args, code, tt.want, stderr)
+		}
+	}
+}
+
+// TestDoctorJSONContract checks the minimum JSON contract of issues 2 and 4
+// on every fixture: each finding has id, severity (info, warning or
+// critical), subject, summary, evidence and remediation; each storage path
+// has mountpoint or device, an integer encryption_layers and layers with
+// kind, name and encrypted.
+func TestDoctorJSONContract(t *testing.T) {
+	hosts, err := filepath.Glob("../../testdata/hosts/*.json")
+	if err != nil || len(hosts) == 0 {
+		t.Fatalf("no fixture hosts: %v", err)
+	}
+	for _, h := range hosts {
+		_, out, stderr := run(t, "doctor", "--from", h, "--format", "json", "--fail-on", "none")
+		var r struct {
+			Findings []map[string]json.RawMessage `json:"findings"`
+			Storage  []map[string]json.RawMessage `json:"storage"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: %v (stderr %q)", h, err, stderr)
+		}
+		name := filepath.Base(h)
+		for _, f := range r.Findings {
+			for _, k := range []string{"id", "severity", "subject", "summary", "evidence", "remediation"} {
+				if _, ok := f[k]; !ok {
+					t.Errorf("%s: finding %s lacks %q", name, f["id"], k)
+				}
+			}
+			var sev string
+			_ = json.Unmarshal(f["severity"], &sev)
+			if sev != "info" && sev != "warning" && sev != "critical" {
+				t.Errorf("%s: finding %s severity %q", name, f["id"], sev)
+			}
+			var ev []any
+			if err := json.Unmarshal(f["evidence"], &ev); err != nil || ev == nil {
+				t.Errorf("%s: finding %s evidence is not a list: %s", name, f["id"], f["evidence"])
+			}
+		}
+		for _, p := range r.Storage {
+			_, mp := p["mountpoint"]
+			_, dev := p["device"]
+			var n int
+			if !mp && !dev || json.Unmarshal(p["encryption_layers"], &n) != nil {
+				t.Errorf("%s: storage path without mountpoint/device or integer encryption_layers: %v", name, p)
+			}
+			var layers []map[string]json.RawMessage
+			if err := json.Unmarshal(p["layers"], &layers); err != nil || len(layers) == 0 {
+				t.Errorf("%s: storage path without layers: %v", name, p)
+			}
+			for _, l := range layers {
+				var enc bool
+				if _, ok := l["kind"]; !ok || l["name"] == nil || json.Unmarshal(l["encrypted"], &enc) != nil {
+					t.Errorf("%s: layer lacks kind, name or boolean encrypted: %v", name, l)
+				}
+			}
+		}
+	}
+}

@@ -36,6 +36,12 @@ func New(in *check.Input, findings []check.Finding) *Report {
 	if r.Findings == nil {
 		r.Findings = []check.Finding{}
 	}
+	for i := range r.Findings {
+		// The contract promises a list, so consumers can iterate without a null check.
+		if r.Findings[i].Evidence == nil {
+			r.Findings[i].Evidence = []check.Evidence{}
+		}
+	}
 	if in.Storage != nil {
 		r.Storage = in.Storage.Paths
 	}
