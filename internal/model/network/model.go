@@ -151,7 +151,12 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 		a, b := n.Samples[len(n.Samples)-2], n.Samples[len(n.Samples)-1]
 		cs, err := Rates(a, b)
 		if err != nil {
-			return nil, err
+			// A damaged or hand-edited snapshot: report the totals and
+			// say why there are no rates rather than drop the whole report.
+			m.RatesUnknown = err.Error() + ": the snapshot is damaged, collect it again; totals since boot of the last sample, no rates"
+			m.Counters = Totals(b)
+			m.CPUs = len(b.Softnet)
+			break
 		}
 		m.IntervalSeconds = float64(b.MonotonicNS-a.MonotonicNS) / 1e9
 		m.Counters = cs

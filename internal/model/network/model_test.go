@@ -2,6 +2,7 @@ package network
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,5 +107,25 @@ func TestTopPrefersDrops(t *testing.T) {
 	}
 	if _, ok := Top(nil); ok {
 		t.Error("top of nothing")
+	}
+}
+
+// TestBuildSamplesOutOfOrder: a damaged snapshot whose samples go back in
+// time still gives a model, with totals and the reason there are no rates.
+func TestBuildSamplesOutOfOrder(t *testing.T) {
+	smp := func(ns int64, dropped uint64) snapshot.NetSample {
+		return snapshot.NetSample{MonotonicNS: ns, Softnet: []snapshot.SoftnetCPU{{CPU: 0, Dropped: dropped}}}
+	}
+	s := &snapshot.Snapshot{Net: &snapshot.Net{Samples: []snapshot.NetSample{smp(5e9, 3), smp(4e9, 7)}}}
+	m, err := Build(s)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if m.IntervalSeconds != 0 || m.CPUs != 1 || !strings.Contains(m.RatesUnknown, "not in time order") || !strings.Contains(m.RatesUnknown, "collect it again") {
+		t.Errorf("model of out-of-order samples: interval %v, CPUs %d, rates unknown %q", m.IntervalSeconds, m.CPUs, m.RatesUnknown)
+	}
+	want := []Counter{{Layer: LayerBacklog, Counter: "softnet_dropped", Subject: "cpu0", Total: 7}}
+	if d := cmp.Diff(want, m.Counters); d != "" {
+		t.Errorf("counters (-want +got):\n%s", d)
 	}
 }
