@@ -19,16 +19,6 @@ func fixture(t *testing.T, name string) hostfs.FS {
 	return hostfstest.Materialise(t, filepath.Join("testdata", name))
 }
 
-func errorPaths(s *snapshot.Snapshot, root string) []string {
-	var out []string
-	for _, e := range s.Manifest.Errors {
-		rel, _ := filepath.Rel(root, e.Path)
-		out = append(out, e.Collector+" "+string(e.Kind)+" "+rel)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func TestCollectAzure(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
 		t.Skip("procfs parses cpuinfo in the format of the build architecture; the fixture is x86")
@@ -77,7 +67,7 @@ func TestCollectBrokenHost(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
 		t.Skip("cpuinfo parse differs by architecture")
 	}
-	if diff := cmp.Diff(want, errorPaths(&s, fs.Root)); diff != "" {
+	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
 	}
 }
@@ -93,7 +83,7 @@ func TestCollectEmptyRoot(t *testing.T) {
 		"host.kernel missing proc/sys/kernel/arch",
 		"host.kernel missing proc/sys/kernel/osrelease",
 	}
-	if diff := cmp.Diff(want, errorPaths(&s, fs.Root)); diff != "" {
+	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -124,19 +125,6 @@ func TestCollectBareMetal(t *testing.T) {
 }
 
 // errorLines summarises manifest errors as "collector kind relpath".
-func errorLines(s *snapshot.Snapshot, root string) []string {
-	var out []string
-	for _, e := range s.Manifest.Errors {
-		p := e.Path
-		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
-			p = rel
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", e.Collector, e.Kind, p))
-	}
-	slices.Sort(out)
-	return out
-}
-
 func TestCollectBroken(t *testing.T) {
 	fs := materialise(t, "broken.txtar")
 	dm := &dmtest.Control{Payloads: map[string][]byte{"253:3": []byte("this is no dm_ioctl at all")}}
@@ -153,7 +141,7 @@ func TestCollectBroken(t *testing.T) {
 		"storage.mounts error proc/self/mountinfo",
 		"storage.mounts error proc/self/mountinfo",
 	}
-	if diff := cmp.Diff(wantErrs, errorLines(&s, fs.Root)); diff != "" {
+	if diff := cmp.Diff(wantErrs, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
 	}
 	var names []string
@@ -181,7 +169,7 @@ func TestCollectMissingTrees(t *testing.T) {
 		"storage.block missing sys/class/block",
 		"storage.mounts missing proc/self/mountinfo",
 	}
-	if diff := cmp.Diff(want, errorLines(&s, fs.Root)); diff != "" {
+	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
@@ -192,7 +180,7 @@ func TestDMControlMissing(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
 	var s snapshot.Snapshot
 	(&Collector{FS: fs, Fscrypt: fakeFscrypt{}}).Collect(context.Background(), &s)
-	got := errorLines(&s, fs.Root)
+	got := hostfstest.ErrorLines(&s, fs.Root)
 	if diff := cmp.Diff([]string{"storage.dm missing dev/mapper/control"}, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}

@@ -6,12 +6,14 @@ package hostfstest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/tools/txtar"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Materialise writes the txtar archive at path into a temporary root and
@@ -40,4 +42,20 @@ func Materialise(t testing.TB, path string) hostfs.FS {
 		}
 	}
 	return hostfs.New(dir)
+}
+
+// ErrorLines lists the manifest errors of s as sorted "collector kind path"
+// lines, with paths inside root made relative to it, so a test can compare
+// what a collector could not read without spelling out temporary paths.
+func ErrorLines(s *snapshot.Snapshot, root string) []string {
+	var out []string
+	for _, e := range s.Manifest.Errors {
+		p := e.Path
+		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
+		out = append(out, e.Collector+" "+string(e.Kind)+" "+p)
+	}
+	slices.Sort(out)
+	return out
 }
