@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -45,6 +46,32 @@ func killedLabHelper(backlog string) int {
 	return 1
 }
 
+// startHelper starts killedLabHelper in a child process with the given
+// backlog and waits until it holds its lab; the child is killed at cleanup.
+func startHelper(t *testing.T, backlog int, stderr io.Writer) (child *exec.Cmd, labID string) {
+	t.Helper()
+	child = exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), fmt.Sprintf("%s=%d", helperEnv, backlog))
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	id, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if !ok {
+		t.Fatalf("helper: %q", line)
+	}
+	return child, id
+}
+
 // TestRecoverKilledLab kills a process that holds a lab with a changed
 // backlog and checks that the next Setup removes what it left behind.
 func TestRecoverKilledLab(t *testing.T) {
@@ -70,25 +97,7 @@ func TestRecoverKilledLab(t *testing.T) {
 		}
 	})
 
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), fmt.Sprintf("%s=%d", helperEnv, changed))
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("helper: %v", err)
-	}
-	id, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	if !ok {
-		t.Fatalf("helper: %q", line)
-	}
+	child, id := startHelper(t, changed, os.Stderr)
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -210,36 +219,19 @@ func TestHolderRestart(t *testing.T) {
 func TestSignalClosesLab(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "ip", "iproute2")
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), helperEnv+"=500")
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	child.Stderr = &stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// Registered first, so it runs after startHelper's kill: if the
+	// handler failed, Setup undoes what the child left.
 	t.Cleanup(func() {
-		_ = child.Process.Kill()
-		// If the handler failed, Setup undoes what the child left.
 		if l, err := Setup(context.Background(), Options{NoRPS: true}); err == nil {
 			l.Close()
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("helper: %v", err)
-	}
-	id, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	if !ok {
-		t.Fatalf("helper: %q", line)
-	}
+	var stderr strings.Builder
+	child, id := startHelper(t, 500, &stderr)
 	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = child.Wait()
+	err := child.Wait()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
 		t.Fatalf("helper wait: %v", err)
