@@ -237,22 +237,30 @@ func TestCloseAfterFailedSetup(t *testing.T) {
 	}
 }
 
-// TestSendUDPClosedPort sends to a closed port on the receiver namespace's
-// loopback and finds exactly those datagrams in its Udp NoPorts.
-func TestSendUDPClosedPort(t *testing.T) {
-	l := New(t, Options{NoRPS: true})
+// sendToClosedPort sends n datagrams to the discard port on the receiver
+// namespace's loopback, where nothing listens, and returns how the lab's
+// counters moved meanwhile.
+func sendToClosedPort(t *testing.T, l *Lab, n int) Counters {
+	t.Helper()
 	before, err := l.ReadCounters()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SendUDP(context.Background(), l.Receiver, "127.0.0.1", 9, 25); err != nil {
+	if err := l.SendUDP(context.Background(), l.Receiver, "127.0.0.1", 9, n); err != nil {
 		t.Fatal(err)
 	}
 	after, err := l.ReadCounters()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := after.Sub(before); d.UDPNoPorts != 25 {
+	return after.Sub(before)
+}
+
+// TestSendUDPClosedPort sends to a closed port on the receiver namespace's
+// loopback and finds exactly those datagrams in its Udp NoPorts.
+func TestSendUDPClosedPort(t *testing.T) {
+	l := New(t, Options{NoRPS: true})
+	if d := sendToClosedPort(t, l, 25); d.UDPNoPorts != 25 {
 		t.Errorf("Udp NoPorts delta %d, want 25 (%v)", d.UDPNoPorts, d)
 	}
 	if err := l.SendUDP(context.Background(), l.Receiver, "192.0.2.1", 9, 1); err == nil {

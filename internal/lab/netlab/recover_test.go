@@ -195,18 +195,7 @@ func TestHolderRestart(t *testing.T) {
 	done := l.holderDone
 	l.mu.Unlock()
 	<-done
-	before, err := l.ReadCounters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.SendUDP(context.Background(), l.Receiver, "127.0.0.1", 9, 3); err != nil {
-		t.Fatal(err)
-	}
-	after, err := l.ReadCounters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := after.Sub(before); d.UDPNoPorts != 3 {
+	if d := sendToClosedPort(t, l, 3); d.UDPNoPorts != 3 {
 		t.Errorf("Udp NoPorts delta %d after holder restart, want 3", d.UDPNoPorts)
 	}
 	if pid2, _ := l.holderPID(); pid2 == pid {
