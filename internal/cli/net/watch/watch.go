@@ -52,8 +52,8 @@ driver, backlog (per-CPU input queue full), budget (softirq time_squeeze),
 socket (receive/send buffers full) and qdisc. It reads counters only.
 
 On a terminal it redraws a table with the top offender highlighted; piped, it
-prints plain lines; --format json prints one JSON object per interval
-(see docs/json.md).`,
+prints one JSON object per interval (see docs/json.md). --format json or
+--format text chooses either explicitly (text when piped: plain lines).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Args = os.Args[1:]
@@ -66,7 +66,7 @@ prints plain lines; --format json prints one JSON object per interval
 	f := cmd.Flags()
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between samples")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: until interrupted)")
-	f.StringVar(&o.Format, "format", "text", "output format: text or json (one object per interval)")
+	f.StringVar(&o.Format, "format", "auto", "output format: text, json (one object per interval) or auto (a table on a terminal, JSON lines when piped)")
 	f.StringVar(&o.Netns, "netns", "", "watch inside the named network namespace (as `ip netns exec NAME` would)")
 	return cmd
 }
@@ -77,8 +77,17 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Interval <= 0 {
 		return usageErr(fmt.Errorf("--interval must be positive, got %s", o.Interval))
 	}
-	if o.Format != "text" && o.Format != "json" {
-		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+	format := o.Format
+	switch format {
+	case "text", "json":
+	case "auto", "":
+		// Piped output is read by programs (issue 4: JSON lines when piped).
+		format = "json"
+		if env.StdoutTTY {
+			format = "text"
+		}
+	default:
+		return usageErr(fmt.Errorf("unknown --format %q: use text, json or auto", o.Format))
 	}
 	if o.Netns != "" && os.Getenv(envInNetns) != o.Netns {
 		return reexecInNetns(o)
@@ -95,7 +104,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	s := network.NewSampler(env.FS, network.Options{})
 	defer s.Close()
-	out := newPrinter(env, o.Format)
+	out := newPrinter(env, format)
 	return Loop(ctx, s, o.Interval, out.print)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,7 +105,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	env := &clienv.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	for _, o := range []Options{{Interval: 0, Format: "text"}, {Interval: time.Second, Format: "xml"}} {
 		err := run(context.Background(), env, &o)
-		if ee, ok := err.(*clienv.ExitError); !ok || ee.Code != clienv.ExitUsage {
+		if ee := (*clienv.ExitError)(nil); !errors.As(err, &ee) || ee.Code != clienv.ExitUsage {
 			t.Errorf("%+v: err = %v, want usage error", o, err)
 		}
 	}
@@ -157,5 +158,28 @@ func TestLoopOnFixtureTree(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Top != nil || got[1].Top == nil || got[1].Top.PerSecond != 50 || got[1].Top.Layer != "backlog" {
 		t.Errorf("intervals: %+v", got)
+	}
+}
+
+// TestAutoFormatPiped: without --format, piped output is JSON lines (one
+// object with rates per interval), read from this host's live counters.
+func TestAutoFormatPiped(t *testing.T) {
+	var out bytes.Buffer
+	env := &clienv.Env{Stdout: &out, Stderr: &bytes.Buffer{}, FS: hostfs.Default()}
+	o := &Options{Interval: 100 * time.Millisecond, Duration: 450 * time.Millisecond, Format: "auto"}
+	if err := run(context.Background(), env, o); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want at least 2 intervals in 450ms at 100ms, got %q", out.String())
+	}
+	for _, l := range lines {
+		var iv struct {
+			Rates *[]Rate `json:"rates"`
+		}
+		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Rates == nil {
+			t.Errorf("piped line is not a JSON interval with rates: %q (%v)", l, err)
+		}
 	}
 }
