@@ -61,7 +61,7 @@ type dmControlFile struct {
 func OpenDMControl(path string) (DMControl, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s (load dm-mod or run as root): %w", ErrDMControl, path, err)
+		return nil, fmt.Errorf("%w: open %s (load dm-mod (modprobe dm-mod), or run as root: device-mapper ioctls need CAP_SYS_ADMIN): %w", ErrDMControl, path, err)
 	}
 	c := &dmControlFile{f: f}
 	buf := make([]byte, dmIoctlSize)
@@ -105,6 +105,9 @@ func (c *dmControlFile) TableStatus(major, minor uint32) ([]byte, error) {
 		binary.NativeEndian.PutUint32(buf[offFlags:], dmStatusTableFlag|dmSecureDataFlag)
 		if err := c.ioctl(dmIoctlTableStatus, buf); err != nil {
 			clear(buf)
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return nil, fmt.Errorf("DM_TABLE_STATUS %d:%d: %w (run as root: it needs CAP_SYS_ADMIN)", major, minor, err)
+			}
 			return nil, fmt.Errorf("DM_TABLE_STATUS %d:%d: %w", major, minor, err)
 		}
 		if binary.NativeEndian.Uint32(buf[offFlags:])&dmBufferFullFlag == 0 {
