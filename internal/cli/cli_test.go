@@ -43,6 +43,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"doctor", "--from", "/nonexistent/s.json"}, "no such file"},
 		{[]string{"doctor", "--from", empty, "--config", "/nonexistent/c.json"}, "read config"},
 		{[]string{"collect"}, `required flag(s) "output" not set`},
+		{[]string{"doctor", "--cloud", "bogus"}, `unknown --cloud "bogus"`},
+		{[]string{"collect", "-o", "-", "--cloud", "azur"}, `unknown --cloud "azur"`},
+		{[]string{"doctor", "--cloud", "aws", "--metadata-endpoint", "ftp://127.0.0.1:1"}, `--metadata-endpoint "ftp://127.0.0.1:1"`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, tt := range tests {

@@ -56,6 +56,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if err := o.Collect.Cloud.Validate(); err != nil {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
 	s := hostcollect.Run(ctx, o.Collect)
 	if o.Output == "-" {
 		return snapshot.Encode(env.Stdout, s)

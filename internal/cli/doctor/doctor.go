@@ -82,6 +82,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return usageErr(err)
 		}
 	} else {
+		if err := o.Collect.Cloud.Validate(); err != nil {
+			return usageErr(err)
+		}
 		s = hostcollect.Run(ctx, o.Collect)
 	}
 	r, err := analyze.Run(s, cfg)

@@ -58,6 +58,23 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Endpoint, "metadata-endpoint", "", "instance metadata base `URL` (default: the provider's; env "+EnvEndpoint+")")
 }
 
+// Validate checks the flag values before anything is collected, so a typo
+// is a usage error rather than a line in the manifest.
+func (o Options) Validate() error {
+	switch o.Cloud {
+	case "", "auto", "none", "azure", "aws", "gcp":
+	default:
+		return fmt.Errorf("unknown --cloud %q: use auto, azure, aws, gcp or none", o.Cloud)
+	}
+	if o.Endpoint != "" {
+		u, err := neturl.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--metadata-endpoint %q: want a base URL such as http://127.0.0.1:8080", o.Endpoint)
+		}
+	}
+	return nil
+}
+
 // Detect names the cloud DMI identifies, "" when none.
 func Detect(d *snapshot.DMI) string {
 	if d == nil {
