@@ -233,3 +233,20 @@ func TestKernelVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestIncompletePath is the fires/silent pair of storage.incomplete-path:
+// a mount whose device is missing from the snapshot is an unknown that
+// says what to collect; a path followed to its disk gives nothing.
+func TestIncompletePath(t *testing.T) {
+	broken := &snapshot.Snapshot{Storage: &snapshot.Storage{Mounts: []snapshot.Mount{
+		{MountID: 1, MajorMinor: "8:1", Root: "/", MountPoint: "/x", FSType: "ext4", Source: "/dev/sda1"},
+	}}}
+	fs := run(t, "storage.incomplete-path", broken, check.Config{})
+	if len(fs) != 1 || fs[0].Status != check.Unknown || fs[0].Subject != "/x" ||
+		len(fs[0].Evidence) == 0 || !strings.Contains(fs[0].Remediation, "Collect again") {
+		t.Errorf("mount with a missing device: %+v", fs)
+	}
+	if fs := run(t, "storage.incomplete-path", host{}.snapshot(), check.Config{}); len(fs) != 0 {
+		t.Errorf("complete path gave findings: %+v", fs)
+	}
+}
