@@ -80,13 +80,14 @@ func TestCollectThenDoctorFromMatchesLive(t *testing.T) {
 	}
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "host.tar.gz")
-	if code, _, stderr := run(t, "collect", "-o", archive, "--net-interval", "0"); code != 0 {
+	// --cloud none: a test never asks a real metadata service, even on a cloud VM.
+	if code, _, stderr := run(t, "collect", "-o", archive, "--net-interval", "0", "--cloud", "none"); code != 0 {
 		t.Fatalf("collect exit %d: %s", code, stderr)
 	}
 	if _, err := os.Stat(archive); err != nil {
 		t.Fatal(err)
 	}
-	_, live, _ := run(t, "doctor", "--format", "json", "--fail-on", "none", "--net-interval", "0")
+	_, live, _ := run(t, "doctor", "--format", "json", "--fail-on", "none", "--net-interval", "0", "--cloud", "none")
 	_, replay, _ := run(t, "doctor", "--from", archive, "--format", "json", "--fail-on", "none")
 	// Storage paths and finding ids must match; network counters move
 	// between the two collections, so only the storage side is compared whole.

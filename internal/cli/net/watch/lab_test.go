@@ -65,7 +65,7 @@ func floodWatched(t *testing.T, l *netlab.Lab, bin string, withDoctor, viaFlag b
 	var dout, derr bytes.Buffer
 	if withDoctor {
 		// Doctor's two samples (2 s apart) fall inside the flood.
-		dcmd, err = l.Command(ctx, l.Receiver, bin, "doctor", "--format", "json", "--net-interval", "2s", "--fail-on", "none")
+		dcmd, err = l.Command(ctx, l.Receiver, bin, "doctor", "--format", "json", "--net-interval", "2s", "--fail-on", "none", "--cloud", "none")
 		if err != nil {
 			t.Fatal(err)
 		}
