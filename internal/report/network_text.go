@@ -72,7 +72,10 @@ func writeNetworkBody(t *textWriter, m *network.Model) {
 		}
 	}
 	if d := m.DropReasons; d != nil {
-		t.wrap("  ", fmt.Sprintf("skb drop reasons: %s (%s)", d.Status, d.Detail))
+		if len(m.Sysctls) == 0 {
+			t.printf("\n") // else it reads as part of the last interface
+		}
+		t.wrapHanging("  ", "    ", fmt.Sprintf("skb drop reasons: %s (%s)", d.Status, d.Detail))
 	}
 	t.printf("\n  drops by layer")
 	if m.IntervalSeconds > 0 {
