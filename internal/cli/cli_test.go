@@ -34,6 +34,10 @@ func writeSnapshot(t *testing.T, s *snapshot.Snapshot) string {
 
 func TestUsageErrorsExit2(t *testing.T) {
 	empty := writeSnapshot(t, &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion}})
+	typo := filepath.Join(t.TempDir(), "typo.json")
+	if err := os.WriteFile(typo, []byte(`{"required_stack": ["/data"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -42,6 +46,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"doctor", "--from", empty, "--fail-on", "loud"}, `unknown severity "loud"`},
 		{[]string{"doctor", "--from", "/nonexistent/s.json"}, "no such file"},
 		{[]string{"doctor", "--from", empty, "--config", "/nonexistent/c.json"}, "read config"},
+		{[]string{"doctor", "--from", empty, "--config", typo}, `unknown field "required_stack"`},
 		{[]string{"collect"}, `required flag(s) "output" not set`},
 		{[]string{"doctor", "--cloud", "bogus"}, `unknown --cloud "bogus"`},
 		{[]string{"collect", "-o", "-", "--cloud", "azur"}, `unknown --cloud "azur"`},

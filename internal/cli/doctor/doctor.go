@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,8 +110,12 @@ func loadConfig(path string) (check.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("parse config %s: %w", path, err)
+	// A misspelt key must not be ignored: the policy it meant would
+	// silently not apply.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("parse config %s: %w (want JSON such as {\"required_stacks\": [\"/data\"]})", path, err)
 	}
 	return cfg, nil
 }
