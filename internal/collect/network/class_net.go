@@ -1,9 +1,7 @@
 package network
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,7 +120,3 @@ func readInt(p string) (int64, error) {
 	}
 	return v, nil
 }
-
-var errNotExist = fs.ErrNotExist
-
-func isNotExist(err error) bool { return errors.Is(err, errNotExist) }

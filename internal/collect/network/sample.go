@@ -141,7 +141,7 @@ func (s *Sampler) readStatistics(name string, errs []SampleError) (map[string]ui
 		p := dir + "/" + k
 		v, err := s.readCounterFile(p)
 		if err != nil {
-			if !isNotExist(err) {
+			if hostfs.Classify(err) != hostfs.KindMissing {
 				errs = append(errs, SampleError{"net.stats", p, err})
 			}
 			continue
