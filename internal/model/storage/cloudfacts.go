@@ -42,7 +42,12 @@ type cloudFact struct {
 	// size equals IMDS storageProfile.resourceDisk.size.
 	tempDisk bool
 	// eah: nil any, else must equal Azure securityProfile.encryptionAtHost.
-	eah       *bool
+	eah *bool
+	// minGen, when set, is the least Azure size generation (Standard_E16d_v5 -> 5).
+	minGen int
+	// below marks the drive's own encryption under the disk's main fact: a
+	// disk can carry both (the main row and one below row).
+	below     bool
 	role      string
 	encrypted *bool // nil: not knowable from inside
 	by        string
@@ -128,6 +133,15 @@ var cloudFacts = []cloudFact{
 		// Google encrypts all customer content at rest by default.
 		source: "https://cloud.google.com/docs/security/encryption/default-encryption",
 	},
+	{
+		id: "azure-v5-local-hardware", provider: "azure", tempDisk: true, minGen: 5, below: true,
+		role: "local-disk-hardware", encrypted: ptr(true), by: ByDrive, algorithm: "hardware (drive)", localSSD: true,
+		// Microsoft engineering found that encryption at host on VMs whose local
+		// storage already uses hardware-level encryption encrypted it twice: the
+		// incident behind slowpath. Azure's product pages do not state it.
+		source: azureHardwareSource,
+		note:   "reported by Microsoft engineering for v5+ local storage (not in Azure's product docs)",
+	},
 }
 
 // lookupCloudDisk finds the cloud facts for a whole disk, top (nearest the
@@ -136,8 +150,8 @@ var cloudFacts = []cloudFact{
 // local hardware and, with encryption at host, again by the host — the
 // double encryption this project was started for.
 func lookupCloudDisk(c *snapshot.Cloud, d *snapshot.BlockDevice) []*CloudDisk {
-	top := lookupCloudFact(c, d)
-	hw := azureLocalHardware(c, d)
+	top := lookupCloudFact(c, d, false)
+	hw := lookupCloudFact(c, d, true)
 	switch {
 	case hw == nil && top == nil:
 		return nil
@@ -157,26 +171,6 @@ func lookupCloudDisk(c *snapshot.Cloud, d *snapshot.BlockDevice) []*CloudDisk {
 // local storage already uses hardware-level encryption encrypted it twice.
 const azureHardwareSource = "https://www.algolia.com/blog/engineering/unintended-double-encryption"
 
-// azureLocalHardware is the hardware encryption of the local (temp) disk of
-// Azure v5 and later sizes. Azure's product pages do not state it; the fact
-// comes from Microsoft engineering's finding in the incident above, and the
-// note says so wherever it is shown.
-func azureLocalHardware(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
-	if c == nil || c.Azure == nil || d == nil || azureGeneration(c.Azure.VMSize) < 5 {
-		return nil
-	}
-	model := ""
-	if d.Ident != nil {
-		model = strings.TrimSpace(d.Ident.Model)
-	}
-	if !isAzureTempDisk(c.Azure, d, model) {
-		return nil
-	}
-	return &CloudDisk{Provider: "azure", Role: "local-disk-hardware", Encrypted: ptr(true), EncryptedBy: ByDrive,
-		Algorithm: "hardware (drive)", LocalSSD: true, Fact: "azure-v5-local-hardware", Source: azureHardwareSource,
-		Note: "reported by Microsoft engineering for v5+ local storage (not in Azure's product docs)"}
-}
-
 // azureGeneration reads the version suffix of an Azure size name:
 // Standard_E16d_v5 -> 5; 0 when there is none (v1 sizes have no suffix).
 func azureGeneration(size string) int {
@@ -194,10 +188,11 @@ func azureGeneration(size string) int {
 	return n
 }
 
-// lookupCloudFact finds the first cloudFacts row for a whole disk.
+// lookupCloudFact finds the first cloudFacts row for a whole disk among the
+// main rows, or among the below rows when below is set.
 // Azure rows that depend on encryption at host are skipped when IMDS did
 // not say (nil), and a note explains it instead.
-func lookupCloudFact(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
+func lookupCloudFact(c *snapshot.Cloud, d *snapshot.BlockDevice, below bool) *CloudDisk {
 	if c == nil || d == nil {
 		return nil
 	}
@@ -206,14 +201,15 @@ func lookupCloudFact(c *snapshot.Cloud, d *snapshot.BlockDevice) *CloudDisk {
 		model = strings.TrimSpace(d.Ident.Model)
 	}
 	var eah *bool
-	isTemp := false
+	isTemp, gen := false, 0
 	if c.Azure != nil {
 		eah = c.Azure.EncryptionAtHost
 		isTemp = isAzureTempDisk(c.Azure, d, model)
+		gen = azureGeneration(c.Azure.VMSize)
 	}
 	for i := range cloudFacts {
 		f := &cloudFacts[i]
-		if f.provider != c.Provider {
+		if f.provider != c.Provider || f.below != below || gen < f.minGen {
 			continue
 		}
 		modelOK := false
