@@ -145,11 +145,17 @@ func Run(in *Input, keepPass bool) []Finding {
 			if f.ID == "" {
 				f.ID = c.ID
 			}
-			if f.Severity == 0 {
-				f.Severity = c.Severity
-			}
 			if f.Status == "" {
 				f.Status = Fail
+			}
+			if f.Severity == 0 {
+				f.Severity = c.Severity
+				// Missing evidence is not itself a problem: an unknown that
+				// does not grade itself is info, so it is shown with its
+				// reason but does not fail --fail-on warning on its own.
+				if f.Status == Unknown {
+					f.Severity = Info
+				}
 			}
 			if f.Status == Pass && !keepPass {
 				continue

@@ -34,13 +34,14 @@ func TestRunFillsDefaultsAndSorts(t *testing.T) {
 		return []Finding{{Subject: "/z"}, {Subject: "/a"}, {Subject: "/p", Status: Pass}}
 	}})
 	Register(Check{ID: "a.one", Severity: Info, Run: func(*Input) []Finding {
-		return []Finding{{Subject: "/x", Severity: Critical, Status: Unknown}}
+		return []Finding{{Subject: "/x", Severity: Critical, Status: Unknown}, {Subject: "/y", Status: Unknown}}
 	}})
 	got := Run(&Input{}, false)
 	want := []Finding{
 		{ID: "a.one", Status: Unknown, Severity: Critical, Subject: "/x"},
 		{ID: "b.two", Status: Fail, Severity: Warning, Subject: "/a"},
 		{ID: "b.two", Status: Fail, Severity: Warning, Subject: "/z"},
+		{ID: "a.one", Status: Unknown, Severity: Info, Subject: "/y"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Run (-want +got):\n%s", d)
@@ -48,8 +49,8 @@ func TestRunFillsDefaultsAndSorts(t *testing.T) {
 	if Worst(got) != Critical {
 		t.Errorf("Worst = %v", Worst(got))
 	}
-	if n := len(Run(&Input{}, true)); n != 4 {
-		t.Errorf("keepPass kept %d findings, want 4", n)
+	if n := len(Run(&Input{}, true)); n != 5 {
+		t.Errorf("keepPass kept %d findings, want 5", n)
 	}
 }
 
