@@ -8,17 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
-
-// update rewrites golden files: SLOWPATH_UPDATE=1 go test ./internal/analyze
-// (an environment variable rather than -update, so `go test ./...` with it
-// does not trip packages that define no such flag).
-var update = os.Getenv("SLOWPATH_UPDATE") == "1"
 
 const (
 	hostsDir  = "../../testdata/hosts"
@@ -57,7 +51,7 @@ func TestGoldenReports(t *testing.T) {
 					t.Fatal(err)
 				}
 				ext := map[string]string{"text": "txt", "json": "json", "markdown": "md"}[format]
-				compareGolden(t, filepath.Join(goldenDir, name+"."+ext), buf.Bytes())
+				golden.Compare(t, filepath.Join(goldenDir, name+"."+ext), buf.Bytes())
 			}
 		})
 	}
@@ -78,21 +72,4 @@ func loadFixtureConfig(t *testing.T, name string) check.Config {
 		t.Fatalf("config for %s: %v", name, err)
 	}
 	return cfg
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run SLOWPATH_UPDATE=1 go test ./internal/analyze to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
-	}
 }

@@ -3,15 +3,14 @@ package drops
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", os.Getenv("SLOWPATH_UPDATE") == "1", "rewrite golden files")
+	"github.com/slowpath/slowpath/internal/golden"
+)
 
 func TestReasonName(t *testing.T) {
 	tests := []struct {
@@ -335,30 +334,14 @@ func TestRecordedFlood(t *testing.T) {
 			t.Errorf("stack ends in a tracing or unknown frame: %v", s.Frames)
 		}
 	}
-	golden(t, "testdata/flood.report.txt", text.Bytes())
+	golden.Compare(t, "testdata/flood.report.txt", text.Bytes())
 	var tabs bytes.Buffer
 	if err := WriteText(&tabs, rep, TextOptions{Tabs: true}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/flood.report.tsv", tabs.Bytes())
-	golden(t, "testdata/flood.report.json", js.Bytes())
-	golden(t, "testdata/flood.folded", folded.Bytes())
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (SLOWPATH_UPDATE=1 creates it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got)\n%s", path, diff)
-	}
+	golden.Compare(t, "testdata/flood.report.tsv", tabs.Bytes())
+	golden.Compare(t, "testdata/flood.report.json", js.Bytes())
+	golden.Compare(t, "testdata/flood.folded", folded.Bytes())
 }
 
 func TestWriteTextEmpty(t *testing.T) {

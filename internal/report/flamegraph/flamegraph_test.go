@@ -3,7 +3,6 @@ package flamegraph
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", os.Getenv("SLOWPATH_UPDATE") == "1", "rewrite golden files")
+	"github.com/slowpath/slowpath/internal/golden"
+)
 
 func TestParseFolded(t *testing.T) {
 	tests := []struct {
@@ -79,18 +78,7 @@ func TestRenderGolden(t *testing.T) {
 		{"testdata/empty.folded", "testdata/empty.svg", Options{}},
 	} {
 		got := renderFile(t, tc.in, tc.o)
-		if *update {
-			if err := os.WriteFile(tc.golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(tc.golden)
-		if err != nil {
-			t.Fatalf("%v (run with SLOWPATH_UPDATE=1 to create)", err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("%s differs from %s (-want +got)\n%s", tc.in, tc.golden, diff)
-		}
+		golden.Compare(t, tc.golden, got)
 		wellFormed(t, got)
 		// Deterministic: a second rendering gives the same bytes.
 		if again := renderFile(t, tc.in, tc.o); !bytes.Equal(again, got) {

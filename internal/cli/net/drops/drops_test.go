@@ -17,6 +17,7 @@ import (
 	bpfdrops "github.com/slowpath/slowpath/internal/bpf/drops"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/drops"
+	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/netlab"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -192,7 +193,7 @@ func TestBacklogFlood(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	args := []string{"--format", "json", "--folded", folded, "--svg", svg}
-	if os.Getenv("SLOWPATH_UPDATE") == "1" {
+	if golden.Update() {
 		// Refresh the recorded capture that internal/drops tests replay.
 		args = append(args, "--record", "../../../drops/testdata/flood.capture.json")
 	}
