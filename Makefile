@@ -5,6 +5,9 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/slowpath/slowpath/internal/cli.Version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 5s
+# bash with pipefail, so `| tee` does not hide a failing go test.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
 TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 xz-utils gcc make file
