@@ -50,12 +50,7 @@ func BenchmarkTracerCost(b *testing.B) {
 	unmount := ensureTracefs(b)
 	b.Cleanup(unmount)
 	var nsPerDrop map[string][]float64
-	variants := []tracer{
-		{"none", func(*testing.B) func() float64 { return func() float64 { return 0 } }},
-		{"reasons", ebpfTracer(bpfdrops.Options{})},
-		{"stacks", ebpfTracer(bpfdrops.Options{Stacks: true})},
-		{"perf", perfTracer(perf)},
-	}
+	variants := tracerVariants(perf)
 	const (
 		rounds = 5
 		flood  = 2 * time.Second
@@ -121,12 +116,7 @@ func BenchmarkDropPathCost(b *testing.B) {
 	send, closeSender := closedPortSender(b)
 	defer closeSender()
 
-	variants := []tracer{
-		{"none", func(*testing.B) func() float64 { return func() float64 { return 0 } }},
-		{"reasons", ebpfTracer(bpfdrops.Options{})},
-		{"stacks", ebpfTracer(bpfdrops.Options{Stacks: true})},
-		{"perf", perfTracer(perf)},
-	}
+	variants := tracerVariants(perf)
 	const (
 		rounds  = 5
 		packets = 150000
@@ -326,4 +316,15 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// tracerVariants are the four ways both benchmarks run the same load: no
+// tracer, slowpath reasons only, slowpath with stacks, and perf record.
+func tracerVariants(perf string) []tracer {
+	return []tracer{
+		{"none", func(*testing.B) func() float64 { return func() float64 { return 0 } }},
+		{"reasons", ebpfTracer(bpfdrops.Options{})},
+		{"stacks", ebpfTracer(bpfdrops.Options{Stacks: true})},
+		{"perf", perfTracer(perf)},
+	}
 }
