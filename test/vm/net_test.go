@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/analyze"
+	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -118,4 +120,32 @@ rmmod netdevsim
 		t.Errorf("slowpath ring for %s vs ethtool -g (-ethtool +slowpath):\n%s", dev, diff)
 	}
 	t.Logf("%s: ethtool -g %+v, slowpath %+v; over-max refused: %s", dev, after, *got.Ring, strings.TrimSpace(string(res.Files["over-max"])))
+
+	// net.ring-undersized on the real reader's output. As collected it is
+	// silent: the ring is below its maximum but netdevsim has no overflow
+	// counter and no link speed, so there is no evidence of a problem.
+	if f := ringFinding(t, &s, dev); f != nil && f.Status == check.Fail {
+		t.Errorf("net.ring-undersized fired without evidence: %+v", f)
+	}
+	// The same 512-of-4096 ring on a 25 Gb/s link is undersized.
+	speed := int64(25000)
+	got.SpeedMbps = &speed
+	if f := ringFinding(t, &s, dev); f == nil || f.Status != check.Fail {
+		t.Errorf("net.ring-undersized on a 25 Gb/s link with ring %d of %d: %+v, want fail", got.Ring.RX, got.Ring.RXMax, f)
+	}
+}
+
+// ringFinding runs the analysis on s and returns net.ring-undersized for dev.
+func ringFinding(t *testing.T, s *snapshot.Snapshot, dev string) *check.Finding {
+	t.Helper()
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range r.Findings {
+		if f.ID == "net.ring-undersized" && f.Subject == dev {
+			return &r.Findings[i]
+		}
+	}
+	return nil
 }
