@@ -2,6 +2,7 @@ package vm
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,36 +34,20 @@ wait $pid
 	if !rep.DropReasons {
 		t.Errorf("the 6.1 kernel has drop reasons, the report says it does not")
 	}
-	var noSocket *drops.ReasonCount
-	for i := range rep.Reasons {
-		if rep.Reasons[i].Reason == "NO_SOCKET" {
-			noSocket = &rep.Reasons[i]
-		}
-	}
-	if noSocket == nil {
+	i := slices.IndexFunc(rep.Reasons, func(r drops.ReasonCount) bool { return r.Reason == "NO_SOCKET" })
+	if i < 0 {
 		t.Fatalf("no NO_SOCKET reason in %+v", rep.Reasons)
 	}
+	noSocket := rep.Reasons[i]
 	// A TCP SYN to a closed port is dropped once per attempt; nc does not
 	// retry within -w 1.
 	if noSocket.Count < 5 {
 		t.Errorf("NO_SOCKET count %d, want at least 5 (one per connect)", noSocket.Count)
 	}
-	inTCP := false
-	for _, l := range noSocket.Locations {
-		if l.Function == "tcp_v4_rcv" {
-			inTCP = true
-		}
-	}
-	if !inTCP {
+	if !slices.ContainsFunc(noSocket.Locations, func(l drops.LocationCount) bool { return l.Function == "tcp_v4_rcv" }) {
 		t.Errorf("NO_SOCKET locations %+v, want tcp_v4_rcv", noSocket.Locations)
 	}
-	onLo := false
-	for _, ifc := range noSocket.Interfaces {
-		if ifc.Name == "lo" {
-			onLo = true
-		}
-	}
-	if !onLo {
+	if !slices.ContainsFunc(noSocket.Interfaces, func(ifc drops.InterfaceCount) bool { return ifc.Name == "lo" }) {
 		t.Errorf("NO_SOCKET interfaces %+v, want lo", noSocket.Interfaces)
 	}
 	if !strings.Contains(string(res.Files["drops.folded"]), "tcp_v4_rcv") {
