@@ -51,6 +51,12 @@ type Capture struct {
 	DurationSeconds float64            `json:"duration_seconds"`
 	Records         []Record           `json:"records"`
 	Stacks          map[int32][]uint64 `json:"stacks,omitempty"` // innermost frame first
+	// StackEvery is how stacks were sampled: one walk per StackEvery
+	// drops of a run of identical drops on a CPU, the drops in between
+	// counted under the last stack walked (1: every drop). 0: no stacks.
+	StackEvery uint32 `json:"stack_every,omitempty"`
+	// StackWalks is how many stacks were walked (bpf_get_stackid calls).
+	StackWalks uint64 `json:"stack_walks,omitempty"`
 	// LostRecords counts drops not counted because the map was full;
 	// LostStacks counts drops counted without their stack.
 	LostRecords uint64 `json:"lost_records,omitempty"`

@@ -23,23 +23,25 @@ type bpfDropKey struct {
 }
 
 type bpfLastDrop struct {
-	_       structs.HostLayout
-	Key     bpfDropKey
-	Pending uint64
+	_         structs.HostLayout
+	Key       bpfDropKey
+	Pending   uint64
+	SinceWalk uint64
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	bpfMapCounters          = "counters"
 	bpfMapDrops             = "drops"
-	bpfMapErrors            = "errors"
 	bpfMapLastDrops         = "last_drops"
 	bpfMapStacks            = "stacks"
 	bpfProgOnKfreeSkb       = "on_kfree_skb"
 	bpfVarFilterIfindex     = "filter_ifindex"
 	bpfVarFilterNetns       = "filter_netns"
 	bpfVarHasReason         = "has_reason"
+	bpfVarStackEvery        = "stack_every"
 	bpfVarStackUnspecified  = "stack_unspecified"
 	bpfVarUnspecifiedReason = "unspecified_reason"
 	bpfVarWithStacks        = "with_stacks"
@@ -94,8 +96,8 @@ type bpfProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfMapSpecs struct {
+	Counters  *ebpf.MapSpec `ebpf:"counters"`
 	Drops     *ebpf.MapSpec `ebpf:"drops"`
-	Errors    *ebpf.MapSpec `ebpf:"errors"`
 	LastDrops *ebpf.MapSpec `ebpf:"last_drops"`
 	Stacks    *ebpf.MapSpec `ebpf:"stacks"`
 }
@@ -107,6 +109,7 @@ type bpfVariableSpecs struct {
 	FilterIfindex     *ebpf.VariableSpec `ebpf:"filter_ifindex"`
 	FilterNetns       *ebpf.VariableSpec `ebpf:"filter_netns"`
 	HasReason         *ebpf.VariableSpec `ebpf:"has_reason"`
+	StackEvery        *ebpf.VariableSpec `ebpf:"stack_every"`
 	StackUnspecified  *ebpf.VariableSpec `ebpf:"stack_unspecified"`
 	UnspecifiedReason *ebpf.VariableSpec `ebpf:"unspecified_reason"`
 	WithStacks        *ebpf.VariableSpec `ebpf:"with_stacks"`
@@ -132,16 +135,16 @@ func (o *bpfObjects) Close() error {
 //
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfMaps struct {
+	Counters  *ebpf.Map `ebpf:"counters"`
 	Drops     *ebpf.Map `ebpf:"drops"`
-	Errors    *ebpf.Map `ebpf:"errors"`
 	LastDrops *ebpf.Map `ebpf:"last_drops"`
 	Stacks    *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *bpfMaps) Close() error {
 	return _BpfClose(
+		m.Counters,
 		m.Drops,
-		m.Errors,
 		m.LastDrops,
 		m.Stacks,
 	)
@@ -154,6 +157,7 @@ type bpfVariables struct {
 	FilterIfindex     *ebpf.Variable `ebpf:"filter_ifindex"`
 	FilterNetns       *ebpf.Variable `ebpf:"filter_netns"`
 	HasReason         *ebpf.Variable `ebpf:"has_reason"`
+	StackEvery        *ebpf.Variable `ebpf:"stack_every"`
 	StackUnspecified  *ebpf.Variable `ebpf:"stack_unspecified"`
 	UnspecifiedReason *ebpf.Variable `ebpf:"unspecified_reason"`
 	WithStacks        *ebpf.Variable `ebpf:"with_stacks"`

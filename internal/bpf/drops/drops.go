@@ -33,6 +33,12 @@ type Options struct {
 	// are skipped by default because they are frequent and mostly not
 	// drops.
 	StacksUnspecified bool
+	// StackEvery samples stack walks, which cost microseconds each: the
+	// first drop of a run of identical drops on a CPU has its stack
+	// walked, then one in StackEvery; the drops in between count under
+	// the last stack walked. Counts per reason, location and interface
+	// stay exact. 0 or 1 walks every drop's stack.
+	StackEvery uint32
 	// Ifindex counts only drops whose skb belongs to this interface of
 	// network namespace Netns (an inode number, see NetnsOf); 0 counts all.
 	Ifindex uint32
@@ -130,7 +136,9 @@ type Tracer struct {
 	objs   bpfObjects
 	link   link.Link
 	kernel drops.Kernel
-	start  time.Time
+	// stackEvery is Options.StackEvery when stacks are recorded, else 0.
+	stackEvery uint32
+	start      time.Time
 	// stopped is when Stop detached the program; zero while attached.
 	stopped time.Time
 }
@@ -164,6 +172,7 @@ func Start(opts Options) (*Tracer, error) {
 		bpfVarUnspecifiedReason: unspecified,
 		bpfVarFilterIfindex:     opts.Ifindex,
 		bpfVarFilterNetns:       opts.Netns,
+		bpfVarStackEvery:        max(opts.StackEvery, 1),
 	}
 	for name, v := range consts {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -175,6 +184,9 @@ func Start(opts Options) (*Tracer, error) {
 		spec.Maps[bpfMapStacks].MaxEntries = 1
 	}
 	t := &Tracer{kernel: kernel}
+	if opts.Stacks {
+		t.stackEvery = max(opts.StackEvery, 1)
+	}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -223,7 +235,7 @@ func (t *Tracer) Read() (*drops.Capture, error) {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	c := &drops.Capture{Kernel: t.kernel, DurationSeconds: end.Sub(t.start).Seconds()}
+	c := &drops.Capture{Kernel: t.kernel, DurationSeconds: end.Sub(t.start).Seconds(), StackEvery: t.stackEvery}
 	var (
 		key    bpfDropKey
 		counts []uint64
@@ -278,13 +290,14 @@ func (t *Tracer) Read() (*drops.Capture, error) {
 			c.Stacks[id] = st
 		}
 	}
-	var errs []uint64
-	for i, dst := range []*uint64{&c.LostRecords, &c.LostStacks} {
-		if err := t.objs.Errors.Lookup(uint32(i), &errs); err != nil {
-			return nil, fmt.Errorf("read errors map: %w", err)
+	// The program's own counters, in the order of its enum.
+	var n []uint64
+	for i, dst := range []*uint64{&c.LostRecords, &c.LostStacks, &c.StackWalks} {
+		if err := t.objs.Counters.Lookup(uint32(i), &n); err != nil {
+			return nil, fmt.Errorf("read counters map: %w", err)
 		}
-		for _, n := range errs {
-			*dst += n
+		for _, v := range n {
+			*dst += v
 		}
 	}
 	// The kernel skips a tracing program that fires while the same

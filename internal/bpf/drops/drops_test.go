@@ -150,3 +150,60 @@ func TestWithoutReasons(t *testing.T) {
 		t.Errorf("folded stacks without __udp4_lib_rcv: %+v", stacks)
 	}
 }
+
+// TestStackSampling sends a run of identical drops (closed port on
+// loopback, one sender): with StackEvery n the program walks about one
+// stack in n and still counts every drop, each under a real stack; with 1
+// it walks every drop's stack.
+func TestStackSampling(t *testing.T) {
+	testenv.RequireRoot(t)
+	self, err := NetnsOf("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 2000
+	for _, every := range []uint32{1, 50} {
+		tr, err := Start(Options{Stacks: true, StackEvery: every, Ifindex: 1, Netns: self})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendToClosedPort(t, sent)
+		if err := tr.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := tr.Read()
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.StackEvery != every {
+			t.Errorf("capture says stack_every %d, want %d", c.StackEvery, every)
+		}
+		var drops, withStack uint64
+		for _, r := range c.Records {
+			if c.Kernel.Name(r.Reason) != "NO_SOCKET" {
+				continue
+			}
+			drops += r.Count
+			if r.StackID >= 0 && len(c.Stacks[r.StackID]) > 0 {
+				withStack += r.Count
+			}
+		}
+		if drops < sent {
+			t.Errorf("every %d: %d NO_SOCKET drops counted, want >= %d", every, drops, sent)
+		}
+		if withStack != drops {
+			t.Errorf("every %d: %d of %d drops under a stack, want all", every, withStack, drops)
+		}
+		// Other frees on loopback may interrupt the run (each new run is
+		// walked at once), so sampled walks are bounded, not exact.
+		lo, hi := uint64(sent/every), uint64(sent/every)*3+10
+		if every == 1 {
+			lo, hi = sent, sent*2
+		}
+		if c.StackWalks < lo || c.StackWalks > hi {
+			t.Errorf("every %d: %d stacks walked for %d drops, want %d..%d", every, c.StackWalks, drops, lo, hi)
+		}
+		t.Logf("every %d: %d drops, %d walks, %d records", every, drops, c.StackWalks, len(c.Records))
+	}
+}
