@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
@@ -24,52 +26,66 @@ import (
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
-// tracer is one way of watching drops during a flood.
+// tracer is one way of watching drops during a load. start attaches it;
+// the stop it returns detaches it and returns the eBPF program's run
+// statistics (zero for other tracers).
 type tracer struct {
 	name  string
-	start func(b *testing.B) (stop func() (nsPerRun float64))
+	start func(b *testing.B) (stop func() progStats)
+}
+
+// progStats is what the kernel's BPF statistics say about one attachment.
+type progStats struct {
+	runs     uint64
+	nsPerRun float64 // only while kernel.bpf_stats_enabled is on
 }
 
 // BenchmarkTracerCost measures what watching drops costs the traffic: the
-// delivered packet rate (received by the iperf3 server) of a UDP flood
-// between two namespaces (netlab, RPS to one CPU, netdev_max_backlog 16),
-// with no tracer, with slowpath's eBPF counter (reasons only, and with
-// stacks) and with `perf record -a -g -e skb:kfree_skb`, the method of the
-// incident.
+// delivered packet rate (datagrams the iperf3 server read, the receiver
+// namespace's UDP InDatagrams) of a UDP flood between two namespaces
+// (netlab, RPS to one CPU, netdev_max_backlog 16), with no tracer, with an
+// empty program on the same tracepoint (the floor: what the kernel's
+// tracepoint dispatch costs any program), with slowpath's eBPF counter
+// (reasons only, and with stacks) and with `perf record -a -g -e
+// skb:kfree_skb`, the method of the incident.
 //
 // The sender runs on one CPU; the receive softirq (RPS) and the iperf3
 // server share the other. That CPU is the bottleneck: its softirq takes
 // every packet the sender manages, drops most of them at the full socket
 // buffer, and the server gets what time is left (about a quarter). A
 // tracer's time per drop comes out of that rest, so the delivered rate
-// loses (tracer time)/(server's share of the CPU), about four times the
-// tracer's own share of the CPU. model-cost-%-reasons computes that from
-// measured inputs, to check the measured cost against.
+// loses about four times the tracer's own share of the CPU.
 //
-// Variants are interleaved: every round runs each once, 1 s each, in an
-// order rotated from round to round, and a tracer's cost is taken per
-// round against that round's run without a tracer, so slow drifts of this
-// shared machine cancel. The sender's own rate still varies by tens of
-// percent from one flood to the next, and the delivered rate with it.
-// Reported, medians over rounds:
+// One flood runs throughout, and the variants take turns in windows of
+// 1 s (each attached 0.5 s before its window, detached after it), in an
+// order rotated every round; a tracer's cost is paired with the window
+// without a tracer of the same round. Separate floods vary by tens of
+// percent from one to the next (iperf3's start-up, where the scheduler
+// puts things). Within one flood an unpaced sender's rate still wanders,
+// and the delivered rate against it (more arrivals take more softirq time
+// from the server); the paced flood holds the offered load still and its
+// windows vary by a few percent. Reported, medians over rounds:
 //
 //   - pkt/s-<v>: delivered packets per second (the issue's metric);
 //   - cost-%-<v>, with -min and -max over rounds: delivered rate lost
 //     against no tracer;
+//   - over-floor-%-<v>: the part of that cost above the empty program's,
+//     i.e. what slowpath's program itself adds to the kernel's dispatch;
 //   - perf/reasons-cost: the ratio of the two median costs; the eBPF
-//     counter's is never taken below model-cost-%-reasons, so noise
-//     cannot blow the ratio up;
-//   - sockdrop/s, backlogdrop/s: the drops a tracer pays for (no tracer);
+//     counter's is never taken below the floor's, so noise cannot blow
+//     the ratio up;
+//   - offered-pkt/s: what reached the receiving CPU (delivered plus
+//     dropped, no tracer);
+//   - sockdrop/s, backlogdrop/s: the drops a tracer pays for (no tracer),
+//     events/s: the tracepoint's hits per second (drops and other frees);
 //   - srvcpu-%: the server's share of the RPS CPU (user and system time,
 //     /proc/stat, no tracer);
-//   - ns/drop-<v>: the eBPF program's own run time per drop (kernel BPF
-//     statistics, in a separate pass because they cost time themselves),
-//     and bpfcpu-%-<v>: that times the drop rate, as a share of one CPU;
+//   - ns/event-<v> and prog-ns/event-<v>: run time per hit from the
+//     kernel's BPF statistics (a separate pass, as they cost time
+//     themselves), and the same less the empty program's, which is the
+//     statistics' own overhead;
 //   - noise-%-none: median absolute deviation of the rate without a
-//     tracer, relative to its median: the flood's own noise per round;
-//   - model-cost-%-reasons: sockdrop/s × ns/drop-reasons / srvcpu-%, the
-//     rate the program's own time must cost; the tracepoint's dispatch is
-//     not in it (see BenchmarkDropPathCost), so it is a lower bound.
+//     tracer, relative to its median: the flood's own noise per window.
 func BenchmarkTracerCost(b *testing.B) {
 	perf := testenv.RequireTool(b, "perf", "linux-perf")
 	if runtime.NumCPU() < 2 {
@@ -81,56 +97,107 @@ func BenchmarkTracerCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(ensureTracefs(b))
-	variants := tracerVariants(perf)
-	// The sender on one CPU, the server pinned to the RPS CPU: left to
-	// the scheduler, the server now and then moves to the sender's CPU,
-	// which changes the rate more than any tracer does.
-	opts := netlab.FloodOptions{Affinity: fmt.Sprintf("%d,%d", sendCPU, rpsCPU)}
-	for i := 0; i < b.N; i++ {
-		floodCost(b, lab, variants, opts, rpsCPU)
+	variants := tracerVariants(b, perf)
+	// Two floods: the sender as fast as it can go, which drops the most
+	// (about 190k socket-buffer drops/s here) and is the worst case for a
+	// tracer; and the sender paced to 250k packets/s (iperf3 -b counts
+	// UDP payload: 250k × 64 B × 8 = 128 Mbit/s), still more than the
+	// receiving CPU can take, at about a sixth of the drops. A tracer
+	// costs in proportion to the drop rate, so the two bracket it.
+	for _, f := range []struct{ name, bitrate string }{
+		{"flood=saturating", ""},
+		{"flood=paced-250kpps", "128M"},
+	} {
+		b.Run(f.name, func(b *testing.B) {
+			// The sender on one CPU, the server pinned to the RPS CPU:
+			// left to the scheduler, the server now and then moves to the
+			// sender's CPU, which changes the rate more than any tracer
+			// does.
+			opts := netlab.FloodOptions{Affinity: fmt.Sprintf("%d,%d", sendCPU, rpsCPU), Bitrate: f.bitrate}
+			for i := 0; i < b.N; i++ {
+				floodCost(b, lab, variants, opts, rpsCPU)
+			}
+		})
 	}
 }
 
 func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.FloodOptions, rpsCPU int) {
 	const (
-		rounds = 12
-		flood  = time.Second
+		rounds = 16
+		window = time.Second
+		settle = 500 * time.Millisecond
+		warmup = 2 * time.Second
 	)
+	// One flood for every window, with room for perf's start-up and the
+	// statistics pass; cancelled when the windows are done.
+	length := warmup + time.Duration(rounds*len(variants)+len(variants))*(window+settle+time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := lab.Flood(ctx, length, opts)
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		<-done // the flood's error is only of interest while it should run
+	}()
+
 	type run struct {
 		rate, sockDrops, backlogDrops float64
 		cpus                          []cpuSplit
+		stats                         progStats
 	}
+	measure := func(v tracer) run {
+		stop := v.start(b)
+		time.Sleep(settle)
+		w0 := readRxWindow(b, lab)
+		time.Sleep(window)
+		w1 := readRxWindow(b, lab)
+		st := stop()
+		select {
+		case err := <-done:
+			b.Fatalf("the flood ended before the measurements did: %v", err)
+		default:
+		}
+		d := w1.counters.Sub(w0.counters)
+		secs := w1.at.Sub(w0.at).Seconds()
+		return run{
+			rate:         float64(d.UDPInDatagrams) / secs,
+			sockDrops:    float64(d.UDPRcvbufErrors) / secs,
+			backlogDrops: float64(d.TotalSoftnetDropped()) / secs,
+			cpus:         w1.split(w0),
+			stats:        st,
+		}
+	}
+
+	time.Sleep(warmup)
 	runs := map[string][]run{} // per variant, index = round
 	var detail []string
 	for r := 0; r < rounds; r++ {
 		for k := range variants {
 			v := variants[(r+k)%len(variants)]
-			stop := v.start(b)
-			w0 := readRxWindow(b, lab)
-			res, err := lab.Flood(context.Background(), flood, opts)
-			w1 := readRxWindow(b, lab)
-			stop()
-			if err != nil {
-				b.Fatalf("%s: %v", v.name, err)
-			}
-			d := w1.counters.Sub(w0.counters)
-			x := run{
-				rate:         res.ReceivedPacketsPerSecond(),
-				sockDrops:    float64(d.UDPRcvbufErrors) / res.Seconds,
-				backlogDrops: float64(d.TotalSoftnetDropped()) / res.Seconds,
-				cpus:         w1.split(w0),
+			x := measure(v)
+			if v.name == "none" && x.rate == 0 {
+				b.Fatal("no packets delivered in a window without a tracer: is the flood running?")
 			}
 			runs[v.name] = append(runs[v.name], x)
-			detail = append(detail, fmt.Sprintf("round %d %-7s received %6.0f pkt/s, sent %6.0f pkt/s, drops/s socket %6.0f backlog %6.0f, cpu %v",
-				r, v.name, x.rate, float64(res.SentPackets)/res.Seconds, x.sockDrops, x.backlogDrops, x.cpus))
+			detail = append(detail, fmt.Sprintf("round %2d %-7s received %6.0f pkt/s, drops/s socket %6.0f backlog %6.0f, cpu %v",
+				r, v.name, x.rate, x.sockDrops, x.backlogDrops, x.cpus))
 		}
 	}
-	// The program's own run time, in a separate pass: the kernel's BPF
+	// The programs' own run time, in a separate pass: the kernel's BPF
 	// statistics cost time themselves, so they are off above.
-	nsPerDrop := runTimes(b, variants, func() error {
-		_, err := lab.Flood(context.Background(), flood, opts)
-		return err
-	})
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatalf("enable BPF stats: %v", err)
+	}
+	timed := map[string]run{}
+	for _, v := range variants {
+		if v.name != "none" && v.name != "perf" {
+			timed[v.name] = measure(v)
+		}
+	}
+	stats.Close()
 
 	pick := func(name string, f func(run) float64) []float64 {
 		var xs []float64
@@ -140,55 +207,61 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 		return xs
 	}
 	base := pick("none", func(x run) float64 { return x.rate })
+	floor := pick("floor", func(x run) float64 { return x.rate })
 	cost := map[string]float64{}
 	for _, v := range variants {
 		b.ReportMetric(median(pick(v.name, func(x run) float64 { return x.rate })), "pkt/s-"+v.name)
 		if v.name == "none" {
 			continue
 		}
-		// Paired per round: against the run without a tracer of the same
-		// round.
-		var c []float64
+		// Paired per round: against the window without a tracer of the
+		// same round.
+		var c, over []float64
 		for r, x := range runs[v.name] {
 			c = append(c, (1-x.rate/base[r])*100)
+			over = append(over, (floor[r]-x.rate)/base[r]*100)
 		}
 		cost[v.name] = median(c)
 		b.ReportMetric(median(c), "cost-%-"+v.name)
 		b.ReportMetric(slices.Min(c), "cost-%-"+v.name+"-min")
 		b.ReportMetric(slices.Max(c), "cost-%-"+v.name+"-max")
+		if v.name != "floor" {
+			b.ReportMetric(median(over), "over-floor-%-"+v.name)
+		}
 		b.Logf("%-7s cost per round (%%): %s", v.name, fmtAll(c))
 	}
-	sock := median(pick("none", func(x run) float64 { return x.sockDrops }))
-	srv := median(pick("none", func(x run) float64 { return x.cpus[rpsCPU].task }))
-	b.ReportMetric(sock, "sockdrop/s")
+	b.ReportMetric(cost["perf"]/max(cost["reasons"], cost["floor"], 0.1), "perf/reasons-cost")
+	b.ReportMetric(median(pick("none", func(x run) float64 { return x.rate + x.sockDrops + x.backlogDrops })), "offered-pkt/s")
+	b.ReportMetric(median(pick("none", func(x run) float64 { return x.sockDrops })), "sockdrop/s")
 	b.ReportMetric(median(pick("none", func(x run) float64 { return x.backlogDrops })), "backlogdrop/s")
-	b.ReportMetric(srv, "srvcpu-%")
-	for name, ns := range nsPerDrop {
-		b.ReportMetric(ns, "ns/drop-"+name)
-		// Drops per second of the flood rounds of the same variant: the
-		// single flood of the statistics pass is too noisy for this.
-		drops := median(pick(name, func(x run) float64 { return x.sockDrops + x.backlogDrops }))
-		b.ReportMetric(ns*drops/1e7, "bpfcpu-%-"+name)
-	}
-	// How much the flood itself varies: the median absolute deviation of
-	// the rate without a tracer, relative to its median.
+	b.ReportMetric(median(pick("none", func(x run) float64 { return x.cpus[rpsCPU].task })), "srvcpu-%")
 	var dev []float64
 	for _, x := range base {
 		dev = append(dev, abs(x/median(base)-1)*100)
 	}
 	b.ReportMetric(median(dev), "noise-%-none")
-	model := 0.0
-	if srv > 0 {
-		model = sock * nsPerDrop["reasons"] / 1e9 * 100 / (srv / 100)
-		b.ReportMetric(model, "model-cost-%-reasons")
-		b.Logf("model: %.0f socket drops/s × %.0f ns = %.2f%% of the RPS CPU, taken from the server's %.0f%% of it: %.1f%% of the delivered rate",
-			sock, nsPerDrop["reasons"], sock*nsPerDrop["reasons"]/1e7, srv, model)
+	reportRunTimes(b, map[string]progStats{"floor": timed["floor"].stats, "reasons": timed["reasons"].stats, "stacks": timed["stacks"].stats},
+		window+settle)
+	// One call: the testing package keeps only the first lines of a
+	// benchmark's separate log calls.
+	b.Log("windows:\n" + strings.Join(detail, "\n"))
+}
+
+// reportRunTimes reports each eBPF variant's run time per tracepoint hit
+// from the kernel's statistics, and the same less the empty program's
+// (the statistics' own overhead), and the hits per second.
+func reportRunTimes(b *testing.B, st map[string]progStats, attached time.Duration) {
+	for name, s := range st {
+		if s.runs == 0 {
+			continue
+		}
+		b.ReportMetric(s.nsPerRun, "ns/event-"+name)
+		if name != "floor" && st["floor"].runs > 0 {
+			b.ReportMetric(s.nsPerRun-st["floor"].nsPerRun, "prog-ns/event-"+name)
+		}
 	}
-	// The eBPF counter's cost is never taken below what its own run time
-	// must cost, so noise cannot inflate the ratio.
-	b.ReportMetric(cost["perf"]/max(cost["reasons"], model, 0.1), "perf/reasons-cost")
-	for _, l := range detail {
-		b.Log(l)
+	if s := st["floor"]; s.runs > 0 && attached > 0 {
+		b.ReportMetric(float64(s.runs)/attached.Seconds(), "events/s")
 	}
 }
 
@@ -196,12 +269,12 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 // one thread sends UDP datagrams to a closed port on loopback, so every
 // packet is dropped (NO_SOCKET) synchronously in the sender's own softirq
 // and the time per packet includes the whole cost of tracing its drop.
-// It reports the best ns/pkt of several interleaved rounds per variant and
-// each tracer's cost; it is far less noisy than a two-process flood on a
-// shared 2-CPU machine. perf/reasons-cost divides the time perf record
-// adds per packet by the time the eBPF counter adds, and the latter is
-// never taken below the program's own run time per drop (kernel BPF
-// statistics), so noise cannot inflate the ratio.
+// It reports the best ns/pkt of several interleaved rounds per variant,
+// each tracer's cost, and added-ns/drop-<v>: the time a tracer adds per
+// drop, the floor's being the kernel's tracepoint dispatch to an empty
+// program. perf/reasons-cost divides the time perf record adds per packet
+// by the time the eBPF counter adds, the latter never taken below the
+// floor's, so noise cannot inflate the ratio.
 func BenchmarkDropPathCost(b *testing.B) {
 	testenv.RequireRoot(b)
 	perf := testenv.RequireTool(b, "perf", "linux-perf")
@@ -209,15 +282,33 @@ func BenchmarkDropPathCost(b *testing.B) {
 	send, closeSender := closedPortSender(b)
 	defer closeSender()
 
-	variants := tracerVariants(perf)
+	variants := tracerVariants(b, perf)
+	// Sending from one thread on one CPU: a migration in the middle of a
+	// round costs more than a tracer does.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var was, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		b.Fatal(err)
+	}
+	one.Set(runtime.NumCPU() - 1)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		b.Fatalf("pin the sender: %v", err)
+	}
+	defer func() {
+		if err := unix.SchedSetaffinity(0, &was); err != nil {
+			b.Errorf("unpin the sender: %v", err)
+		}
+	}()
 	const (
-		rounds  = 5
-		packets = 150000
+		rounds  = 15
+		packets = 40000
 	)
 	perPkt := map[string][]float64{}
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
-			for _, v := range variants {
+			for k := range variants {
+				v := variants[(r+k)%len(variants)]
 				stop := v.start(b)
 				t0 := time.Now()
 				if err := send(packets); err != nil {
@@ -229,7 +320,26 @@ func BenchmarkDropPathCost(b *testing.B) {
 			}
 		}
 	}
-	nsPerDrop := runTimes(b, variants, func() error { return send(packets) })
+	// The programs' own run time, in a separate pass: the kernel's BPF
+	// statistics cost time themselves.
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatalf("enable BPF stats: %v", err)
+	}
+	timed := map[string]progStats{}
+	for _, v := range variants {
+		if v.name == "none" || v.name == "perf" {
+			continue
+		}
+		stop := v.start(b)
+		err := send(packets)
+		timed[v.name] = stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	stats.Close()
+
 	base := slices.Min(perPkt["none"])
 	added := map[string]float64{}
 	for _, v := range variants {
@@ -237,45 +347,20 @@ func BenchmarkDropPathCost(b *testing.B) {
 		b.ReportMetric(m, "ns/pkt-"+v.name)
 		if v.name != "none" {
 			added[v.name] = m - base
+			b.ReportMetric(m-base, "added-ns/drop-"+v.name)
 			// Packet rate lost: 1 - base/m.
 			b.ReportMetric((1-base/m)*100, "cost-%-"+v.name)
 		}
 	}
-	for name, ns := range nsPerDrop {
-		b.ReportMetric(ns, "ns/drop-"+name)
-	}
-	reasons := max(added["reasons"], nsPerDrop["reasons"])
-	b.ReportMetric(added["perf"]/reasons, "perf/reasons-cost")
-}
-
-// runTimes runs load once under each eBPF variant with the kernel's BPF
-// run-time statistics on, and returns the program's mean ns per drop.
-func runTimes(b *testing.B, variants []tracer, load func() error) map[string]float64 {
-	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
-	if err != nil {
-		b.Fatalf("enable BPF stats: %v", err)
-	}
-	defer stats.Close()
-	out := map[string]float64{}
-	for _, v := range variants {
-		if v.name != "reasons" && v.name != "stacks" {
-			continue
-		}
-		stop := v.start(b)
-		err := load()
-		ns := stop()
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[v.name] = ns
-	}
-	return out
+	reportRunTimes(b, timed, 0)
+	b.ReportMetric(added["perf"]/max(added["reasons"], added["floor"], 1), "perf/reasons-cost")
 }
 
 // rxWindow is a reading of what a flood changes: the receiver
 // namespace's UDP counters, the host's softnet drops, and the time every
 // CPU spent in tasks, in softirq and idle.
 type rxWindow struct {
+	at       time.Time
 	counters netlab.Counters
 	cpus     []procfs.CPUStat // index = CPU
 }
@@ -293,7 +378,7 @@ func readRxWindow(b *testing.B, lab *netlab.Lab) rxWindow {
 	if err != nil {
 		b.Fatalf("read /proc/stat: %v", err)
 	}
-	w := rxWindow{counters: c, cpus: make([]procfs.CPUStat, runtime.NumCPU())}
+	w := rxWindow{at: time.Now(), counters: c, cpus: make([]procfs.CPUStat, runtime.NumCPU())}
 	for i := range w.cpus {
 		s, ok := st.CPU[int64(i)]
 		if !ok {
@@ -375,14 +460,14 @@ func closedPortSender(b *testing.B) (func(n int) error, func()) {
 
 // ebpfTracer attaches slowpath's drop counter as `slowpath net drops`
 // does; stop reads the maps (as the command does at the end), detaches,
-// and returns the program's mean run time per drop.
-func ebpfTracer(o bpfdrops.Options) func(*testing.B) func() float64 {
-	return func(b *testing.B) func() float64 {
+// and returns the program's run statistics.
+func ebpfTracer(o bpfdrops.Options) func(*testing.B) func() progStats {
+	return func(b *testing.B) func() progStats {
 		tr, err := bpfdrops.Start(o)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return func() float64 {
+		return func() progStats {
 			defer tr.Close()
 			if err := tr.Stop(); err != nil {
 				b.Fatal(err)
@@ -391,18 +476,63 @@ func ebpfTracer(o bpfdrops.Options) func(*testing.B) func() float64 {
 				b.Fatal(err)
 			}
 			st, err := tr.Stats()
-			if err != nil || st.RunCount == 0 {
-				return 0
+			if err != nil {
+				b.Fatal(err)
 			}
-			return float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)
+			return toProgStats(st)
+		}
+	}
+}
+
+func toProgStats(st *ebpf.ProgramStats) progStats {
+	if st.RunCount == 0 {
+		return progStats{}
+	}
+	return progStats{runs: st.RunCount, nsPerRun: float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)}
+}
+
+// floorTracer attaches a program that does nothing to the same tracepoint
+// the same way (tp_btf): its cost is the kernel's dispatch, which every
+// program on skb:kfree_skb pays whatever it does.
+func floorTracer(b *testing.B) func(*testing.B) func() progStats {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.Tracing,
+		AttachType:   ebpf.AttachTraceRawTp,
+		AttachTo:     "kfree_skb",
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		b.Fatalf("load the empty program: %v", err)
+	}
+	b.Cleanup(func() { prog.Close() })
+	return func(b *testing.B) func() progStats {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Statistics are cumulative per program: report this attachment's.
+		before, err := prog.Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() progStats {
+			if err := l.Close(); err != nil {
+				b.Fatal(err)
+			}
+			after, err := prog.Stats()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return toProgStats(&ebpf.ProgramStats{RunCount: after.RunCount - before.RunCount, Runtime: after.Runtime - before.Runtime})
 		}
 	}
 }
 
 // perfTracer runs `perf record -a -g -e skb:kfree_skb` into a temporary
 // directory and stops it with SIGINT, as an operator would.
-func perfTracer(perf string) func(*testing.B) func() float64 {
-	return func(b *testing.B) func() float64 {
+func perfTracer(perf string) func(*testing.B) func() progStats {
+	return func(b *testing.B) func() progStats {
 		dir := b.TempDir()
 		cmd := exec.Command(perf, "record", "-a", "-g", "-e", "skb:kfree_skb", "-o", filepath.Join(dir, "perf.data"))
 		cmd.Dir = dir
@@ -430,7 +560,7 @@ func perfTracer(perf string) func(*testing.B) func() float64 {
 			time.Sleep(50 * time.Millisecond)
 		}
 		time.Sleep(500 * time.Millisecond)
-		return func() float64 {
+		return func() progStats {
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			err := cmd.Wait()
 			out.Close()
@@ -443,7 +573,7 @@ func perfTracer(perf string) func(*testing.B) func() float64 {
 			if err := os.RemoveAll(dir); err != nil {
 				b.Errorf("remove perf output: %v", err)
 			}
-			return 0
+			return progStats{}
 		}
 	}
 }
@@ -477,13 +607,16 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// tracerVariants are the four ways both benchmarks run the same load: no
-// tracer, slowpath reasons only, slowpath with stacks, and perf record.
-func tracerVariants(perf string) []tracer {
+// tracerVariants are the ways both benchmarks run the same load: no
+// tracer, an empty program on the tracepoint (the floor), slowpath reasons
+// only, slowpath with stacks (sampled as the command does by default),
+// and perf record.
+func tracerVariants(b *testing.B, perf string) []tracer {
 	return []tracer{
-		{"none", func(*testing.B) func() float64 { return func() float64 { return 0 } }},
+		{"none", func(*testing.B) func() progStats { return func() progStats { return progStats{} } }},
+		{"floor", floorTracer(b)},
 		{"reasons", ebpfTracer(bpfdrops.Options{})},
-		{"stacks", ebpfTracer(bpfdrops.Options{Stacks: true})},
+		{"stacks", ebpfTracer(bpfdrops.Options{Stacks: true, StackEvery: DefaultStackEvery})},
 		{"perf", perfTracer(perf)},
 	}
 }
