@@ -26,6 +26,7 @@ type bpfLastDrop struct {
 	_         structs.HostLayout
 	Key       bpfDropKey
 	Pending   uint64
+	Walked    bpfDropKey
 	SinceWalk uint64
 }
 

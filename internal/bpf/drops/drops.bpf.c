@@ -65,10 +65,10 @@ volatile const __u8 stack_unspecified = 0;
 volatile const __u32 unspecified_reason = 2;
 volatile const __u32 filter_ifindex = 0; // 0: every interface
 volatile const __u32 filter_netns = 0;   // with filter_ifindex: its namespace
-// A stack walk costs microseconds, 40 times the rest of the program: walk
-// the stack of the first drop of a run (below) and then of one drop in
-// stack_every; the drops in between count under the last stack walked.
-// 1 walks every drop's stack.
+// A stack walk costs microseconds, hundreds of times the rest of the
+// program: per CPU, walk the stack of a drop unlike the last one walked,
+// then of one in stack_every drops like it; the drops in between count
+// under the last stack walked. 1 walks every drop's stack.
 volatile const __u32 stack_every = 1;
 
 #define MAX_ENTRIES 16384
@@ -97,10 +97,16 @@ struct {
 // and a compare instead of a hash lookup; the pending count is flushed to
 // the hash when the key changes, and user space adds what is still
 // pending when it reads.
+//
+// walked is the last drop whose stack was walked, and since_walk counts
+// the drops like it since. It is kept apart from key so that frees whose
+// stacks are not wanted (NOT_SPECIFIED), which interleave with a flood's
+// drops, do not force a new walk.
 struct last_drop {
 	struct drop_key key;
 	__u64 pending;
-	__u64 since_walk; // drops of this run since its stack was last walked
+	struct drop_key walked;
+	__u64 since_walk;
 };
 
 struct {
@@ -196,30 +202,25 @@ int on_kfree_skb(__u64 *ctx)
 	struct last_drop *l = bpf_map_lookup_elem(&last_drops, &zero);
 	if (!l)
 		return 0;
+	if (want_stack) {
+		// A zero location never matches: the first drop is walked.
+		if (l->walked.location == key.location && l->walked.reason == key.reason &&
+		    l->walked.ifindex == key.ifindex && l->walked.netns == key.netns && ++l->since_walk < stack_every) {
+			key.stack_id = l->walked.stack_id;
+		} else {
+			key.stack_id = walk_stack(ctx);
+			l->walked = key;
+			l->since_walk = 0;
+		}
+	}
 	if (l->pending && l->key.reason == key.reason && l->key.ifindex == key.ifindex &&
-	    l->key.location == key.location && l->key.netns == key.netns) {
-		// The same drop as the last one on this CPU, but for its stack.
-		if (!want_stack) {
-			l->pending++;
-			return 0;
-		}
-		if (++l->since_walk < stack_every) {
-			l->pending++;
-			return 0;
-		}
-		l->since_walk = 0;
-		key.stack_id = walk_stack(ctx);
-		if (key.stack_id == l->key.stack_id) {
-			l->pending++;
-			return 0;
-		}
-	} else if (want_stack) {
-		key.stack_id = walk_stack(ctx);
+	    l->key.location == key.location && l->key.stack_id == key.stack_id && l->key.netns == key.netns) {
+		l->pending++;
+		return 0;
 	}
 	if (l->pending)
 		flush(&l->key, l->pending);
 	l->key = key;
 	l->pending = 1;
-	l->since_walk = 0;
 	return 0;
 }

@@ -194,11 +194,12 @@ func TestBacklogFlood(t *testing.T) {
 	folded, svg := filepath.Join(dir, "drops.folded"), filepath.Join(dir, "drops.svg")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	args := []string{"--format", "json", "--folded", folded, "--svg", svg}
+	record := filepath.Join(dir, "capture.json")
 	if golden.Update() {
 		// Refresh the recorded capture that internal/drops tests replay.
-		args = append(args, "--record", "../../../drops/testdata/flood.capture.json")
+		record = "../../../drops/testdata/flood.capture.json"
 	}
+	args := []string{"--format", "json", "--folded", folded, "--svg", svg, "--record", record}
 	done := startCmd(ctx, t, args...)
 
 	before, err := lab.ReadCounters()
@@ -327,6 +328,27 @@ func TestBacklogFlood(t *testing.T) {
 	}
 	if backlogStacks*100 < bl.Count*95 {
 		t.Errorf("only %d of %d CPU_BACKLOG drops have a stack through enqueue_to_backlog", backlogStacks, bl.Count)
+	}
+	// Stack walks are sampled: about one per DefaultStackEvery drops of a
+	// kind, even with other frees interleaved on the same CPU. Allow for
+	// the kinds that are walked at once (rare drops, each CPU's first).
+	b, err = os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c drops.Capture
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	var wanted uint64
+	for _, r := range c.Records {
+		if c.Kernel.Name(r.Reason) != "NOT_SPECIFIED" {
+			wanted += r.Count
+		}
+	}
+	t.Logf("%d stack walks for %d drops (stack_every %d)", c.StackWalks, wanted, c.StackEvery)
+	if c.StackEvery != DefaultStackEvery || c.StackWalks == 0 || c.StackWalks > wanted/DefaultStackEvery*2+100 {
+		t.Errorf("%d stack walks for %d drops with stack_every %d: not sampled", c.StackWalks, wanted, c.StackEvery)
 	}
 }
 
