@@ -58,6 +58,26 @@ func sendToClosedPort(t *testing.T, n int) int {
 	return port
 }
 
+// traceClosedPort counts drops with opts while n datagrams go to a closed
+// port on loopback, and returns what the tracer read after detaching.
+func traceClosedPort(t *testing.T, opts Options, n int) *drops.Capture {
+	t.Helper()
+	tr, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sendToClosedPort(t, n)
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestNoSocketOnLoopback(t *testing.T) {
 	testenv.RequireRoot(t)
 	self, err := NetnsOf("/proc/self/ns/net")
@@ -67,19 +87,7 @@ func TestNoSocketOnLoopback(t *testing.T) {
 	for _, stacks := range []bool{false, true} {
 		// Loopback is ifindex 1 in every namespace: the filter must also
 		// match ours.
-		tr, err := Start(Options{Stacks: stacks, Ifindex: 1, Netns: self})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sendToClosedPort(t, 5)
-		if err := tr.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		c, err := tr.Read()
-		tr.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := traceClosedPort(t, Options{Stacks: stacks, Ifindex: 1, Netns: self}, 5)
 		var n uint64
 		for _, r := range c.Records {
 			name := c.Kernel.Name(r.Reason)
@@ -109,19 +117,7 @@ func TestWithoutReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := Start(Options{Stacks: true, Ifindex: 1, Netns: self, ignoreReasons: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	sendToClosedPort(t, 4)
-	if err := tr.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := tr.Read()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := traceClosedPort(t, Options{Stacks: true, Ifindex: 1, Netns: self, ignoreReasons: true}, 4)
 	if c.Kernel.HasReasons {
 		t.Fatal("capture claims drop reasons")
 	}
@@ -163,19 +159,7 @@ func TestStackSampling(t *testing.T) {
 	}
 	const sent = 2000
 	for _, every := range []uint32{1, 50} {
-		tr, err := Start(Options{Stacks: true, StackEvery: every, Ifindex: 1, Netns: self})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sendToClosedPort(t, sent)
-		if err := tr.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		c, err := tr.Read()
-		tr.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := traceClosedPort(t, Options{Stacks: true, StackEvery: every, Ifindex: 1, Netns: self}, sent)
 		if c.StackEvery != every {
 			t.Errorf("capture says stack_every %d, want %d", c.StackEvery, every)
 		}
