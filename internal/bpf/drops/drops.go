@@ -33,11 +33,12 @@ type Options struct {
 	// are skipped by default because they are frequent and mostly not
 	// drops.
 	StacksUnspecified bool
-	// StackEvery samples stack walks, which cost microseconds each: the
-	// first drop of a run of identical drops on a CPU has its stack
-	// walked, then one in StackEvery; the drops in between count under
-	// the last stack walked. Counts per reason, location and interface
-	// stay exact. 0 or 1 walks every drop's stack.
+	// StackEvery samples stack walks, which cost microseconds each: on
+	// each CPU a drop unlike the last one walked (reason, location,
+	// interface) has its stack walked, then one in StackEvery drops like
+	// it; the drops in between count under the last stack walked. Counts
+	// per reason, location and interface stay exact. 0 or 1 walks every
+	// drop's stack.
 	StackEvery uint32
 	// Ifindex counts only drops whose skb belongs to this interface of
 	// network namespace Netns (an inode number, see NetnsOf); 0 counts all.
@@ -165,6 +166,7 @@ func Start(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	unspecified, _ := kernel.Unspecified()
+	every := max(opts.StackEvery, 1)
 	consts := map[string]any{
 		bpfVarHasReason:         b2u8(kernel.HasReasons),
 		bpfVarWithStacks:        b2u8(opts.Stacks),
@@ -172,7 +174,7 @@ func Start(opts Options) (*Tracer, error) {
 		bpfVarUnspecifiedReason: unspecified,
 		bpfVarFilterIfindex:     opts.Ifindex,
 		bpfVarFilterNetns:       opts.Netns,
-		bpfVarStackEvery:        max(opts.StackEvery, 1),
+		bpfVarStackEvery:        every,
 	}
 	for name, v := range consts {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -185,7 +187,7 @@ func Start(opts Options) (*Tracer, error) {
 	}
 	t := &Tracer{kernel: kernel}
 	if opts.Stacks {
-		t.stackEvery = max(opts.StackEvery, 1)
+		t.stackEvery = every
 	}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError

@@ -84,7 +84,7 @@ See docs/drops.md.`,
 	f := cmd.Flags()
 	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to count; 0 counts until Ctrl-C (Ctrl-C also ends a timed run early)")
 	f.BoolVar(&o.Stacks, "stacks", false, "record kernel stacks of drops (implied by --folded and --svg)")
-	f.Uint32Var(&o.StackEvery, "stack-every", DefaultStackEvery, "with stacks, walk the stack of one drop in `N` of a run of identical drops (the others count under it); 1 walks every drop, at microseconds each")
+	f.Uint32Var(&o.StackEvery, "stack-every", DefaultStackEvery, "with stacks, walk the stack of one drop in `N` like it (same reason, function, interface; the others count under it); 1 walks every drop, at microseconds each")
 	f.StringVar(&o.Interface, "interface", "", "count only drops on interface `IF` (filtered in the kernel)")
 	f.StringVar(&o.Folded, "folded", "", "write folded stacks to `FILE` (flamegraph.pl, speedscope and inferno read them)")
 	f.StringVar(&o.SVG, "svg", "", "write a flame graph of drop stacks to `FILE`")
@@ -98,9 +98,9 @@ See docs/drops.md.`,
 }
 
 // DefaultStackEvery keeps --stacks cheap in a flood: a stack walk costs
-// 3–4 µs here against ~10 ns for the rest of the program, so walking one
-// drop in 64 of a run adds ~50 ns per drop, while a run's first drop, and
-// so every rare drop, still has its stack walked.
+// 3–4 µs here against ~15 ns for the rest of the program, so walking one
+// drop in 64 adds ~50–100 ns per drop, while a drop unlike the last one
+// walked, and so every rare drop, still has its stack walked.
 const DefaultStackEvery = 64
 
 func (o *Options) validate() error {
