@@ -180,10 +180,10 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 	if err != nil {
 		b.Fatalf("enable BPF stats: %v", err)
 	}
-	timed := map[string]run{}
+	timed := map[string]progStats{}
 	for _, v := range variants {
 		if v.name != "none" && v.name != "perf" {
-			timed[v.name] = measure(v)
+			timed[v.name] = measure(v).stats
 		}
 	}
 	stats.Close()
@@ -229,9 +229,9 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 		dev = append(dev, abs(x/median(base)-1)*100)
 	}
 	b.ReportMetric(median(dev), "noise-%-none")
-	reportRunTimes(b, map[string]progStats{"floor": timed["floor"].stats, "reasons": timed["reasons"].stats, "stacks": timed["stacks"].stats})
-	// One call: the testing package keeps only the first lines of a
-	// benchmark's separate log calls.
+	reportRunTimes(b, timed)
+	// Every window, for reading the medians against: `go test -v` shows
+	// all of it, plain `go test` only the first lines.
 	b.Log("windows:\n" + strings.Join(detail, "\n"))
 }
 
