@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -192,11 +193,65 @@ func losetupFile(t *testing.T, file string) string {
 		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
 			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
 		}
-		if out, _ := exec.Command("losetup", "-j", file).Output(); len(out) != 0 {
+		// LOOP_CLR_FD on a device someone still holds open only sets
+		// autoclear (drivers/block/loop.c, loop_clr_fd), so the device goes
+		// when its last opener closes it. The mounts of this file live in
+		// sharedArena, so nothing should hold it; allow a short grace.
+		var out []byte
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if out, _ = exec.Command("losetup", "-j", file).Output(); len(out) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(out) != 0 {
 			t.Errorf("loop device still bound to %s: %s", file, out)
 		}
 	})
 	return filepath.Base(dev)
+}
+
+// sharedArena mounts a small tmpfs at dir/arena, marks it shared and
+// returns its path; the test mounts its filesystems below it. Every test
+// package runs at once under `go test ./...`, and `ip netns exec` (netlab,
+// net watch) unshares the mount namespace, copying all mounts as slaves of
+// this one (iproute2 lib/namespace.c). A copy of a mount below a private
+// parent would keep the filesystem, and so the loop device, alive after
+// this test unmounts it; below a shared parent the unmount propagates to
+// the copies (Documentation/filesystems/sharedsubtree.rst).
+func sharedArena(t *testing.T, dir string) string {
+	t.Helper()
+	arena := filepath.Join(dir, "arena")
+	if err := os.Mkdir(arena, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
+	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
+		t.Fatalf("mount --make-shared %s: %v: %s", arena, err, out)
+	}
+	return arena
+}
+
+// mountT runs mount(8) with args (the last one is the target) and
+// unmounts the target when t ends. The unmount is retried for a moment on
+// EBUSY: a collector in another test package may be opening the mount
+// point to ask for its fscrypt policy.
+func mountT(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mount %v: %v: %s", args, err, out)
+	}
+	target := args[len(args)-1]
+	t.Cleanup(func() {
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if err = unix.Unmount(target, 0); err != unix.EBUSY || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("umount %s: %v", target, err)
+		}
+	})
 }
 
 func tempImage(t *testing.T, size int64) string {
@@ -260,32 +315,20 @@ func TestFscryptLive(t *testing.T) {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
 	loop := losetupFile(t, img)
-	base := filepath.Dir(img)
-	mnt, bind := filepath.Join(base, "mnt"), filepath.Join(base, "bind")
+	arena := sharedArena(t, filepath.Dir(img))
+	mnt, bind := filepath.Join(arena, "mnt"), filepath.Join(arena, "bind")
 	for _, d := range []string{mnt, bind} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mount := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-			t.Fatalf("mount %v: %v: %s", args, err, out)
-		}
-		target := args[len(args)-1]
-		t.Cleanup(func() {
-			if out, err := exec.Command("umount", target).CombinedOutput(); err != nil {
-				t.Errorf("umount %s: %v: %s", target, err, out)
-			}
-		})
-	}
-	mount("/dev/"+loop, mnt)
+	mountT(t, "/dev/"+loop, mnt)
 	enc := filepath.Join(mnt, "enc")
 	if err := os.Mkdir(enc, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	setPolicyV1(t, enc)
-	mount("--bind", enc, bind)
+	mountT(t, "--bind", enc, bind)
 
 	s := collectLive(t)
 	got := map[string]snapshot.Mount{}
