@@ -198,11 +198,10 @@ func losetupFile(t *testing.T, file string) string {
 		// when its last opener closes it. The mounts of this file live in
 		// sharedArena, so nothing should hold it; allow a short grace.
 		var out []byte
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if out, _ = exec.Command("losetup", "-j", file).Output(); len(out) == 0 || time.Now().After(deadline) {
-				break
-			}
-		}
+		retryFor(5*time.Second, func() bool {
+			out, _ = exec.Command("losetup", "-j", file).Output()
+			return len(out) == 0
+		})
 		if len(out) != 0 {
 			t.Errorf("loop device still bound to %s: %s", file, out)
 		}
@@ -243,15 +242,21 @@ func mountT(t *testing.T, args ...string) {
 	target := args[len(args)-1]
 	t.Cleanup(func() {
 		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if err = unix.Unmount(target, 0); err != unix.EBUSY || time.Now().After(deadline) {
-				break
-			}
-		}
+		retryFor(5*time.Second, func() bool {
+			err = unix.Unmount(target, 0)
+			return !errors.Is(err, unix.EBUSY)
+		})
 		if err != nil {
 			t.Errorf("umount %s: %v", target, err)
 		}
 	})
+}
+
+// retryFor calls try every 50 ms until it returns true or d has passed.
+func retryFor(d time.Duration, try func() bool) {
+	for deadline := time.Now().Add(d); !try() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func tempImage(t *testing.T, size int64) string {
