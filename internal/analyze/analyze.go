@@ -10,8 +10,8 @@ import (
 	// The check packages register their checks in init.
 	_ "github.com/slowpath/slowpath/internal/check/netcheck"
 	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
-	"github.com/slowpath/slowpath/internal/model/network"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -19,11 +19,11 @@ import (
 // Run builds the models from s, runs every check and assembles the report.
 // A model that cannot be built is an error naming the section.
 func Run(s *snapshot.Snapshot, cfg check.Config) (*report.Report, error) {
-	sm, err := storage.Build(s)
+	sm, err := storagemodel.Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("storage model: %w", err)
 	}
-	nm, err := network.Build(s)
+	nm, err := netmodel.Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("network model: %w", err)
 	}

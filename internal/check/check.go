@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/slowpath/slowpath/internal/model/network"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -90,8 +90,8 @@ type Finding struct {
 // Input is what every check reads. Models are built once from the snapshot.
 type Input struct {
 	Snapshot *snapshot.Snapshot
-	Storage  *storage.Model
-	Network  *network.Model
+	Storage  *storagemodel.Model
+	Network  *netmodel.Model
 	Config   Config
 }
 

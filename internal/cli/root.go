@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/cli/collect"
-	"github.com/slowpath/slowpath/internal/cli/doctor"
+	"github.com/slowpath/slowpath/internal/cli/collectcmd"
+	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
+	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -32,18 +33,12 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 	pf.StringVar(&env.FS.Sys, "path.sysfs", env.FS.Sys, "sysfs mountpoint")
 	pf.StringVar(&env.FS.Root, "path.rootfs", env.FS.Root, "root filesystem mountpoint")
 	root.AddCommand(
-		doctor.NewCmdDoctor(env, nil),
-		collect.NewCmdCollect(env, nil),
+		doctorcmd.NewCmdDoctor(env, nil),
+		collectcmd.NewCmdCollect(env, nil),
+		netcmd.NewCmdNet(env),
 	)
-	for _, add := range extraCommands {
-		root.AddCommand(add(env))
-	}
 	return root
 }
-
-// extraCommands lets other files in this package add subcommands without
-// editing the list above (one file per command family).
-var extraCommands []func(*clienv.Env) *cobra.Command
 
 // Main runs slowpath with args and returns the process exit code.
 func Main(args []string) int {

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"fmt"
 
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 // writeNetworkMarkdown adds the network section to the markdown report.
-func writeNetworkMarkdown(b *bufio.Writer, m *network.Model) {
+func writeNetworkMarkdown(b *bufio.Writer, m *netmodel.Model) {
 	if m == nil {
 		return
 	}
@@ -41,7 +41,7 @@ func writeNetworkMarkdown(b *bufio.Writer, m *network.Model) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d |\n", s.Layer, rate, s.Total)
 	}
-	if top, ok := network.Top(m.Counters); ok {
+	if top, ok := netmodel.Top(m.Counters); ok {
 		fmt.Fprintf(b, "\nTop offender: **%s** `%s` on %s, %.1f/s.\n", top.Layer, top.Counter, mdEscape(top.Subject), *top.PerSecond)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 // maxCounterLines bounds the counter list in text and markdown; JSON has all.
@@ -24,7 +24,7 @@ func writeNetworkText(t *textWriter, r *Report) {
 }
 
 // WriteNetwork renders the network model alone as text (`slowpath net`).
-func WriteNetwork(w io.Writer, m *network.Model, o Options) error {
+func WriteNetwork(w io.Writer, m *netmodel.Model, o Options) error {
 	t := &textWriter{w: bufio.NewWriter(w), color: o.Color}
 	if m == nil {
 		t.printf("no network section in the snapshot\n")
@@ -35,7 +35,7 @@ func WriteNetwork(w io.Writer, m *network.Model, o Options) error {
 	return t.w.Flush()
 }
 
-func writeNetworkBody(t *textWriter, m *network.Model) {
+func writeNetworkBody(t *textWriter, m *netmodel.Model) {
 	for _, ifc := range m.Interfaces {
 		t.printf("\n  %s", ifc.Name)
 		var facts []string
@@ -99,7 +99,7 @@ func writeNetworkBody(t *textWriter, m *network.Model) {
 	}
 }
 
-func interfaceLine(ifc network.Interface) string {
+func interfaceLine(ifc netmodel.Interface) string {
 	var parts []string
 	switch {
 	case ifc.Ring != nil:
@@ -129,7 +129,7 @@ func interfaceLine(ifc network.Interface) string {
 	return strings.Join(parts, "; ")
 }
 
-func layerFigure(s network.LayerSummary) string {
+func layerFigure(s netmodel.LayerSummary) string {
 	if s.PerSecond != nil {
 		return fmt.Sprintf("%10.1f/s  (total %d)", *s.PerSecond, s.Total)
 	}
@@ -138,10 +138,10 @@ func layerFigure(s network.LayerSummary) string {
 
 // counterLines lists the counters worth reading: rising ones by rate, or
 // (with one sample) the largest totals.
-func counterLines(m *network.Model) []string {
-	cs := append([]network.Counter(nil), m.Counters...)
+func counterLines(m *netmodel.Model) []string {
+	cs := append([]netmodel.Counter(nil), m.Counters...)
 	if m.IntervalSeconds > 0 {
-		var up []network.Counter
+		var up []netmodel.Counter
 		for _, c := range cs {
 			if c.Rising() {
 				up = append(up, c)

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -19,10 +19,10 @@ type Report struct {
 	FormatVersion int    `json:"format_version"`
 	Kernel        string `json:"kernel,omitempty"`
 	// Cloud is "provider instance-type" when known.
-	Cloud    string          `json:"cloud,omitempty"`
-	Findings []check.Finding `json:"findings"`
-	Storage  []storage.Path  `json:"storage"`
-	Network  *network.Model  `json:"network,omitempty"`
+	Cloud    string              `json:"cloud,omitempty"`
+	Findings []check.Finding     `json:"findings"`
+	Storage  []storagemodel.Path `json:"storage"`
+	Network  *netmodel.Model     `json:"network,omitempty"`
 	// NotCollected lists what the snapshot lacks, so a partial report says so.
 	NotCollected []snapshot.CollectError `json:"not_collected,omitempty"`
 }
@@ -46,7 +46,7 @@ func New(in *check.Input, findings []check.Finding) *Report {
 		r.Storage = in.Storage.Paths
 	}
 	if r.Storage == nil {
-		r.Storage = []storage.Path{}
+		r.Storage = []storagemodel.Path{}
 	}
 	if s := in.Snapshot; s != nil {
 		if s.Host != nil {

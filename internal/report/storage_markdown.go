@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // writeStorageMarkdown prints a summary table of paths, then each chain as a
@@ -54,7 +54,7 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 	}
 }
 
-func mdSubject(p storage.Path) string {
+func mdSubject(p storagemodel.Path) string {
 	if p.MountPoint != "" {
 		return p.MountPoint
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // writeStorageText prints each path as a chain, top layer first, one layer
@@ -41,7 +41,7 @@ func writeStorageText(t *textWriter, r *Report) {
 
 // emptyGroups lists empty devices grouped by kind and reason:
 // "loop0 loop1 (loop, detached (no backing file))".
-func emptyGroups(paths []storage.Path) []string {
+func emptyGroups(paths []storagemodel.Path) []string {
 	var keys []string
 	names := map[string][]string{}
 	for _, p := range paths {
@@ -65,7 +65,7 @@ func emptyGroups(paths []storage.Path) []string {
 }
 
 // pathHeadline is "/data: 2 encryption layers (kernel-cpu, hypervisor-host)".
-func pathHeadline(p storage.Path) string {
+func pathHeadline(p storagemodel.Path) string {
 	subject := p.MountPoint
 	if subject == "" {
 		subject = "/dev/" + p.Device + " (not mounted)"
@@ -94,7 +94,7 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-func (t *textWriter) encMark(l storage.Layer) string {
+func (t *textWriter) encMark(l storagemodel.Layer) string {
 	if l.EncryptionUnknown {
 		s := "encryption unknown from inside"
 		if l.Note != "" {
@@ -106,20 +106,20 @@ func (t *textWriter) encMark(l storage.Layer) string {
 }
 
 // layerLine is one layer with its facts.
-func layerLine(l storage.Layer) string {
+func layerLine(l storagemodel.Layer) string {
 	var f []string
 	head := l.Kind + " " + l.Name
 	switch l.Kind {
-	case storage.LayerFilesystem:
+	case storagemodel.LayerFilesystem:
 		head = l.FSType + " filesystem " + l.Name
 		if l.Note != "" {
 			f = append(f, l.Note)
 		}
-	case storage.LayerFscrypt:
+	case storagemodel.LayerFscrypt:
 		if l.Fscrypt != nil {
 			f = append(f, fmt.Sprintf("v%d policy, filenames %s", l.Fscrypt.Version, l.Fscrypt.FilenamesMode))
 		}
-	case storage.LayerDMCrypt:
+	case storagemodel.LayerDMCrypt:
 		head = "dm-crypt " + l.Name
 		if l.Device != "" && l.Device != l.Name {
 			head += " (" + l.Device + ")"
@@ -134,18 +134,18 @@ func layerLine(l storage.Layer) string {
 		} else if l.Note != "" {
 			f = append(f, l.Note)
 		}
-	case storage.LayerLoop:
+	case storagemodel.LayerLoop:
 		if l.BackingFile != "" {
 			f = append(f, "file "+l.BackingFile)
 		}
 		if l.DirectIO {
 			f = append(f, "direct I/O")
 		}
-	case storage.LayerMD:
+	case storagemodel.LayerMD:
 		if l.MDLevel != "" {
 			f = append(f, l.MDLevel)
 		}
-	case storage.LayerCloud:
+	case storagemodel.LayerCloud:
 		if c := l.Cloud; c != nil {
 			if c.Algorithm != "" {
 				f = append(f, c.Algorithm)
@@ -155,7 +155,7 @@ func layerLine(l storage.Layer) string {
 				f = append(f, l.Note)
 			}
 		}
-	case storage.LayerMissing:
+	case storagemodel.LayerMissing:
 		head = "missing"
 		if l.Note != "" {
 			f = append(f, l.Note)
@@ -169,7 +169,7 @@ func layerLine(l storage.Layer) string {
 				f = append(f, "targets "+strings.Join(l.DMTargets, "+"))
 			}
 		}
-		if l.Note != "" && l.Kind != storage.LayerZram && l.Kind != storage.LayerRAM {
+		if l.Note != "" && l.Kind != storagemodel.LayerZram && l.Kind != storagemodel.LayerRAM {
 			f = append(f, l.Note)
 		}
 	}
@@ -182,12 +182,12 @@ func layerLine(l storage.Layer) string {
 			f = append(f, id)
 		}
 	}
-	if l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM {
+	if l.Kind == storagemodel.LayerZram || l.Kind == storagemodel.LayerRAM {
 		f = append(f, l.Note)
 	}
 	f = append(f, queueFacts(l)...)
-	if l.SizeBytes > 0 && (l.Kind == storage.LayerDisk || l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM) {
-		f = append(f, storage.FormatBytes(l.SizeBytes))
+	if l.SizeBytes > 0 && (l.Kind == storagemodel.LayerDisk || l.Kind == storagemodel.LayerZram || l.Kind == storagemodel.LayerRAM) {
+		f = append(f, storagemodel.FormatBytes(l.SizeBytes))
 	}
 	if len(f) == 0 {
 		return head
@@ -198,9 +198,9 @@ func layerLine(l storage.Layer) string {
 // queueFacts lists the queue attributes of a device; only for devices that
 // do their own queueing (disks, RAM devices), since dm and md report
 // inherited values that add nothing.
-func queueFacts(l storage.Layer) []string {
+func queueFacts(l storagemodel.Layer) []string {
 	q := l.Queue
-	if q == nil || (l.Kind != storage.LayerDisk && l.Kind != storage.LayerZram && l.Kind != storage.LayerRAM) {
+	if q == nil || (l.Kind != storagemodel.LayerDisk && l.Kind != storagemodel.LayerZram && l.Kind != storagemodel.LayerRAM) {
 		return nil
 	}
 	var f []string

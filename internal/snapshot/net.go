@@ -4,7 +4,7 @@ package snapshot
 // interfaces with their rings, queues and IRQs, sysctls, whether the kernel
 // names skb drop reasons, and one or two samples of every drop counter.
 // Rates are computed from the samples by the pure model
-// (internal/model/network), never here. See docs/snapshot.md, section net.
+// (internal/model/netmodel), never here. See docs/snapshot.md, section net.
 type Net struct {
 	Interfaces []NetInterface `json:"interfaces,omitempty"`
 	// Sysctls holds the integer sysctls that shape the receive path, keyed

@@ -2,7 +2,7 @@ package snapshot
 
 // Storage is what the storage collectors read: mounts and block devices with
 // their stacking relations. It holds facts only; the path model is built
-// from it by internal/model/storage.
+// from it by internal/model/storagemodel.
 type Storage struct {
 	Mounts       []Mount       `json:"mounts,omitempty"`
 	BlockDevices []BlockDevice `json:"block_devices,omitempty"`

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/drops"
+	"github.com/slowpath/slowpath/internal/dropreport"
 )
 
 // TestDropsOnDebianKernel runs `slowpath net drops` on the lab's Debian 6.1
@@ -27,14 +27,14 @@ sleep 1
 kill -INT $pid
 wait $pid
 `})
-	var rep drops.Report
+	var rep dropreport.Report
 	if err := json.Unmarshal(res.Files["drops.json"], &rep); err != nil {
 		t.Fatalf("drops JSON: %v\n%s", err, res.Files["drops.json"])
 	}
 	if !rep.DropReasons {
 		t.Errorf("the 6.1 kernel has drop reasons, the report says it does not")
 	}
-	i := slices.IndexFunc(rep.Reasons, func(r drops.ReasonCount) bool { return r.Reason == "NO_SOCKET" })
+	i := slices.IndexFunc(rep.Reasons, func(r dropreport.ReasonCount) bool { return r.Reason == "NO_SOCKET" })
 	if i < 0 {
 		t.Fatalf("no NO_SOCKET reason in %+v", rep.Reasons)
 	}
@@ -44,10 +44,10 @@ wait $pid
 	if noSocket.Count < 5 {
 		t.Errorf("NO_SOCKET count %d, want at least 5 (one per connect)", noSocket.Count)
 	}
-	if !slices.ContainsFunc(noSocket.Locations, func(l drops.LocationCount) bool { return l.Function == "tcp_v4_rcv" }) {
+	if !slices.ContainsFunc(noSocket.Locations, func(l dropreport.LocationCount) bool { return l.Function == "tcp_v4_rcv" }) {
 		t.Errorf("NO_SOCKET locations %+v, want tcp_v4_rcv", noSocket.Locations)
 	}
-	if !slices.ContainsFunc(noSocket.Interfaces, func(ifc drops.InterfaceCount) bool { return ifc.Name == "lo" }) {
+	if !slices.ContainsFunc(noSocket.Interfaces, func(ifc dropreport.InterfaceCount) bool { return ifc.Name == "lo" }) {
 		t.Errorf("NO_SOCKET interfaces %+v, want lo", noSocket.Interfaces)
 	}
 	if !strings.Contains(string(res.Files["drops.folded"]), "tcp_v4_rcv") {

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/workload/fio"
@@ -96,7 +96,7 @@ func (o outputs) device(t *testing.T, name string) *snapshot.BlockDevice {
 }
 
 // path returns the report's storage path whose top device is dev.
-func (o outputs) path(t *testing.T, dev string) *storage.Path {
+func (o outputs) path(t *testing.T, dev string) *storagemodel.Path {
 	t.Helper()
 	for i, p := range o.doctor.Storage {
 		if p.Device == dev && p.MountPoint == "" {
@@ -136,7 +136,7 @@ func (o outputs) noKey(t *testing.T, key string) {
 	}
 }
 
-func cryptLayer(t *testing.T, p *storage.Path, dev string) *storage.Layer {
+func cryptLayer(t *testing.T, p *storagemodel.Path, dev string) *storagemodel.Layer {
 	t.Helper()
 	for i, l := range p.Layers {
 		if l.Device == dev && l.Crypt != nil {
@@ -156,14 +156,14 @@ func TestPlainCryptFlags(t *testing.T) {
 		name     string
 		keyBytes int
 		flags    string // optional params as the kernel prints them
-		want     storage.Crypt
+		want     storagemodel.Crypt
 	}
 	variants := []variant{
-		{"a0", 64, "", storage.Crypt{KeyBits: 512, SectorSize: 512}},
-		{"a1", 64, "1 same_cpu_crypt", storage.Crypt{KeyBits: 512, SectorSize: 512, SameCPUCrypt: true}},
-		{"a2", 32, "1 submit_from_crypt_cpus", storage.Crypt{KeyBits: 256, SectorSize: 512, SubmitFromCryptCPUs: true}},
-		{"a3", 64, "2 no_read_workqueue no_write_workqueue", storage.Crypt{KeyBits: 512, SectorSize: 512, NoReadWorkqueue: true, NoWriteWorkqueue: true}},
-		{"a4", 64, "1 sector_size:4096", storage.Crypt{KeyBits: 512, SectorSize: 4096}},
+		{"a0", 64, "", storagemodel.Crypt{KeyBits: 512, SectorSize: 512}},
+		{"a1", 64, "1 same_cpu_crypt", storagemodel.Crypt{KeyBits: 512, SectorSize: 512, SameCPUCrypt: true}},
+		{"a2", 32, "1 submit_from_crypt_cpus", storagemodel.Crypt{KeyBits: 256, SectorSize: 512, SubmitFromCryptCPUs: true}},
+		{"a3", 64, "2 no_read_workqueue no_write_workqueue", storagemodel.Crypt{KeyBits: 512, SectorSize: 512, NoReadWorkqueue: true, NoWriteWorkqueue: true}},
+		{"a4", 64, "1 sector_size:4096", storagemodel.Crypt{KeyBits: 512, SectorSize: 4096}},
 	}
 	keys := map[string]string{}
 	var sc strings.Builder
@@ -331,7 +331,7 @@ rmmod brd
 	}
 	var viaLoop bool
 	for _, l := range p.Layers {
-		viaLoop = viaLoop || (l.Kind == storage.LayerLoop && l.BackingFile == "/mnt/outer/inner.img")
+		viaLoop = viaLoop || (l.Kind == storagemodel.LayerLoop && l.BackingFile == "/mnt/outer/inner.img")
 	}
 	if !viaLoop {
 		t.Errorf("path %s does not pass through the loop backing file /mnt/outer/inner.img: %+v", p.Subject(), p.Layers)

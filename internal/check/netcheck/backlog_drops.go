@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 const (
@@ -33,7 +33,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 	if m == nil {
 		return nil
 	}
-	cs := counters(m, network.LayerBacklog, "softnet_dropped")
+	cs := counters(m, netmodel.LayerBacklog, "softnet_dropped")
 	if m.CPUs == 0 {
 		// Missing input is not a finding about the host: info, like an
 		// incomplete storage path, so it does not fail --fail-on warning.
@@ -80,7 +80,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 // packets that arrive at line rate in burstWindow with full-MTU frames,
 // rounded up to a power of two. At 25 Gb/s and MTU 1500 that is 20834 ->
 // 32768, the value that fixed the incident behind this check (it was 1000).
-func recommendBacklog(m *network.Model, cur int64) (int64, string) {
+func recommendBacklog(m *netmodel.Model, cur int64) (int64, string) {
 	var speed int64
 	mtu := 1500
 	var via string

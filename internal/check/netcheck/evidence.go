@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 // Shared helpers of the network checks; each check is in its own file.
@@ -23,8 +23,8 @@ const oneSampleNote = "only one counter sample was taken, so it cannot tell whet
 
 // counters returns the model's counters matching layer and name (any name
 // when names is empty).
-func counters(m *network.Model, layer network.Layer, names ...string) []network.Counter {
-	var out []network.Counter
+func counters(m *netmodel.Model, layer netmodel.Layer, names ...string) []netmodel.Counter {
+	var out []netmodel.Counter
 	for _, c := range m.Counters {
 		if c.Layer != layer {
 			continue
@@ -46,8 +46,8 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func rising(cs []network.Counter) []network.Counter {
-	var out []network.Counter
+func rising(cs []netmodel.Counter) []netmodel.Counter {
+	var out []netmodel.Counter
 	for _, c := range cs {
 		if c.Rising() {
 			out = append(out, c)
@@ -57,7 +57,7 @@ func rising(cs []network.Counter) []network.Counter {
 	return out
 }
 
-func sumRate(cs []network.Counter) float64 {
+func sumRate(cs []netmodel.Counter) float64 {
 	var r float64
 	for _, c := range cs {
 		if c.PerSecond != nil {
@@ -67,7 +67,7 @@ func sumRate(cs []network.Counter) float64 {
 	return r
 }
 
-func sumTotal(cs []network.Counter) uint64 {
+func sumTotal(cs []netmodel.Counter) uint64 {
 	var t uint64
 	for _, c := range cs {
 		t += c.Total
@@ -75,7 +75,7 @@ func sumTotal(cs []network.Counter) uint64 {
 	return t
 }
 
-func rateEvidence(source string, cs []network.Counter, max int) []check.Evidence {
+func rateEvidence(source string, cs []netmodel.Counter, max int) []check.Evidence {
 	var out []check.Evidence
 	for i, c := range cs {
 		if i == max {
@@ -103,7 +103,7 @@ func fmtRate(r float64) string {
 	}
 }
 
-func sysctlEvidence(m *network.Model, name, expected string) check.Evidence {
+func sysctlEvidence(m *netmodel.Model, name, expected string) check.Evidence {
 	v, ok := m.Sysctls[name]
 	obs := "not read"
 	if ok {

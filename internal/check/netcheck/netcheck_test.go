@@ -8,13 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 func input(t *testing.T, s *snapshot.Snapshot) *check.Input {
 	t.Helper()
-	m, err := network.Build(s)
+	m, err := netmodel.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRecommendBacklog(t *testing.T) {
 		{nil, 1000, 4096},
 	}
 	for _, tt := range tests {
-		m := &network.Model{Interfaces: []network.Interface{{Name: "eth0", OperState: "up", SpeedMbps: tt.speed, MTU: 1500}}}
+		m := &netmodel.Model{Interfaces: []netmodel.Interface{{Name: "eth0", OperState: "up", SpeedMbps: tt.speed, MTU: 1500}}}
 		got, why := recommendBacklog(m, tt.cur)
 		if got != tt.want || why == "" {
 			t.Errorf("speed %v cur %d: got %d (%s), want %d", tt.speed, tt.cur, got, why, tt.want)

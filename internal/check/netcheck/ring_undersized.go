@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 // fastLinkMbps is where a small ring stops being enough even without
@@ -35,8 +35,8 @@ func ringUndersized(in *check.Input) []check.Finding {
 			continue
 		}
 		r := ifc.Ring
-		var ring []network.Counter
-		for _, c := range counters(m, network.LayerRing) {
+		var ring []netmodel.Counter
+		for _, c := range counters(m, netmodel.LayerRing) {
 			if c.Subject == ifc.Name {
 				ring = append(ring, c)
 			}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 func init() {
@@ -21,23 +21,23 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	if m == nil {
 		return nil
 	}
-	cs := counters(m, network.LayerSocket, "Udp.RcvbufErrors", "Udp6.RcvbufErrors")
+	cs := counters(m, netmodel.LayerSocket, "Udp.RcvbufErrors", "Udp6.RcvbufErrors")
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#rmem-max", "https://man7.org/linux/man-pages/man7/socket.7.html"}
 	fix := "sysctl -w net.core.rmem_max=26214400\n" + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
-			return []check.Finding{{Status: check.Unknown, Subject: network.SubjectSockets,
+			return []check.Finding{{Status: check.Unknown, Subject: netmodel.SubjectSockets,
 				Summary:  fmt.Sprintf("UDP sockets dropped %d datagrams since boot because their receive buffer was full; %s.", t, oneSampleNote),
 				Evidence: append(rateEvidence(srcSNMP, cs, 2), sysctlEvidence(m, "net.core.rmem_max", "")), References: refs}}
 		}
-		return []check.Finding{{Status: check.Pass, Subject: network.SubjectSockets, Summary: "no UDP receive buffer errors since boot"}}
+		return []check.Finding{{Status: check.Pass, Subject: netmodel.SubjectSockets, Summary: "no UDP receive buffer errors since boot"}}
 	}
 	up := rising(cs)
 	if len(up) == 0 {
-		return []check.Finding{{Status: check.Pass, Subject: network.SubjectSockets, Summary: "no UDP receive buffer errors during the sample interval"}}
+		return []check.Finding{{Status: check.Pass, Subject: netmodel.SubjectSockets, Summary: "no UDP receive buffer errors during the sample interval"}}
 	}
 	return []check.Finding{{
-		Subject: network.SubjectSockets,
+		Subject: netmodel.SubjectSockets,
 		Summary: fmt.Sprintf("UDP datagrams reach their socket and are dropped there because its receive buffer is full (%s/s). The application reads too slowly or its SO_RCVBUF is too small; these drops are at the socket, not in the NIC or the backlog.", fmtRate(sumRate(up))),
 		Evidence: append(rateEvidence(srcSNMP, up, 2),
 			sysctlEvidence(m, "net.core.rmem_max", "large enough for the SO_RCVBUF the application asks for"),

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func timeSqueeze(in *check.Input) []check.Finding {
 	if m == nil || m.CPUs == 0 {
 		return nil
 	}
-	cs := counters(m, network.LayerBudget, "softnet_time_squeeze")
+	cs := counters(m, netmodel.LayerBudget, "softnet_time_squeeze")
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#netdev-budget"}
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
@@ -46,7 +46,7 @@ func timeSqueeze(in *check.Input) []check.Finding {
 		References: refs,
 	}
 	// Squeeze with drops on the same host is a cause, not a curiosity.
-	if len(rising(counters(m, network.LayerBacklog))) > 0 || len(rising(counters(m, network.LayerRing))) > 0 {
+	if len(rising(counters(m, netmodel.LayerBacklog))) > 0 || len(rising(counters(m, netmodel.LayerRing))) > 0 {
 		f.Severity = check.Warning
 		f.Summary += " Drops are rising in the ring or backlog layer at the same time."
 	}

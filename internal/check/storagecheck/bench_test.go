@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -42,7 +42,7 @@ func BenchmarkAnalyze512DM(b *testing.B) {
 	s := bigSnapshot(256)
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := storage.Build(s)
+		m, err := storagemodel.Build(s)
 		if err != nil {
 			b.Fatal(err)
 		}

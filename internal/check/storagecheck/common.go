@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // References shared by several checks.
@@ -22,9 +22,9 @@ const (
 // can appear in several paths (a loop file on it, bind mounts), but checks
 // report it once.
 type cryptUse struct {
-	layer storage.Layer
+	layer storagemodel.Layer
 	// below is the subtree under the crypt layer in the first path that has it.
-	below    []storage.Layer
+	below    []storagemodel.Layer
 	subjects []string
 }
 
@@ -33,7 +33,7 @@ func (c *cryptUse) Subject() string { return "/dev/mapper/" + c.layer.Name }
 
 // cryptUses returns every dm-crypt layer with a parsed table, sorted by name.
 // Layers whose table could not be parsed are returned in unreadable.
-func cryptUses(m *storage.Model) (uses []*cryptUse, unreadable []*cryptUse) {
+func cryptUses(m *storagemodel.Model) (uses []*cryptUse, unreadable []*cryptUse) {
 	if m == nil {
 		return nil, nil
 	}
@@ -41,7 +41,7 @@ func cryptUses(m *storage.Model) (uses []*cryptUse, unreadable []*cryptUse) {
 	var order []string
 	for _, p := range m.Paths {
 		for i, l := range p.Layers {
-			if l.Kind != storage.LayerDMCrypt {
+			if l.Kind != storagemodel.LayerDMCrypt {
 				continue
 			}
 			u := byName[l.Name]
@@ -75,10 +75,10 @@ func appendUnique(s []string, v string) []string {
 
 // storageBelow is the first layer under a crypt layer that has queue facts
 // (the device the crypt target writes to, or the disk under a partition).
-func storageBelow(below []storage.Layer) *storage.Layer {
+func storageBelow(below []storagemodel.Layer) *storagemodel.Layer {
 	for i := range below {
 		l := &below[i]
-		if l.Queue != nil || l.Kind == storage.LayerZram || l.Kind == storage.LayerRAM {
+		if l.Queue != nil || l.Kind == storagemodel.LayerZram || l.Kind == storagemodel.LayerRAM {
 			return l
 		}
 	}
@@ -86,14 +86,14 @@ func storageBelow(below []storage.Layer) *storage.Layer {
 }
 
 // leavesBelow returns the bottom devices of a subtree (disks, RAM devices).
-func leavesBelow(below []storage.Layer) []storage.Layer {
-	var out []storage.Layer
+func leavesBelow(below []storagemodel.Layer) []storagemodel.Layer {
+	var out []storagemodel.Layer
 	for i, l := range below {
-		if l.Kind == storage.LayerCloud || l.Kind == storage.LayerMissing {
+		if l.Kind == storagemodel.LayerCloud || l.Kind == storagemodel.LayerMissing {
 			continue
 		}
 		next := i + 1
-		for next < len(below) && below[next].Kind == storage.LayerCloud {
+		for next < len(below) && below[next].Kind == storagemodel.LayerCloud {
 			next++
 		}
 		if next == len(below) || below[next].Depth <= l.Depth {
@@ -147,13 +147,13 @@ func tableEvidence(c *cryptUse, expected string) check.Evidence {
 }
 
 // isLUKS2 reads the dm uuid cryptsetup sets: CRYPT-LUKS2-<uuid>-<name>.
-func isLUKS2(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS2-") }
-func isLUKS1(l storage.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS1-") }
+func isLUKS2(l storagemodel.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS2-") }
+func isLUKS1(l storagemodel.Layer) bool { return strings.HasPrefix(l.DMUUID, "CRYPT-LUKS1-") }
 
 func queuePath(dev, file string) string { return "/sys/block/" + dev + "/queue/" + file }
 
 // sysName is the kernel name of a layer's device (dm-0 rather than the dm name).
-func sysName(l *storage.Layer) string {
+func sysName(l *storagemodel.Layer) string {
 	if l.Device != "" {
 		return l.Device
 	}
@@ -162,8 +162,8 @@ func sysName(l *storage.Layer) string {
 
 // speed is what is known about how fast the storage under a crypt target is.
 type speed struct {
-	dev   *storage.Layer // the device whose queue was read
-	fast  bool           // non-rotational, RAM, or documented local SSD
+	dev   *storagemodel.Layer // the device whose queue was read
+	fast  bool                // non-rotational, RAM, or documented local SSD
 	known bool
 	ev    check.Evidence
 }
@@ -171,12 +171,12 @@ type speed struct {
 // storageSpeed decides whether the storage under a crypt target is fast:
 // queue/rotational of the first device below, or a cloud fact that says the
 // disk is local SSD (a hypervisor may report an SSD as rotational).
-func storageSpeed(below []storage.Layer) speed {
+func storageSpeed(below []storagemodel.Layer) speed {
 	dev := storageBelow(below)
 	sp := speed{dev: dev}
 	switch {
 	case dev == nil:
-	case dev.Kind == storage.LayerZram || dev.Kind == storage.LayerRAM:
+	case dev.Kind == storagemodel.LayerZram || dev.Kind == storagemodel.LayerRAM:
 		return speed{dev: dev, fast: true, known: true,
 			ev: check.Evidence{Source: "/sys/class/block/" + sysName(dev), Key: "kind", Observed: dev.Kind}}
 	case dev.Queue == nil || dev.Queue.Rotational == nil:
@@ -202,7 +202,7 @@ func storageSpeed(below []storage.Layer) speed {
 // mapping already has: refresh applies exactly the flags it is given, and
 // --persistent stores exactly those (cryptsetup-refresh(8)), so omitting one
 // would silently turn it off.
-func keptRefreshOptions(c *storage.Crypt) string {
+func keptRefreshOptions(c *storagemodel.Crypt) string {
 	var o []string
 	if c.AllowDiscards {
 		o = append(o, "--allow-discards")

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -27,7 +27,7 @@ type aesUser struct {
 	subject, cipher, source string
 }
 
-func aesUsers(m *storage.Model) []aesUser {
+func aesUsers(m *storagemodel.Model) []aesUser {
 	var out []aesUser
 	seen := map[string]bool{}
 	if m == nil {
@@ -42,7 +42,7 @@ func aesUsers(m *storage.Model) []aesUser {
 	}
 	for _, p := range m.Paths {
 		for _, l := range p.Layers {
-			if l.Kind == storage.LayerFscrypt && strings.Contains(strings.ToUpper(l.Name), "AES") && !seen[p.Subject()] {
+			if l.Kind == storagemodel.LayerFscrypt && strings.Contains(strings.ToUpper(l.Name), "AES") && !seen[p.Subject()] {
 				out = append(out, aesUser{p.Subject(), "fscrypt " + l.Name, "FS_IOC_GET_ENCRYPTION_POLICY_EX " + p.Subject()})
 				seen[p.Subject()] = true
 			}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // dmcrypt.scheduler: dm-crypt reorders nothing useful for an NVMe device,
@@ -28,7 +28,7 @@ func runScheduler(in *check.Input) []check.Finding {
 	seen := map[string]bool{}
 	for _, u := range uses {
 		for _, leaf := range leavesBelow(u.below) {
-			if leaf.Kind != storage.LayerDisk || leaf.Ident == nil || leaf.Ident.Transport != "nvme" || seen[leaf.Name] {
+			if leaf.Kind != storagemodel.LayerDisk || leaf.Ident == nil || leaf.Ident.Transport != "nvme" || seen[leaf.Name] {
 				continue
 			}
 			seen[leaf.Name] = true

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // dmcrypt.workqueue: by default dm-crypt queues every read and write to
@@ -74,7 +74,7 @@ func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
 	kind, name := "non-rotational", "the device below"
 	if sp.dev != nil {
 		name = sysName(sp.dev)
-		if sp.dev.Kind == storage.LayerZram || sp.dev.Kind == storage.LayerRAM {
+		if sp.dev.Kind == storagemodel.LayerZram || sp.dev.Kind == storagemodel.LayerRAM {
 			kind = "RAM"
 		}
 	}
@@ -104,7 +104,7 @@ func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
 	}
 }
 
-func workqueueRemediation(l storage.Layer) string {
+func workqueueRemediation(l storagemodel.Layer) string {
 	name := l.Name
 	c := *l.Crypt
 	c.NoReadWorkqueue, c.NoWriteWorkqueue = false, false

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -27,7 +27,7 @@ func fixtureFindings(t *testing.T, name string) []check.Finding {
 			t.Fatal(err)
 		}
 	}
-	m, err := storage.Build(s)
+	m, err := storagemodel.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // stacked-encryption: every block of the path is encrypted more than once.
@@ -44,18 +44,18 @@ func runStackedEncryption(in *check.Input) []check.Finding {
 	return out
 }
 
-func layerEvidence(l storage.Layer) check.Evidence {
+func layerEvidence(l storagemodel.Layer) check.Evidence {
 	e := check.Evidence{Observed: "encrypts on " + l.EncryptedBy}
 	switch l.Kind {
-	case storage.LayerDMCrypt:
+	case storagemodel.LayerDMCrypt:
 		e.Source, e.Key = "dm table "+l.Name, "crypt"
 		if l.Crypt != nil {
 			e.Observed = fmt.Sprintf("%s, %d-bit key, %s", l.Crypt.CipherSpec, l.Crypt.KeyBits, e.Observed)
 		}
-	case storage.LayerFscrypt:
+	case storagemodel.LayerFscrypt:
 		e.Source, e.Key = "FS_IOC_GET_ENCRYPTION_POLICY_EX", "contents mode"
 		e.Observed = l.Name + ", " + e.Observed
-	case storage.LayerCloud:
+	case storagemodel.LayerCloud:
 		e.Source, e.Key = "cloud fact "+l.Cloud.Fact, l.Cloud.Provider+" "+l.Cloud.Role
 		if strings.HasPrefix(l.Cloud.Fact, "azure-eah") {
 			e.Source, e.Key = "IMDS compute.securityProfile", "encryptionAtHost"
@@ -67,7 +67,7 @@ func layerEvidence(l storage.Layer) check.Evidence {
 	return e
 }
 
-func stackedFinding(p storage.Path, subject string, required bool) check.Finding {
+func stackedFinding(p storagemodel.Path, subject string, required bool) check.Finding {
 	chain := p.EncryptionChain()
 	var where []string
 	ev := make([]check.Evidence, 0, len(chain)+1)
@@ -97,10 +97,10 @@ func stackedFinding(p storage.Path, subject string, required bool) check.Finding
 }
 
 // stackCost says what the layers of a stack cost, by where they run.
-func stackCost(chain []storage.Layer) string {
+func stackCost(chain []storagemodel.Layer) string {
 	k := 0
 	for _, l := range chain {
-		if l.EncryptedBy == storage.ByKernelCPU {
+		if l.EncryptedBy == storagemodel.ByKernelCPU {
 			k++
 		}
 	}
@@ -123,10 +123,10 @@ func stackCost(chain []storage.Layer) string {
 
 // stackedRemediation suggests removing the layer that costs most and adds
 // least: a kernel-cpu layer over a platform layer that already encrypts.
-func stackedRemediation(chain []storage.Layer, subject string) string {
-	var kernel, platform []storage.Layer
+func stackedRemediation(chain []storagemodel.Layer, subject string) string {
+	var kernel, platform []storagemodel.Layer
 	for _, l := range chain {
-		if l.EncryptedBy == storage.ByKernelCPU {
+		if l.EncryptedBy == storagemodel.ByKernelCPU {
 			kernel = append(kernel, l)
 		} else {
 			platform = append(platform, l)
@@ -165,7 +165,7 @@ func stackedRemediation(chain []storage.Layer, subject string) string {
 	return b.String()
 }
 
-func possibleStackFinding(p storage.Path, subject string) check.Finding {
+func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 	var ev []check.Evidence
 	var refs []string
 	remediation := "Find out from the platform whether the layer below encrypts; if it does and the in-guest\n" +
@@ -205,7 +205,7 @@ func possibleStackFinding(p storage.Path, subject string) check.Finding {
 }
 
 // hasFact reports whether a layer's cloud fact id starts with prefix.
-func hasFact(layers []storage.Layer, prefix string) bool {
+func hasFact(layers []storagemodel.Layer, prefix string) bool {
 	for _, l := range layers {
 		if l.Cloud != nil && strings.HasPrefix(l.Cloud.Fact, prefix) {
 			return true

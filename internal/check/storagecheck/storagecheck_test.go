@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -88,7 +88,7 @@ const (
 
 func run(t *testing.T, id string, s *snapshot.Snapshot, cfg check.Config) []check.Finding {
 	t.Helper()
-	m, err := storage.Build(s)
+	m, err := storagemodel.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestChecksOnEmptyInput(t *testing.T) {
 			continue
 		}
 		for _, s := range []*snapshot.Snapshot{nil, {}, {Storage: &snapshot.Storage{}}} {
-			m, _ := storage.Build(s)
+			m, _ := storagemodel.Build(s)
 			for _, f := range c.Run(&check.Input{Snapshot: s, Storage: m}) {
 				if f.Status == "" || f.Status == check.Fail {
 					t.Errorf("%s fired on an empty snapshot: %+v", c.ID, f)

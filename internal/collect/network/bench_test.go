@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/model/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
 // BenchmarkWatchSample is the cost of one `net watch` interval on a
@@ -27,7 +27,7 @@ func BenchmarkWatchSample(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cur, _ := s.Sample()
-		cs, err := network.Rates(prev, cur)
+		cs, err := netmodel.Rates(prev, cur)
 		if err != nil || len(cs) == 0 {
 			b.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func BenchmarkWatchSampleLive(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cur, _ := s.Sample()
-		if _, err := network.Rates(prev, cur); err != nil {
+		if _, err := netmodel.Rates(prev, cur); err != nil {
 			b.Fatal(err)
 		}
 		prev = cur

@@ -1,0 +1,331 @@
+// Package dropcounter loads the eBPF program behind `slowpath net drops`: a BTF
+// tracepoint on skb:kfree_skb that counts dropped packets in a per-CPU
+// hash keyed by (reason, location, ifindex, stack id), and optionally
+// records kernel stacks in a stack map. Nothing is copied to user space
+// per packet; Read collects the maps once.
+//
+// The C source is drops.bpf.c; bpf_bpfel.go and bpf_bpfel.o are generated
+// by bpf2go (`make generate`) and committed, so building needs no clang.
+package dropcounter
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/dropreport"
+)
+
+// Options select what the program collects.
+type Options struct {
+	// Stacks records a kernel stack per drop (bpf_get_stackid).
+	Stacks bool
+	// StacksUnspecified also records stacks of NOT_SPECIFIED frees, which
+	// are skipped by default because they are frequent and mostly not
+	// drops.
+	StacksUnspecified bool
+	// StackEvery samples stack walks, which cost microseconds each: on
+	// each CPU a drop unlike the last one walked (reason, location,
+	// interface) has its stack walked, then one in StackEvery drops like
+	// it; the drops in between count under the last stack walked. Counts
+	// per reason, location and interface stay exact. 0 or 1 walks every
+	// drop's stack.
+	StackEvery uint32
+	// Ifindex counts only drops whose skb belongs to this interface of
+	// network namespace Netns (an inode number, see NetnsOf); 0 counts all.
+	Ifindex uint32
+	Netns   uint32
+
+	// ignoreReasons loads the program as for a kernel without drop
+	// reasons, so tests exercise that path on a kernel that has them.
+	ignoreReasons bool
+}
+
+// Errors a caller may want to tell apart.
+var (
+	ErrNoBTF             = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrTracepointMissing = errors.New("tracepoint skb:kfree_skb not found in the kernel's BTF (btf_trace_kfree_skb): the kernel is too old or built without it")
+)
+
+// Linux capability numbers (include/uapi/linux/capability.h).
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// CheckPrivileges says which capabilities are missing to load a tracing
+// program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers
+// both.
+func CheckPrivileges() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(capSysAdmin) {
+		return nil
+	}
+	var missing []string
+	if !has(capBPF) {
+		missing = append(missing, "CAP_BPF")
+	}
+	if !has(capPerfmon) {
+		missing = append(missing, "CAP_PERFMON")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("loading the eBPF drop tracer needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
+}
+
+// ProbeKernel reads what the kernel's BTF says about skb:kfree_skb: whether
+// it carries a drop reason and the reason names. It needs no privileges.
+func ProbeKernel() (dropreport.Kernel, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
+			return dropreport.Kernel{}, ErrNoBTF
+		}
+		return dropreport.Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+	}
+	return probeSpec(spec)
+}
+
+func probeSpec(spec *btf.Spec) (dropreport.Kernel, error) {
+	var k dropreport.Kernel
+	// The tracepoint's prototype: void (*)(void *__data, struct sk_buff *skb,
+	// void *location[, enum skb_drop_reason reason[, struct sock *rx_sk]]).
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_kfree_skb", &td); err != nil {
+		return k, ErrTracepointMissing
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return k, fmt.Errorf("btf_trace_kfree_skb is %s, not a function pointer", td.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok || len(proto.Params) < 3 {
+		return k, fmt.Errorf("btf_trace_kfree_skb has an unexpected prototype %v", ptr.Target)
+	}
+	if len(proto.Params) >= 4 {
+		if e, ok := btf.UnderlyingType(proto.Params[3].Type).(*btf.Enum); ok && e.Name == "skb_drop_reason" {
+			k.HasReasons = true
+			k.Reasons = make(map[uint32]string, len(e.Values))
+			for _, v := range e.Values {
+				if name, ok := dropreport.ReasonName(v.Name); ok {
+					k.Reasons[uint32(v.Value)] = name
+				}
+			}
+		}
+	}
+	return k, nil
+}
+
+// Tracer is a loaded and attached drop counter. Close detaches it.
+type Tracer struct {
+	objs   bpfObjects
+	link   link.Link
+	kernel dropreport.Kernel
+	// stackEvery is Options.StackEvery when stacks are recorded, else 0.
+	stackEvery uint32
+	start      time.Time
+	// stopped is when Stop detached the program; zero while attached.
+	stopped time.Time
+}
+
+// Start checks privileges, loads the program for this kernel and attaches
+// it. The caller must Close the Tracer.
+func Start(opts Options) (*Tracer, error) {
+	kernel, err := ProbeKernel()
+	if err != nil {
+		return nil, err
+	}
+	if opts.ignoreReasons {
+		kernel = dropreport.Kernel{}
+	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK for eBPF maps: %w", err)
+	}
+	spec, err := loadBpf()
+	if err != nil {
+		return nil, err
+	}
+	unspecified, _ := kernel.Unspecified()
+	every := max(opts.StackEvery, 1)
+	consts := map[string]any{
+		bpfVarHasReason:         b2u8(kernel.HasReasons),
+		bpfVarWithStacks:        b2u8(opts.Stacks),
+		bpfVarStackUnspecified:  b2u8(opts.StacksUnspecified),
+		bpfVarUnspecifiedReason: unspecified,
+		bpfVarFilterIfindex:     opts.Ifindex,
+		bpfVarFilterNetns:       opts.Netns,
+		bpfVarStackEvery:        every,
+	}
+	for name, v := range consts {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	if !opts.Stacks {
+		// The stack map is unused: keep it minimal.
+		spec.Maps[bpfMapStacks].MaxEntries = 1
+	}
+	t := &Tracer{kernel: kernel}
+	if opts.Stacks {
+		t.stackEvery = every
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("kernel refused the drop tracer: %+v", ve)
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load eBPF drop tracer: %w (needs CAP_BPF and CAP_PERFMON; is kernel.unprivileged_bpf_disabled or a lockdown in force?)", err)
+		}
+		return nil, fmt.Errorf("load eBPF drop tracer: %w", err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: t.objs.OnKfreeSkb})
+	if err != nil {
+		t.objs.Close()
+		return nil, fmt.Errorf("attach to tracepoint skb:kfree_skb: %w", err)
+	}
+	t.link = l
+	t.start = time.Now()
+	return t, nil
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Stop detaches the program; the maps stay readable until Close. Read
+// after Stop is exact; while attached, a drop may be counted twice or not
+// at all when it moves from the per-CPU run to the hash during Read.
+func (t *Tracer) Stop() error {
+	if t.link == nil {
+		return nil
+	}
+	err := t.link.Close()
+	t.link = nil
+	if t.stopped.IsZero() {
+		t.stopped = time.Now()
+	}
+	return err
+}
+
+// Read returns the counters collected so far.
+func (t *Tracer) Read() (*dropreport.Capture, error) {
+	end := t.stopped
+	if end.IsZero() {
+		end = time.Now()
+	}
+	c := &dropreport.Capture{Kernel: t.kernel, DurationSeconds: end.Sub(t.start).Seconds(), StackEvery: t.stackEvery}
+	var (
+		key    bpfDropKey
+		counts []uint64
+	)
+	sums := map[bpfDropKey]uint64{}
+	it := t.objs.Drops.Iterate()
+	for it.Next(&key, &counts) {
+		for _, n := range counts {
+			sums[key] += n
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read drops map: %w", err)
+	}
+	// Each CPU's run of identical drops not yet flushed to the hash.
+	var last []bpfLastDrop
+	if err := t.objs.LastDrops.Lookup(uint32(0), &last); err != nil {
+		return nil, fmt.Errorf("read last_drops map: %w", err)
+	}
+	for _, l := range last {
+		if l.Pending > 0 {
+			sums[l.Key] += l.Pending
+		}
+	}
+	stackIDs := map[int32]bool{}
+	for key, sum := range sums {
+		c.Records = append(c.Records, dropreport.Record{Reason: key.Reason, Location: key.Location, Ifindex: key.Ifindex, Netns: key.Netns, StackID: key.StackId, Count: sum})
+		if key.StackId >= 0 {
+			stackIDs[key.StackId] = true
+		}
+	}
+	// Map iteration order is random: sort, so equal captures are equal.
+	slices.SortFunc(c.Records, func(a, b dropreport.Record) int {
+		return cmp.Or(cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Location, b.Location), cmp.Compare(a.Netns, b.Netns),
+			cmp.Compare(a.Ifindex, b.Ifindex), cmp.Compare(a.StackID, b.StackID))
+	})
+	if len(stackIDs) > 0 {
+		c.Stacks = make(map[int32][]uint64, len(stackIDs))
+		frames := make([]uint64, t.objs.Stacks.ValueSize()/8)
+		for id := range stackIDs {
+			if err := t.objs.Stacks.Lookup(uint32(id), &frames); err != nil {
+				// A stack id whose trace was replaced: keep the count, lose the stack.
+				continue
+			}
+			var st []uint64
+			for _, f := range frames {
+				if f == 0 {
+					break
+				}
+				st = append(st, f)
+			}
+			c.Stacks[id] = st
+		}
+	}
+	// The program's own counters, in the order of its enum.
+	var n []uint64
+	for i, dst := range []*uint64{&c.LostRecords, &c.LostStacks, &c.StackWalks} {
+		if err := t.objs.Counters.Lookup(uint32(i), &n); err != nil {
+			return nil, fmt.Errorf("read counters map: %w", err)
+		}
+		for _, v := range n {
+			*dst += v
+		}
+	}
+	// The kernel skips a tracing program that fires while the same
+	// program runs on that CPU (a softirq interrupting it): those drops
+	// are missed, and counted here.
+	if st, err := t.objs.OnKfreeSkb.Stats(); err == nil {
+		c.Missed = st.RecursionMisses
+	}
+	return c, nil
+}
+
+// Stats returns the program's run count, run time (when
+// kernel.bpf_stats_enabled is on) and recursion misses.
+func (t *Tracer) Stats() (*ebpf.ProgramStats, error) { return t.objs.OnKfreeSkb.Stats() }
+
+// Close detaches the program and frees its maps.
+func (t *Tracer) Close() error {
+	return errors.Join(t.Stop(), t.objs.Close())
+}
+
+// NetnsOf returns the inode number of the network namespace at path
+// (/proc/self/ns/net for ours), as the kernel's net->ns.inum.
+func NetnsOf(path string) (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	return uint32(st.Ino), nil
+}

@@ -1,0 +1,120 @@
+package dropcounter
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/dropreport"
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+// kernelBTF builds a BTF blob with the tracepoint prototype of one kernel
+// generation: params are the arguments after void *__data.
+func kernelBTF(t *testing.T, withTracepoint bool, params ...btf.FuncParam) *btf.Spec {
+	t.Helper()
+	voidp := &btf.Pointer{Target: (*btf.Void)(nil)}
+	var types []btf.Type
+	if withTracepoint {
+		proto := &btf.FuncProto{Return: (*btf.Void)(nil), Params: append([]btf.FuncParam{{Name: "__data", Type: voidp}}, params...)}
+		types = append(types, &btf.Typedef{Name: "btf_trace_kfree_skb", Type: &btf.Pointer{Target: proto}})
+	} else {
+		types = append(types, &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed})
+	}
+	b, err := btf.NewBuilder(types, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := b.Marshal(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := btf.LoadSpecFromReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// TestProbeSpec tells the three generations of skb:kfree_skb apart from
+// BTF alone, as distributions backport drop reasons to older versions.
+func TestProbeSpec(t *testing.T) {
+	voidp := &btf.Pointer{Target: (*btf.Void)(nil)}
+	skb := btf.FuncParam{Name: "skb", Type: &btf.Pointer{Target: &btf.Struct{Name: "sk_buff"}}}
+	loc := btf.FuncParam{Name: "location", Type: voidp}
+	reasons := &btf.Enum{Name: "skb_drop_reason", Size: 4, Values: []btf.EnumValue{
+		{Name: "SKB_NOT_DROPPED_YET", Value: 0}, {Name: "SKB_CONSUMED", Value: 1},
+		{Name: "SKB_DROP_REASON_NOT_SPECIFIED", Value: 2}, {Name: "SKB_DROP_REASON_CPU_BACKLOG", Value: 71},
+		{Name: "SKB_DROP_REASON_MAX", Value: 128}, {Name: "SKB_DROP_REASON_SUBSYS_MASK", Value: 0xffff0000},
+	}}
+	reason := btf.FuncParam{Name: "reason", Type: reasons}
+	rxsk := btf.FuncParam{Name: "rx_sk", Type: &btf.Pointer{Target: &btf.Struct{Name: "sock"}}}
+	names := map[uint32]string{0: "NOT_DROPPED_YET", 1: "CONSUMED", 2: "NOT_SPECIFIED", 71: "CPU_BACKLOG"}
+
+	for _, tc := range []struct {
+		name string
+		spec *btf.Spec
+		want dropreport.Kernel
+		err  error
+	}{
+		{"5.15 (skb, location)", kernelBTF(t, true, skb, loc), dropreport.Kernel{}, nil},
+		{"6.1 (skb, location, reason)", kernelBTF(t, true, skb, loc, reason), dropreport.Kernel{HasReasons: true, Reasons: names}, nil},
+		{"6.18 (skb, location, reason, rx_sk)", kernelBTF(t, true, skb, loc, reason, rxsk), dropreport.Kernel{HasReasons: true, Reasons: names}, nil},
+		{"no tracepoint", kernelBTF(t, false), dropreport.Kernel{}, ErrTracepointMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := probeSpec(tc.spec)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPrivilegeErrors runs Start in a child process without capabilities,
+// and with only CAP_BPF, and expects the error to name what is missing.
+func TestPrivilegeErrors(t *testing.T) {
+	if os.Getenv("SLOWPATH_DROPS_CHILD") == "1" {
+		t.Skip("child")
+	}
+	testenv.RequireRoot(t)
+	setpriv := testenv.RequireTool(t, "setpriv", "util-linux")
+	for _, tc := range []struct {
+		caps []string
+		want string
+	}{
+		{nil, "needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"},
+		{[]string{"--inh-caps=+bpf", "--ambient-caps=+bpf"}, "needs CAP_PERFMON (or CAP_SYS_ADMIN)"},
+	} {
+		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, tc.caps...)
+		args = append(args, os.Args[0], "-test.run=^TestStartChild$", "-test.v")
+		cmd := exec.Command(setpriv, args...)
+		cmd.Env = append(os.Environ(), "SLOWPATH_DROPS_CHILD=1")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "start error: ") || !strings.Contains(string(out), tc.want) {
+			t.Errorf("caps %v: want an error containing %q, child said:\n%s", tc.caps, tc.want, out)
+		}
+	}
+}
+
+// TestStartChild is the child of TestPrivilegeErrors.
+func TestStartChild(t *testing.T) {
+	if os.Getenv("SLOWPATH_DROPS_CHILD") != "1" {
+		t.Skip("run by TestPrivilegeErrors")
+	}
+	tr, err := Start(Options{})
+	if err == nil {
+		tr.Close()
+		t.Fatal("Start succeeded without privileges")
+	}
+	t.Logf("start error: %v", err)
+}

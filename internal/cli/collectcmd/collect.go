@@ -1,0 +1,71 @@
+// Package collectcmd implements `slowpath collect`: save everything the analysis
+// reads so that `slowpath doctor --from FILE` can replay it elsewhere.
+package collectcmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Options are the flags of `slowpath collect`.
+type Options struct {
+	Output  string
+	Collect collect.Options
+}
+
+// AddCollectFlags registers the flags that shape a live collection; doctor
+// shares them so a live doctor and collect+doctor --from see the same host.
+func AddCollectFlags(fs *pflag.FlagSet, o *collect.Options) {
+	o.Cloud.AddFlags(fs)
+	o.Net.AddFlags(fs)
+}
+
+// NewCmdCollect builds the command; runF replaces the action in tests.
+func NewCmdCollect(env *clienv.Env, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "collect -o FILE",
+		Short: "Save a snapshot of this host (storage, network, cloud) for analysis elsewhere",
+		Long: `Collect reads /proc, /sys, device-mapper and instance metadata and writes a
+snapshot: a .tar.gz archive (or .json when FILE ends in .json). Key material in
+dm-crypt tables is removed before anything is written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Collect.FS = env.FS
+			o.Collect.Version = env.Version
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return run(cmd.Context(), env, o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the snapshot to `FILE` (.tar.gz or .json); - for JSON on stdout")
+	_ = cmd.MarkFlagRequired("output")
+	AddCollectFlags(cmd.Flags(), &o.Collect)
+	return cmd
+}
+
+func run(ctx context.Context, env *clienv.Env, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := o.Collect.Cloud.Validate(); err != nil {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
+	s := collect.Run(ctx, o.Collect)
+	if o.Output == "-" {
+		return snapshot.Encode(env.Stdout, s)
+	}
+	if err := snapshot.Save(o.Output, s); err != nil {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
+	fmt.Fprintf(env.Stderr, "wrote %s (%d item(s) not collected)\n", o.Output, len(s.Manifest.Errors))
+	return nil
+}

@@ -1,0 +1,121 @@
+// Package doctorcmd implements `slowpath doctor`: collect (or load) a snapshot,
+// analyse it and print the data paths with findings.
+package doctorcmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/analyze"
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/cli/collectcmd"
+	"github.com/slowpath/slowpath/internal/collect"
+	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Options are the flags of `slowpath doctor`.
+type Options struct {
+	From       string
+	Format     string
+	FailOn     string
+	ConfigPath string
+	Collect    collect.Options
+}
+
+// NewCmdDoctor builds the command; runF replaces the action in tests.
+func NewCmdDoctor(env *clienv.Env, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show storage and network data paths of this host with findings and fixes",
+		Long: `Doctor collects a snapshot of this host (or loads one with --from), builds the
+storage and network data-path models and runs every check.
+
+Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 on error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Collect.FS = env.FS
+			o.Collect.Version = env.Version
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return run(cmd.Context(), env, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.From, "from", "", "analyse a saved snapshot `FILE` instead of this host")
+	f.StringVar(&o.Format, "format", "text", "output format: text, json or markdown")
+	f.StringVar(&o.FailOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: info, warning, critical or none")
+	f.StringVar(&o.ConfigPath, "config", "", "policy file `FILE` (JSON), e.g. {\"required_stacks\": [\"/data\"]}")
+	collectcmd.AddCollectFlags(f, &o.Collect)
+	return cmd
+}
+
+func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
+
+func run(ctx context.Context, env *clienv.Env, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	failOn, err := check.ParseSeverity(o.FailOn)
+	if err != nil {
+		return usageErr(err)
+	}
+	switch o.Format {
+	case "text", "json", "markdown", "md":
+	default:
+		return usageErr(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
+	}
+	cfg, err := loadConfig(o.ConfigPath)
+	if err != nil {
+		return usageErr(err)
+	}
+	var s *snapshot.Snapshot
+	if o.From != "" {
+		if s, err = snapshot.Load(o.From); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		if err := o.Collect.Cloud.Validate(); err != nil {
+			return usageErr(err)
+		}
+		s = collect.Run(ctx, o.Collect)
+	}
+	r, err := analyze.Run(s, cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color()}); err != nil {
+		return usageErr(err)
+	}
+	if w := check.Worst(r.Findings); w != 0 && w >= failOn {
+		return &clienv.ExitError{Code: clienv.ExitFindings}
+	}
+	return nil
+}
+
+func loadConfig(path string) (check.Config, error) {
+	var cfg check.Config
+	if path == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	// A misspelt key must not be ignored: the policy it meant would
+	// silently not apply.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("parse config %s: %w (want JSON such as {\"required_stacks\": [\"/data\"]})", path, err)
+	}
+	return cfg, nil
+}

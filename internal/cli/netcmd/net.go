@@ -1,0 +1,88 @@
+// Package netcmd implements `slowpath net`: the network data-path model, and
+// its subcommands watch (live drop-counter rates) and drops (drop reasons
+// attributed by eBPF).
+package netcmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/cli/netcmd/dropscmd"
+	"github.com/slowpath/slowpath/internal/cli/netcmd/watchcmd"
+	"github.com/slowpath/slowpath/internal/collect/network"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Options are the flags of `slowpath net`.
+type Options struct {
+	From   string
+	Format string
+	Net    network.Options
+}
+
+// NewCmdNet builds `slowpath net` and its subcommands; runF replaces the
+// action in tests.
+func NewCmdNet(env *clienv.Env, runF ...func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "net",
+		Short: "Show the network data path: NICs, rings, backlog, socket buffers, drops",
+		Long: `Net reads this host's interfaces (driver, ring sizes, queues, IRQs), the
+receive-path sysctls and every drop counter twice (--net-interval apart), and
+prints them grouped by layer: ring, driver, backlog, budget, socket, qdisc.
+With --from it prints the network model of a saved snapshot.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(runF) > 0 && runF[0] != nil {
+				return runF[0](cmd.Context(), o)
+			}
+			return run(cmd.Context(), env, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	o.Net.AddFlags(cmd.Flags())
+	cmd.AddCommand(watchcmd.NewCmdWatch(env, nil), dropscmd.NewCmdDrops(env, nil))
+	return cmd
+}
+
+func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
+
+func run(ctx context.Context, env *clienv.Env, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+	}
+	var s *snapshot.Snapshot
+	if o.From != "" {
+		var err error
+		if s, err = snapshot.Load(o.From); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		s = &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion, CollectedAt: time.Now().UTC()}}
+		network.Collect(ctx, env.FS, o.Net, s)
+		for _, e := range s.Manifest.Errors {
+			fmt.Fprintf(env.Stderr, "slowpath: not collected: %s %s: %s\n", e.Collector, e.Path, e.Message)
+		}
+	}
+	m, err := netmodel.Build(s)
+	if err != nil {
+		return usageErr(err)
+	}
+	if o.Format == "json" {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	return report.WriteNetwork(env.Stdout, m, report.Options{Color: env.Color()})
+}

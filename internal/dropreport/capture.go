@@ -1,0 +1,96 @@
+// Package dropreport turns the in-kernel drop counters of `slowpath net drops`
+// into a report: it names drop reasons (from the kernel's BTF enum
+// skb_drop_reason, read by the loader), maps them to the layer of the data
+// path and the slowpath check they relate to, symbolises drop locations
+// and stacks with a /proc/kallsyms table, and folds stacks for flame
+// graphs. It is pure: the loader in internal/bpf/dropcounter reads the kernel,
+// this package only sees a Capture, so recorded captures are test input.
+package dropreport
+
+// NoStack is the stack id of a record collected without a stack.
+const NoStack = -1
+
+// Record is one entry of the in-kernel drops map, summed over CPUs.
+type Record struct {
+	Reason   uint32 `json:"reason"`   // enum skb_drop_reason value; 0 when the kernel has no reasons
+	Location uint64 `json:"location"` // return address inside the function that freed the skb
+	Ifindex  uint32 `json:"ifindex"`  // skb->dev, else skb->skb_iif; 0 when neither is set
+	Netns    uint32 `json:"netns"`    // inode of skb->dev's network namespace; 0 when unknown
+	StackID  int32  `json:"stack_id"` // key into Capture.Stacks, or NoStack
+	Count    uint64 `json:"count"`
+}
+
+// Kernel describes what the running kernel offers, learned from its BTF.
+type Kernel struct {
+	// HasReasons is true when skb:kfree_skb carries a drop reason (5.17+,
+	// or a backport).
+	HasReasons bool `json:"has_reasons"`
+	// Reasons names enum skb_drop_reason values without the
+	// SKB_DROP_REASON_ prefix.
+	Reasons map[uint32]string `json:"reasons,omitempty"`
+}
+
+// Unspecified returns the value of NOT_SPECIFIED in k's enum, which moved
+// between kernels (0 on 5.17, 2 once SKB_NOT_DROPPED_YET and SKB_CONSUMED
+// were added before it).
+func (k Kernel) Unspecified() (uint32, bool) {
+	for v, n := range k.Reasons {
+		if n == "NOT_SPECIFIED" {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// Capture is everything read back from the kernel after a run.
+type Capture struct {
+	Kernel Kernel `json:"kernel"`
+	// Netns is the inode of the network namespace the capture was read
+	// from: interfaces of records in it can be named.
+	Netns           uint32             `json:"netns"`
+	DurationSeconds float64            `json:"duration_seconds"`
+	Records         []Record           `json:"records"`
+	Stacks          map[int32][]uint64 `json:"stacks,omitempty"` // innermost frame first
+	// StackEvery is how stacks were sampled: one walk per StackEvery
+	// drops of a run of identical drops on a CPU, the drops in between
+	// counted under the last stack walked (1: every drop). 0: no stacks.
+	StackEvery uint32 `json:"stack_every,omitempty"`
+	// StackWalks is how many stacks were walked (bpf_get_stackid calls).
+	StackWalks uint64 `json:"stack_walks,omitempty"`
+	// LostRecords counts drops not counted because the map was full;
+	// LostStacks counts drops counted without their stack.
+	LostRecords uint64 `json:"lost_records,omitempty"`
+	LostStacks  uint64 `json:"lost_stacks,omitempty"`
+	// Missed counts runs of the program the kernel skipped because it was
+	// already running on that CPU (bpf_prog_info.recursion_misses, 5.12+).
+	Missed uint64 `json:"missed,omitempty"`
+	// IfNames, when set, names the interfaces of namespace Netns by index,
+	// as they were when the capture was recorded.
+	IfNames map[uint32]string `json:"ifnames,omitempty"`
+	// Symbols, when set, name the addresses above (see EmbedSymbols).
+	Symbols []Symbol `json:"symbols,omitempty"`
+}
+
+// EmbedSymbols stores in c the symbols that name its locations and stack
+// frames, so a recorded capture can be replayed on another host (or in a
+// test) without that host's /proc/kallsyms.
+func (c *Capture) EmbedSymbols(syms *Symbols) {
+	seen := map[uint64]bool{}
+	add := func(addr uint64) {
+		for _, a := range []uint64{addr, addr - 1} {
+			if sym, _, ok := syms.Lookup(a); ok && !seen[sym.Addr] {
+				seen[sym.Addr] = true
+				c.Symbols = append(c.Symbols, sym)
+			}
+		}
+	}
+	for _, r := range c.Records {
+		add(r.Location)
+	}
+	for _, st := range c.Stacks {
+		for _, a := range st {
+			add(a)
+		}
+	}
+	sortSymbols(c.Symbols)
+}

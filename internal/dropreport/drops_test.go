@@ -1,0 +1,356 @@
+package dropreport
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/golden"
+)
+
+func TestReasonName(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{"SKB_DROP_REASON_CPU_BACKLOG", "CPU_BACKLOG", true},
+		{"SKB_DROP_REASON_NOT_SPECIFIED", "NOT_SPECIFIED", true},
+		{"SKB_NOT_DROPPED_YET", "NOT_DROPPED_YET", true},
+		{"SKB_CONSUMED", "CONSUMED", true},
+		{"SKB_DROP_REASON_MAX", "", false},
+		{"SKB_DROP_REASON_SUBSYS_MASK", "", false},
+		{"SOMETHING_NEW", "SOMETHING_NEW", true},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := ReasonName(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ReasonName(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestKernelName(t *testing.T) {
+	k := Kernel{HasReasons: true, Reasons: map[uint32]string{2: "NOT_SPECIFIED", 71: "CPU_BACKLOG"}}
+	for v, want := range map[uint32]string{71: "CPU_BACKLOG", 500: "REASON_500", 0x30005: "SUBSYS_3_5"} {
+		if got := k.Name(v); got != want {
+			t.Errorf("Name(%#x) = %q, want %q", v, got, want)
+		}
+	}
+	if v, ok := k.Unspecified(); !ok || v != 2 {
+		t.Errorf("Unspecified() = %d, %v; want 2, true", v, ok)
+	}
+	if _, ok := (Kernel{}).Unspecified(); ok {
+		t.Errorf("Unspecified() on a kernel without reasons reported ok")
+	}
+}
+
+func TestMeaningOf(t *testing.T) {
+	tests := map[string]Meaning{
+		"CPU_BACKLOG":       {Layer: "backlog", Check: "net.backlog-drops", Hint: exact["CPU_BACKLOG"].Hint},
+		"SOCKET_RCVBUFF":    {Layer: "socket", Check: "net.socket-rcvbuf", Hint: exact["SOCKET_RCVBUFF"].Hint},
+		"NETFILTER_DROP":    {Layer: "netfilter", Hint: exact["NETFILTER_DROP"].Hint},
+		"TCP_ZEROWINDOW":    {Layer: "tcp"},
+		"IP_INNOROUTES":     {Layer: "ip"},
+		"FQ_FLOW_LIMIT":     {Layer: "qdisc"},
+		"NEIGH_QUEUEFULL":   {Layer: "neighbour"},
+		"A_REASON_FROM_7_0": {Layer: "other"},
+	}
+	for reason, want := range tests {
+		if diff := cmp.Diff(want, MeaningOf(reason)); diff != "" {
+			t.Errorf("MeaningOf(%s) (-want +got)\n%s", reason, diff)
+		}
+	}
+}
+
+func TestLocationMeaning(t *testing.T) {
+	name, m, ok := LocationMeaning("enqueue_to_backlog")
+	if !ok || name != "backlog" || m.Layer != "backlog" || m.Check != "net.backlog-drops" {
+		t.Errorf("enqueue_to_backlog: %q %+v %v", name, m, ok)
+	}
+	if _, m, ok := LocationMeaning("tcp_v4_rcv"); !ok || m.Layer != "tcp" {
+		t.Errorf("tcp_v4_rcv: %+v %v", m, ok)
+	}
+	if _, m, ok := LocationMeaning("some_driver_rx"); ok || m.Layer != "unknown" {
+		t.Errorf("unknown function: %+v %v", m, ok)
+	}
+}
+
+const kallsymsSample = `ffffffff81000000 T _stext
+ffffffff81000000 T startup_64
+ffffffff81001000 t helper
+ffffffff81002000 D some_data
+ffffffff81003000 W weak_func
+ffffffffc0a01000 t veth_xmit	[veth]
+ffffffffc0a02000 T veth_poll	[veth]
+`
+
+func TestParseKallsyms(t *testing.T) {
+	s, err := ParseKallsyms(strings.NewReader(kallsymsSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 6 {
+		t.Errorf("%d text symbols, want 6 (data symbols dropped)", s.Len())
+	}
+	tests := []struct {
+		addr uint64
+		name string
+		off  uint64
+		mod  string
+		ok   bool
+	}{
+		{0xffffffff80ffffff, "", 0, "", false},
+		{0xffffffff81000000, "_stext", 0, "", true}, // first alias listed wins
+		{0xffffffff81000010, "_stext", 0x10, "", true},
+		{0xffffffff81001005, "helper", 5, "", true},
+		{0xffffffff81002005, "helper", 0x1005, "", true}, // data symbols are not code
+		{0xffffffff81003001, "weak_func", 1, "", true},
+		{0xffffffffc0a01234, "veth_xmit", 0x234, "veth", true},
+		{0xffffffffc0a02000 + maxSymbolSize + 1, "", 0, "", false}, // far past the last symbol
+	}
+	for _, tt := range tests {
+		sym, off, ok := s.Lookup(tt.addr)
+		if sym.Name != tt.name || off != tt.off || ok != tt.ok || sym.Module != tt.mod {
+			t.Errorf("Lookup(%#x) = %+v+%#x %v; want %s+%#x [%s] %v", tt.addr, sym, off, ok, tt.name, tt.off, tt.mod, tt.ok)
+		}
+	}
+	// A return address right after a call that ends a function names the caller.
+	if n, off, _ := s.ReturnSite(0xffffffff81001000); n != "startup_64" && n != "_stext" || off != 0x1000 {
+		t.Errorf("ReturnSite at a function boundary = %s+%#x, want _stext+0x1000", n, off)
+	}
+	if got := s.FuncName(0x10); got != "0x10" {
+		t.Errorf("FuncName of an unknown address = %q", got)
+	}
+	var nilSyms *Symbols
+	if got := nilSyms.FuncName(0xffffffff81000010); got != "0xffffffff81000010" {
+		t.Errorf("FuncName without a table = %q", got)
+	}
+}
+
+func TestParseKallsymsErrors(t *testing.T) {
+	tests := map[string]string{
+		"restricted":    "0000000000000000 T _stext\n0000000000000000 t helper\n",
+		"short line":    "ffffffff81000000 T\n",
+		"bad address":   "ffffffffz1000000 T _stext\n",
+		"long type":     "ffffffff81000000 TT _stext\n",
+		"module":        "ffffffff81000000 T _stext veth\n",
+		"too many":      "ffffffff81000000 T _stext [veth] extra\n",
+		"huge address":  "1ffffffff81000000 T _stext\n",
+		"empty bracket": "ffffffff81000000 T _stext []\n",
+	}
+	for name, in := range tests {
+		if _, err := ParseKallsyms(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: no error for %q", name, in)
+		}
+	}
+	if _, err := ParseKallsyms(strings.NewReader(tests["restricted"])); err != ErrKallsymsRestricted {
+		t.Errorf("restricted: err = %v, want ErrKallsymsRestricted", err)
+	}
+	s, err := ParseKallsyms(strings.NewReader(""))
+	if err != nil || s.Len() != 0 {
+		t.Errorf("empty input: %v, %d symbols", err, s.Len())
+	}
+}
+
+func FuzzParseKallsyms(f *testing.F) {
+	f.Add(kallsymsSample)
+	f.Add("0000000000000000 T x\n")
+	f.Add("ffffffff81000000 t a\t[m]\n\nffffffff81000010 t b\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseKallsyms(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, sym := range s.syms {
+			got, off, ok := s.Lookup(sym.Addr)
+			if !ok || off != 0 || got.Addr != sym.Addr {
+				t.Fatalf("Lookup(%#x) = %+v+%d %v, want a symbol at that address", sym.Addr, got, off, ok)
+			}
+		}
+	})
+}
+
+var testSyms = NewSymbols([]Symbol{
+	{Addr: 0x1000, Name: "enqueue_to_backlog"},
+	{Addr: 0x2000, Name: "udp_queue_rcv_one_skb"},
+	{Addr: 0x3000, Name: "sk_skb_reason_drop"},
+	{Addr: 0x4000, Name: "bpf_trace_run4"},
+	{Addr: 0x5000, Name: "net_rx_action"},
+	{Addr: 0x6000, Name: "__udp4_lib_rcv"},
+	{Addr: 0x7000, Name: "some_free_path"},
+})
+
+var reasonKernel = Kernel{HasReasons: true, Reasons: map[uint32]string{2: "NOT_SPECIFIED", 3: "NO_SOCKET", 6: "SOCKET_RCVBUFF", 71: "CPU_BACKLOG"}}
+
+func TestSummarize(t *testing.T) {
+	c := &Capture{
+		Kernel:          reasonKernel,
+		Netns:           100,
+		DurationSeconds: 2,
+		Records: []Record{
+			{Reason: 71, Location: 0x1010, Ifindex: 2, Netns: 100, StackID: -1, Count: 10},
+			{Reason: 71, Location: 0x1010, Ifindex: 2, Netns: 200, StackID: -1, Count: 5}, // same index, other netns
+			{Reason: 6, Location: 0x2020, Ifindex: 2, Netns: 200, StackID: -1, Count: 20},
+			{Reason: 2, Location: 0x7010, Ifindex: 1, Netns: 100, StackID: -1, Count: 1000},
+			{Reason: 3, Location: 0x6010, Ifindex: 0, StackID: -1, Count: 1},
+			{Reason: 3, Location: 0x9999999, Ifindex: 0, StackID: -1, Count: 2}, // not in kallsyms
+		},
+		LostStacks: 3,
+	}
+	got := Summarize(c, testSyms, SummaryOptions{IfNames: map[uint32]string{1: "lo", 2: "eth0"}})
+	want := Report{
+		DurationSeconds: 2, DropReasons: true, Total: 1038, LostStacks: 3,
+		Reasons: []ReasonCount{
+			{Reason: "SOCKET_RCVBUFF", Count: 20, PerSecond: 10, Layer: "socket", Check: "net.socket-rcvbuf", Hint: exact["SOCKET_RCVBUFF"].Hint,
+				Locations: []LocationCount{{"udp_queue_rcv_one_skb", 20}}, Interfaces: []InterfaceCount{{Ifindex: 2, Netns: 200, Count: 20}}},
+			{Reason: "CPU_BACKLOG", Count: 15, PerSecond: 7.5, Layer: "backlog", Check: "net.backlog-drops", Hint: exact["CPU_BACKLOG"].Hint,
+				Locations:  []LocationCount{{"enqueue_to_backlog", 15}},
+				Interfaces: []InterfaceCount{{Ifindex: 2, Netns: 100, Name: "eth0", Count: 10}, {Ifindex: 2, Netns: 200, Count: 5}}},
+			{Reason: "NO_SOCKET", Count: 3, PerSecond: 1.5, Layer: "socket", Hint: exact["NO_SOCKET"].Hint,
+				Locations: []LocationCount{{"0x9999999", 2}, {"__udp4_lib_rcv", 1}}, Interfaces: []InterfaceCount{{Count: 3}}},
+		},
+		Hidden: []Hidden{{Reason: "NOT_SPECIFIED", Count: 1000, PerSecond: 500}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+
+	all := Summarize(c, testSyms, SummaryOptions{ShowUnspecified: true})
+	if all.Hidden != nil || all.Reasons[0].Reason != "NOT_SPECIFIED" || all.Reasons[0].Layer != "unknown" {
+		t.Errorf("--all: hidden %+v, first %+v", all.Hidden, all.Reasons[0])
+	}
+}
+
+// TestSummarizeNoReasons: on kernels before 5.17 records have reason 0 and
+// are grouped by the function that dropped them, known ones named.
+func TestSummarizeNoReasons(t *testing.T) {
+	c := &Capture{
+		DurationSeconds: 1,
+		Records: []Record{
+			{Location: 0x1010, StackID: -1, Count: 7},
+			{Location: 0x1020, StackID: -1, Count: 3},
+			{Location: 0x7010, StackID: -1, Count: 4},
+		},
+	}
+	got := Summarize(c, testSyms, SummaryOptions{})
+	want := Report{
+		DurationSeconds: 1, Total: 14,
+		Reasons: []ReasonCount{
+			{Reason: "enqueue_to_backlog", Count: 10, PerSecond: 10, Layer: "backlog", Check: "net.backlog-drops", Hint: "backlog: " + exact["CPU_BACKLOG"].Hint,
+				Locations: []LocationCount{{"enqueue_to_backlog", 10}}, Interfaces: []InterfaceCount{{Count: 10}}},
+			{Reason: "some_free_path", Count: 4, PerSecond: 4, Layer: "unknown",
+				Locations: []LocationCount{{"some_free_path", 4}}, Interfaces: []InterfaceCount{{Count: 4}}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestFold(t *testing.T) {
+	c := &Capture{
+		Kernel: reasonKernel,
+		Records: []Record{
+			{Reason: 71, Location: 0x1010, StackID: 1, Count: 10},
+			{Reason: 71, Location: 0x1010, StackID: 2, Count: 5}, // same stack after trimming: merged
+			{Reason: 71, Location: 0x1010, StackID: -1, Count: 2},
+			{Reason: 71, Location: 0x1010, StackID: 9, Count: 1}, // stack id whose trace was lost
+			{Reason: 2, Location: 0x7010, StackID: -1, Count: 100},
+		},
+		Stacks: map[int32][]uint64{
+			// Innermost first: the BPF program (unknown), the tracepoint glue, then the kernel.
+			1: {0xdead0000000, 0x4050, 0x3010, 0x1010, 0x5010},
+			2: {0x4050, 0x3010, 0x1010, 0x5010},
+		},
+	}
+	got := Fold(c, testSyms, false)
+	want := []Stack{
+		{Frames: []string{"CPU_BACKLOG", "[no stack]", "enqueue_to_backlog"}, Count: 3},
+		{Frames: []string{"CPU_BACKLOG", "net_rx_action", "enqueue_to_backlog", "sk_skb_reason_drop"}, Count: 15},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	var buf bytes.Buffer
+	if err := WriteFolded(&buf, got); err != nil {
+		t.Fatal(err)
+	}
+	wantText := "CPU_BACKLOG;[no stack];enqueue_to_backlog 3\nCPU_BACKLOG;net_rx_action;enqueue_to_backlog;sk_skb_reason_drop 15\n"
+	if diff := cmp.Diff(wantText, buf.String()); diff != "" {
+		t.Errorf("folded (-want +got)\n%s", diff)
+	}
+	if all := Fold(c, testSyms, true); len(all) != 3 || all[2].Frames[0] != "NOT_SPECIFIED" {
+		t.Errorf("with NOT_SPECIFIED: %+v", all)
+	}
+}
+
+// TestRecordedFlood replays the capture recorded by the real flood test
+// (internal/cli/netcmd/dropscmd TestBacklogFlood with SLOWPATH_UPDATE=1): the
+// decoding, naming, symbolising and folding of real map contents, against
+// golden reports.
+func TestRecordedFlood(t *testing.T) {
+	b, err := os.ReadFile("testdata/flood.capture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Capture
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	syms := NewSymbols(c.Symbols)
+	rep := Summarize(&c, syms, SummaryOptions{})
+	if rep.ReasonCountOf("CPU_BACKLOG") == 0 || rep.ReasonCountOf("SOCKET_RCVBUFF") == 0 {
+		t.Fatalf("recorded flood lacks CPU_BACKLOG or SOCKET_RCVBUFF: %v", rep.Reasons)
+	}
+	for _, rc := range rep.Reasons {
+		if rc.Reason == "CPU_BACKLOG" && rc.Locations[0].Function != "enqueue_to_backlog" {
+			t.Errorf("CPU_BACKLOG located at %v", rc.Locations)
+		}
+	}
+	var text, js, folded bytes.Buffer
+	if err := WriteText(&text, rep, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		t.Fatal(err)
+	}
+	stacks := Fold(&c, syms, false)
+	if err := WriteFolded(&folded, stacks); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(folded.String(), ";enqueue_to_backlog;sk_skb_reason_drop ") {
+		t.Errorf("folded stacks lack enqueue_to_backlog")
+	}
+	for _, s := range stacks {
+		if tracingFrame(s.Frames[len(s.Frames)-1]) || strings.HasPrefix(s.Frames[len(s.Frames)-1], "0x") {
+			t.Errorf("stack ends in a tracing or unknown frame: %v", s.Frames)
+		}
+	}
+	golden.Compare(t, "testdata/flood.report.txt", text.Bytes())
+	var tabs bytes.Buffer
+	if err := WriteText(&tabs, rep, TextOptions{Tabs: true}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, "testdata/flood.report.tsv", tabs.Bytes())
+	golden.Compare(t, "testdata/flood.report.json", js.Bytes())
+	golden.Compare(t, "testdata/flood.folded", folded.Bytes())
+}
+
+func TestWriteTextEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteText(&buf, Report{DurationSeconds: 1, Interface: "eth0", Reasons: []ReasonCount{}, Missed: 2}, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "Packet drops on eth0 over 1.0s: 0 dropped\nThis kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.\nwarning: 2 drops missed: the kernel skipped the tracer while it was already running on that CPU\nNo drops.\n"
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

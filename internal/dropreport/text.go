@@ -1,0 +1,130 @@
+package dropreport
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// TextOptions shape WriteText.
+type TextOptions struct {
+	// TopFunctions is how many kernel functions to list per reason
+	// (default 3).
+	TopFunctions int
+	// Tabs writes the table as tab-separated rows without padding, for
+	// output that is piped rather than read on a terminal.
+	Tabs bool
+}
+
+// WriteText prints r as a table: one line per reason with count, rate,
+// layer, related check, interfaces and the kernel functions that dropped,
+// then the hints of the reasons shown.
+func WriteText(w io.Writer, r Report, o TextOptions) error {
+	if o.TopFunctions <= 0 {
+		o.TopFunctions = 3
+	}
+	where := "all interfaces"
+	if r.Interface != "" {
+		where = r.Interface
+	}
+	var shown uint64
+	for _, rc := range r.Reasons {
+		shown += rc.Count
+	}
+	fmt.Fprintf(w, "Packet drops on %s over %s: %d dropped", where, strconv.FormatFloat(r.DurationSeconds, 'f', 1, 64)+"s", shown)
+	for _, h := range r.Hidden {
+		fmt.Fprintf(w, "; %d %s frees not shown (--all shows them)", h.Count, h.Reason)
+	}
+	fmt.Fprintln(w)
+	if !r.DropReasons {
+		fmt.Fprintln(w, "This kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.")
+	}
+	if r.LostRecords > 0 {
+		fmt.Fprintf(w, "warning: %d drops not counted: the in-kernel map was full\n", r.LostRecords)
+	}
+	if r.Missed > 0 {
+		fmt.Fprintf(w, "warning: %d drops missed: the kernel skipped the tracer while it was already running on that CPU\n", r.Missed)
+	}
+	if r.LostStacks > 0 {
+		fmt.Fprintf(w, "warning: %d drops counted without their stack (stack map full, or two stacks with one hash)\n", r.LostStacks)
+	}
+	if len(r.Reasons) == 0 {
+		fmt.Fprintln(w, "No drops.")
+		return nil
+	}
+	fmt.Fprintln(w)
+	var tw interface {
+		io.Writer
+		Flush() error
+	} = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if o.Tabs {
+		tw = nopFlush{w}
+	}
+	head := "REASON"
+	if !r.DropReasons {
+		head = "LOCATION"
+	}
+	fmt.Fprintf(tw, "%s\tCOUNT\tPER SEC\tLAYER\tCHECK\tINTERFACES\tFUNCTIONS\n", head)
+	for _, rc := range r.Reasons {
+		check := rc.Check
+		if check == "" {
+			check = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", rc.Reason, rc.Count,
+			strconv.FormatFloat(rc.PerSecond, 'f', 1, 64), rc.Layer, check,
+			interfaces(rc.Interfaces, 2), functions(rc.Locations, o.TopFunctions))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var hints []string
+	for _, rc := range r.Reasons {
+		if rc.Hint != "" {
+			hints = append(hints, fmt.Sprintf("  %s: %s", rc.Reason, rc.Hint))
+		}
+	}
+	if len(hints) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(hints, "\n"))
+	}
+	return nil
+}
+
+func functions(locs []LocationCount, top int) string {
+	var parts []string
+	for i, l := range locs {
+		if i == top {
+			parts = append(parts, fmt.Sprintf("+%d more", len(locs)-top))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", l.Function, l.Count))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func interfaces(ifs []InterfaceCount, top int) string {
+	var parts []string
+	for i, f := range ifs {
+		if i == top {
+			parts = append(parts, "...")
+			break
+		}
+		switch {
+		case f.Name != "":
+			parts = append(parts, f.Name)
+		case f.Ifindex == 0:
+			parts = append(parts, "-")
+		case f.Netns != 0:
+			// An interface of another network namespace, or gone.
+			parts = append(parts, fmt.Sprintf("if%d@netns:%d", f.Ifindex, f.Netns))
+		default:
+			parts = append(parts, fmt.Sprintf("if%d", f.Ifindex))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+type nopFlush struct{ io.Writer }
+
+func (nopFlush) Flush() error { return nil }

@@ -1,0 +1,42 @@
+package storagemodel
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// FuzzBuild feeds arbitrary storage sections (seeded with the fixture
+// hosts) to Build: whatever the snapshot says, Build must not panic or loop,
+// and the counts it reports must match its own layers.
+func FuzzBuild(f *testing.F) {
+	hosts, _ := filepath.Glob("../../../testdata/hosts/*.json")
+	for _, h := range hosts {
+		if b, err := os.ReadFile(h); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"storage":{"mounts":[{"major_minor":"7:0","mount_point":"/a"}],"block_devices":[{"name":"loop0","major_minor":"7:0","kind":"loop","size_bytes":1,"loop":{"backing_file":"/a/x","backing_device":"7:0"}}]}}`))
+	f.Add([]byte(`{"storage":{"block_devices":[{"name":"a","kind":"dm","size_bytes":1,"slaves":["b"]},{"name":"b","kind":"dm","size_bytes":1,"slaves":["a"]}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s snapshot.Snapshot
+		if json.Unmarshal(b, &s) != nil {
+			return
+		}
+		m, err := Build(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m.Paths {
+			if p.EncryptionLayers < 0 || p.EncryptionLayers > len(p.Layers) {
+				t.Fatalf("%s: %d encryption layers in %d layers", p.Subject(), p.EncryptionLayers, len(p.Layers))
+			}
+			if got := len(p.EncryptionChain()); got != p.EncryptionLayers {
+				t.Fatalf("%s: chain has %d encrypting layers, count says %d", p.Subject(), got, p.EncryptionLayers)
+			}
+		}
+	})
+}

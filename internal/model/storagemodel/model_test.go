@@ -1,0 +1,332 @@
+package storagemodel
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+func bptr(b bool) *bool { return &b }
+
+func ssd() *snapshot.Queue {
+	return &snapshot.Queue{Rotational: bptr(false), LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "none"}
+}
+
+func disk(name, mm, model string, size uint64, holders ...string) snapshot.BlockDevice {
+	return snapshot.BlockDevice{Name: name, MajorMinor: mm, Kind: snapshot.KindDisk, SizeBytes: size, Holders: holders,
+		Queue: ssd(), Ident: &snapshot.Identity{Transport: "nvme", Model: model}}
+}
+
+func part(name, mm, parent string, holders ...string) snapshot.BlockDevice {
+	return snapshot.BlockDevice{Name: name, MajorMinor: mm, Kind: snapshot.KindPartition, Parent: parent, SizeBytes: 1 << 30, Holders: holders}
+}
+
+func crypt(name, mm, dmName, params string, slaves []string, holders ...string) snapshot.BlockDevice {
+	return snapshot.BlockDevice{Name: name, MajorMinor: mm, Kind: snapshot.KindDM, SizeBytes: 1 << 30, Slaves: slaves, Holders: holders,
+		Queue: ssd(), DM: &snapshot.DM{Name: dmName, UUID: "CRYPT-LUKS2-0123-" + dmName,
+			Targets: []snapshot.DMTarget{{Length: 2097152, Type: "crypt", Params: params}}}}
+}
+
+func mount(id int, mm, mp, fs string) snapshot.Mount {
+	return snapshot.Mount{MountID: id, MajorMinor: mm, Root: "/", MountPoint: mp, FSType: fs, Source: "/dev/x"}
+}
+
+func snap(mounts []snapshot.Mount, devs ...snapshot.BlockDevice) *snapshot.Snapshot {
+	return &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: 1},
+		Storage: &snapshot.Storage{Mounts: mounts, BlockDevices: devs}}
+}
+
+// kinds renders a path's layers as "depth:kind:name" for compact comparison.
+func kinds(p Path) []string {
+	var out []string
+	for _, l := range p.Layers {
+		out = append(out, strings.Repeat(" ", l.Depth)+l.Kind+":"+l.Name)
+	}
+	return out
+}
+
+func pathFor(t *testing.T, m *Model, subject string) Path {
+	t.Helper()
+	for _, p := range m.Paths {
+		if p.Subject() == subject {
+			return p
+		}
+	}
+	t.Fatalf("no path %s in %+v", subject, m.Paths)
+	return Path{}
+}
+
+const luksDefault = "aes-xts-plain64 redacted:512 0 259:1 32768"
+
+func TestBuildChains(t *testing.T) {
+	tests := []struct {
+		name     string
+		s        *snapshot.Snapshot
+		subject  string
+		want     []string
+		wantEnc  int
+		wantIncl string // substring of Incomplete, "" for complete
+	}{
+		{
+			name: "ext4 on luks on nvme partition",
+			s: snap([]snapshot.Mount{mount(1, "253:0", "/data", "ext4")},
+				disk("nvme0n1", "259:0", "Samsung", 1<<40),
+				part("nvme0n1p1", "259:1", "nvme0n1", "dm-0"),
+				crypt("dm-0", "253:0", "data", luksDefault, []string{"nvme0n1p1"})),
+			subject: "/data",
+			want:    []string{"filesystem:/data", " dm-crypt:data", "  partition:nvme0n1p1", "   disk:nvme0n1"},
+			wantEnc: 1,
+		},
+		{
+			name: "crypt on crypt, and a loop file on it inside fscrypt",
+			s: func() *snapshot.Snapshot {
+				outer := mount(1, "253:1", "/srv", "xfs")
+				s := snap([]snapshot.Mount{outer, mount(2, "7:0", "/srv/img", "ext4")},
+					disk("sda", "8:0", "HDD", 1<<40, "dm-0"),
+					crypt("dm-0", "253:0", "outer", luksDefault, []string{"sda"}, "dm-1"),
+					crypt("dm-1", "253:1", "inner", luksDefault, []string{"dm-0"}),
+					snapshot.BlockDevice{Name: "loop0", MajorMinor: "7:0", Kind: snapshot.KindLoop, SizeBytes: 1 << 30,
+						Loop: &snapshot.Loop{BackingFile: "/srv/disk.img", BackingDevice: "253:1"}})
+				s.Storage.Mounts[1].Fscrypt = &snapshot.Fscrypt{Version: 2, ContentsMode: "AES-256-XTS", FilenamesMode: "AES-256-CTS"}
+				return s
+			}(),
+			subject: "/srv/img",
+			want: []string{"fscrypt:AES-256-XTS", " filesystem:/srv/img", "  loop:loop0", "   filesystem:/srv",
+				"    dm-crypt:inner", "     dm-crypt:outer", "      disk:sda"},
+			wantEnc: 3,
+		},
+		{
+			name: "md raid1 over two crypt legs counts one layer per chain",
+			s: snap([]snapshot.Mount{mount(1, "9:0", "/r", "ext4")},
+				disk("nvme0n1", "259:0", "A", 1<<40, "dm-0"), disk("nvme1n1", "259:2", "B", 1<<40, "dm-1"),
+				crypt("dm-0", "253:0", "a", luksDefault, []string{"nvme0n1"}, "md0"),
+				crypt("dm-1", "253:1", "b", luksDefault, []string{"nvme1n1"}, "md0"),
+				snapshot.BlockDevice{Name: "md0", MajorMinor: "9:0", Kind: snapshot.KindMD, SizeBytes: 1 << 40,
+					Slaves: []string{"dm-0", "dm-1"}, MD: &snapshot.MD{Level: "raid1"}}),
+			subject: "/r",
+			want:    []string{"filesystem:/r", " md:md0", "  dm-crypt:a", "   disk:nvme0n1", "  dm-crypt:b", "   disk:nvme1n1"},
+			wantEnc: 1,
+		},
+		{
+			name: "loop over a block device node follows the device",
+			s: snap([]snapshot.Mount{mount(1, "7:1", "/l", "ext4"), mount(2, "0:5", "/dev", "devtmpfs")},
+				disk("sdc", "8:32", "X", 1<<30, "loop1"),
+				snapshot.BlockDevice{Name: "loop1", MajorMinor: "7:1", Kind: snapshot.KindLoop, SizeBytes: 1 << 30,
+					Loop: &snapshot.Loop{BackingFile: "/dev/sdc", BackingDevice: "0:5", BackingBlockDevice: "8:32"}}),
+			subject: "/l",
+			want:    []string{"filesystem:/l", " loop:loop1", "  disk:sdc"},
+		},
+		{
+			name: "loop cycle ends with a missing layer",
+			s: snap([]snapshot.Mount{mount(1, "7:0", "/loop", "ext4")},
+				snapshot.BlockDevice{Name: "loop0", MajorMinor: "7:0", Kind: snapshot.KindLoop, SizeBytes: 1 << 20,
+					Loop: &snapshot.Loop{BackingFile: "/loop/self.img", BackingDevice: "7:0"}}),
+			subject:  "/loop",
+			want:     []string{"filesystem:/loop", " loop:loop0", "  missing:?"},
+			wantIncl: "cycle",
+		},
+		{
+			name: "slave missing from snapshot",
+			s: snap([]snapshot.Mount{mount(1, "253:0", "/m", "ext4")},
+				crypt("dm-0", "253:0", "m", luksDefault, []string{"sdz"})),
+			subject:  "/m",
+			want:     []string{"filesystem:/m", " dm-crypt:m", "  missing:?"},
+			wantEnc:  1,
+			wantIncl: "sdz, which is not in the snapshot",
+		},
+		{
+			name: "garbage crypt params still count as encryption, named incomplete",
+			s: snap([]snapshot.Mount{mount(1, "253:0", "/g", "ext4")},
+				disk("sda", "8:0", "X", 1<<30, "dm-0"),
+				crypt("dm-0", "253:0", "g", "this is not a crypt table at all", []string{"sda"})),
+			subject:  "/g",
+			want:     []string{"filesystem:/g", " dm-crypt:g", "  disk:sda"},
+			wantEnc:  1,
+			wantIncl: "malformed crypt table",
+		},
+		{
+			name: "unknown target type is kept by name",
+			s: snap([]snapshot.Mount{mount(1, "253:0", "/v", "xfs")},
+				disk("sda", "8:0", "X", 1<<30, "dm-0"),
+				snapshot.BlockDevice{Name: "dm-0", MajorMinor: "253:0", Kind: snapshot.KindDM, SizeBytes: 1 << 30, Slaves: []string{"sda"},
+					DM: &snapshot.DM{Name: "vdo0", Targets: []snapshot.DMTarget{{Type: "vdo", Params: "V4 8:0 ..."}}}}),
+			subject: "/v",
+			want:    []string{"filesystem:/v", " dm-vdo:vdo0", "  disk:sda"},
+		},
+		{
+			name: "mount of a device absent from the snapshot",
+			s: snap([]snapshot.Mount{mount(1, "8:3", "/x", "ext4")},
+				disk("sdb", "8:16", "X", 1<<30)),
+			subject:  "/x",
+			want:     []string{"filesystem:/x", " missing:?"},
+			wantIncl: "device 8:3 of mount /x is not in the snapshot",
+		},
+		{
+			name:    "unmounted zram",
+			s:       snap(nil, snapshot.BlockDevice{Name: "zram0", MajorMinor: "252:0", Kind: snapshot.KindZram, SizeBytes: 8 << 30}),
+			subject: "/dev/zram0",
+			want:    []string{"zram:zram0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Build(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pathFor(t, m, tt.subject)
+			if d := cmp.Diff(tt.want, kinds(p)); d != "" {
+				t.Errorf("layers (-want +got):\n%s", d)
+			}
+			if p.EncryptionLayers != tt.wantEnc {
+				t.Errorf("encryption layers = %d, want %d", p.EncryptionLayers, tt.wantEnc)
+			}
+			inc := strings.Join(p.Incomplete, "; ")
+			if tt.wantIncl == "" && inc != "" {
+				t.Errorf("unexpected incomplete: %s", inc)
+			}
+			if tt.wantIncl != "" && !strings.Contains(inc, tt.wantIncl) {
+				t.Errorf("incomplete = %q, want it to contain %q", inc, tt.wantIncl)
+			}
+			if tt.wantIncl != "" && len(m.Problems) == 0 {
+				t.Error("model problems empty for a partial path")
+			}
+		})
+	}
+}
+
+func TestBuildSkipsVirtualAndHeld(t *testing.T) {
+	s := snap([]snapshot.Mount{
+		{MountID: 1, MajorMinor: "0:22", MountPoint: "/proc", FSType: "proc", Source: "proc"},
+		mount(2, "253:0", "/data", "ext4"),
+		mount(3, "253:0", "/bind/data", "ext4"),
+	},
+		disk("sda", "8:0", "X", 1<<30, "dm-0"),
+		crypt("dm-0", "253:0", "d", luksDefault, []string{"sda"}),
+		snapshot.BlockDevice{Name: "loop7", MajorMinor: "7:7", Kind: snapshot.KindLoop}, // detached: size 0
+	)
+	m, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Paths) != 2 || m.Paths[0].MountPoint != "/data" || !m.Paths[1].Empty || m.Paths[1].Device != "loop7" {
+		t.Fatalf("paths = %+v, want /data and the empty loop7", m.Paths)
+	}
+	if note := m.Paths[1].Layers[0].Note; note != "detached, no backing file" {
+		t.Errorf("loop7 note %q", note)
+	}
+	if d := cmp.Diff([]string{"/bind/data"}, m.Paths[0].AlsoMountedAt); d != "" {
+		t.Errorf("also mounted at (-want +got):\n%s", d)
+	}
+}
+
+func TestBuildNilSafe(t *testing.T) {
+	for _, s := range []*snapshot.Snapshot{nil, {}, {Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{}, {Name: "x"}, {Name: "x"}}}}} {
+		if _, err := Build(s); err != nil {
+			t.Errorf("Build(%+v): %v", s, err)
+		}
+	}
+}
+
+func TestCloudFacts(t *testing.T) {
+	const tempMB = 614400 // Standard_E16d_v5 temp disk 600 GiB
+	azureSized := func(size string, eah *bool) *snapshot.Cloud {
+		return &snapshot.Cloud{Provider: "azure", Azure: &snapshot.AzureMeta{VMSize: size, EncryptionAtHost: eah, ResourceDiskSizeMB: tempMB}}
+	}
+	azure := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v4", eah) }
+	v5 := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v5", eah) }
+	osDisk := snapshot.BlockDevice{Name: "sda", Kind: snapshot.KindDisk, SizeBytes: 30 << 30, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk"}}
+	tmp := snapshot.BlockDevice{Name: "sdb", Kind: snapshot.KindDisk, SizeBytes: tempMB << 20, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk    "}}
+	type fact struct {
+		id  string
+		enc *bool
+		by  string
+	}
+	tests := []struct {
+		name string
+		c    *snapshot.Cloud
+		d    snapshot.BlockDevice
+		want []fact // top (nearest the VM) first
+	}{
+		{"azure v4 eah temp disk", azure(bptr(true)), tmp, []fact{{"azure-eah-temp-scsi", bptr(true), ByHypervisor}}},
+		{"azure v4 no eah temp disk", azure(bptr(false)), tmp, []fact{{"azure-temp-no-eah", bptr(false), ""}}},
+		{"azure v5 eah temp disk: host over hardware", v5(bptr(true)), tmp, []fact{{"azure-eah-temp-scsi", bptr(true), ByHypervisor}, {"azure-v5-local-hardware", bptr(true), ByDrive}}},
+		{"azure v5 no eah temp disk: hardware only", v5(bptr(false)), tmp, []fact{{"azure-v5-local-hardware", bptr(true), ByDrive}}},
+		{"azure v5 os disk is not local", v5(bptr(false)), osDisk, []fact{{"azure-managed-sse", bptr(true), ByCloudStorage}}},
+		{"azure no eah os disk", azure(bptr(false)), osDisk, []fact{{"azure-managed-sse", bptr(true), ByCloudStorage}}},
+		{"azure eah os disk", azure(bptr(true)), osDisk, []fact{{"azure-eah-managed", bptr(true), ByHypervisor}}},
+		{"azure eah unknown", azure(nil), tmp, []fact{{"azure-eah-unknown", nil, ""}}},
+		{"aws instance store", &snapshot.Cloud{Provider: "aws"}, disk("nvme1n1", "259:1", "Amazon EC2 NVMe Instance Storage", 1<<40), []fact{{"aws-nitro-instance-store", bptr(true), ByDrive}}},
+		{"aws ebs", &snapshot.Cloud{Provider: "aws"}, disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1<<40), []fact{{"aws-ebs", nil, ByHypervisor}}},
+		{"gcp local ssd", &snapshot.Cloud{Provider: "gcp"}, disk("nvme1n1", "259:1", "nvme_card", 375<<30), []fact{{"gcp-local-ssd", bptr(true), ByDrive}}},
+		{"no cloud", nil, osDisk, nil},
+		{"ebs model on azure is not a fact", azure(bptr(true)), disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []fact
+			for _, cd := range lookupCloudDisk(tt.c, &tt.d) {
+				if cd.Source == "" || !strings.HasPrefix(cd.Source, "https://") {
+					t.Errorf("fact %s has no source link", cd.Fact)
+				}
+				by := cd.EncryptedBy
+				if cd.Encrypted != nil && !*cd.Encrypted {
+					by = ""
+				}
+				if cd.Encrypted == nil {
+					by = ""
+				}
+				got = append(got, fact{cd.Fact, cd.Encrypted, by})
+			}
+			for i := range tt.want {
+				if tt.want[i].enc == nil {
+					tt.want[i].by = ""
+				}
+			}
+			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(fact{})); d != "" {
+				t.Errorf("facts (-want +got):\n%s", d)
+			}
+		})
+	}
+	for _, f := range cloudFacts {
+		if !strings.HasPrefix(f.source, "https://") {
+			t.Errorf("cloud fact %s: source %q is not a link", f.id, f.source)
+		}
+	}
+}
+
+func TestAzureGeneration(t *testing.T) {
+	for size, want := range map[string]int{"Standard_E16d_v5": 5, "Standard_D8ds_v6": 6, "Standard_D4s_v3": 3, "Standard_A1": 0, "Standard_L8s_v10": 10, "": 0} {
+		if got := azureGeneration(size); got != want {
+			t.Errorf("azureGeneration(%q) = %d, want %d", size, got, want)
+		}
+	}
+}
+
+func TestBuildBoundsSharedBranches(t *testing.T) {
+	// 40 dm devices, each built twice on the next: 2^40 chains if walked naively.
+	var devs []snapshot.BlockDevice
+	for i := 0; i < 40; i++ {
+		name := fmt.Sprintf("dm-%d", i)
+		next := fmt.Sprintf("dm-%d", i+1)
+		d := snapshot.BlockDevice{Name: name, MajorMinor: fmt.Sprintf("253:%d", i), Kind: snapshot.KindDM, SizeBytes: 1,
+			Slaves: []string{next, next}, DM: &snapshot.DM{Name: name, Targets: []snapshot.DMTarget{{Type: "linear"}}}}
+		if i > 0 {
+			d.Holders = []string{fmt.Sprintf("dm-%d", i-1)}
+		}
+		devs = append(devs, d)
+	}
+	devs = append(devs, disk("dm-40", "8:0", "X", 1, "dm-39"))
+	m, err := Build(snap([]snapshot.Mount{mount(1, "253:0", "/x", "ext4")}, devs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pathFor(t, m, "/x")
+	if len(p.Layers) > maxLayers+2 || len(p.Incomplete) == 0 {
+		t.Fatalf("%d layers, incomplete %v", len(p.Layers), p.Incomplete)
+	}
+}
