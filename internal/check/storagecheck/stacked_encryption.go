@@ -34,7 +34,9 @@ func runStackedEncryption(in *check.Input) []check.Finding {
 		switch {
 		case p.EncryptionLayers >= 2:
 			out = append(out, stackedFinding(p, subject, required))
-		case p.EncryptionLayers == 1 && p.UnknownEncryptionLayers > 0:
+		case p.EncryptionLayers+p.UnknownEncryptionLayers >= 2:
+			// Known layers plus layers that cannot be seen from inside
+			// could make two: unknown, never pass.
 			out = append(out, possibleStackFinding(p, subject))
 		default:
 			out = append(out, check.Finding{Status: check.Pass, Subject: subject,
@@ -193,15 +195,24 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 		ev = append(ev, e)
 	}
 	return check.Finding{
-		Status:   check.Unknown,
-		Severity: check.Info,
-		Subject:  subject,
-		Summary: fmt.Sprintf("%s has 1 encryption layer in this machine and %d below it whose encryption cannot be seen from inside; "+
-			"if that one encrypts too, every block is encrypted twice.", subject, p.UnknownEncryptionLayers),
+		Status:      check.Unknown,
+		Severity:    check.Info,
+		Subject:     subject,
+		Summary:     possibleStackSummary(p, subject),
 		Evidence:    ev,
 		Remediation: remediation,
 		References:  append(refs, refDMCrypt),
 	}
+}
+
+func possibleStackSummary(p storagemodel.Path, subject string) string {
+	if p.EncryptionLayers == 1 && p.UnknownEncryptionLayers == 1 {
+		return fmt.Sprintf("%s has 1 encryption layer in this machine and 1 below it whose encryption cannot be seen from inside; "+
+			"if that one encrypts too, every block is encrypted twice.", subject)
+	}
+	return fmt.Sprintf("%s has %d known encryption layer(s) and %d whose encryption or identity cannot be seen from inside; "+
+		"if they encrypt, every block is encrypted %d times.", subject, p.EncryptionLayers, p.UnknownEncryptionLayers,
+		p.EncryptionLayers+p.UnknownEncryptionLayers)
 }
 
 // hasFact reports whether a layer's cloud fact id starts with prefix.
