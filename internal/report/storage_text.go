@@ -22,11 +22,26 @@ func writeStorageText(t *textWriter, r *Report) {
 		}
 		t.printf("\n")
 		t.wrapHanging("  ", "    ", pathHeadline(p))
+		var lastID storagemodel.DiskIdentity
 		for _, l := range p.Layers {
 			indent := strings.Repeat("  ", l.Depth)
 			t.wrapHanging("    "+indent+"└ ", "    "+indent+"    ", layerLine(l))
 			if l.Encrypted || l.EncryptionUnknown {
 				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", t.encMark(l))
+			}
+			// How the cloud disk was recognised, once per disk: the
+			// drive's layer under the host's shares the identity.
+			if l.Cloud != nil && l.Cloud.Identity != nil && *l.Cloud.Identity != lastID {
+				id := *l.Cloud.Identity
+				lastID = id
+				what := "identified by " + id.Rule + ": "
+				if id.Role == storagemodel.RoleUnidentified {
+					what = "not identified (rule " + id.Rule + "): "
+				}
+				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", what+id.Evidence)
+				if id.Corroboration != "" {
+					t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", "metadata: "+id.Corroboration)
+				}
 			}
 		}
 		for _, why := range p.Incomplete {
