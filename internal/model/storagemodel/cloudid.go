@@ -289,7 +289,7 @@ func corroborate(c *snapshot.Cloud, d *snapshot.BlockDevice, role string) string
 // azureSizeCorroboration compares the disk size with IMDS
 // storageProfile.resourceDisk.size. Microsoft documents the field in kB
 // (learn.microsoft.com/azure/virtual-machines/instance-metadata-service,
-// "Storage profile"); values seen in public outputs (14336, 34816, 614400)
+// "Storage profile"); values seen in public outputs (14336, 34816, 63488)
 // read as MiB. Both readings are tried; neither decides.
 func azureSizeCorroboration(imds int, size uint64) string {
 	if imds <= 0 {
