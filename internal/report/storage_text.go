@@ -34,11 +34,7 @@ func writeStorageText(t *textWriter, r *Report) {
 			if l.Cloud != nil && l.Cloud.Identity != nil && *l.Cloud.Identity != lastID {
 				id := *l.Cloud.Identity
 				lastID = id
-				what := "identified by " + id.Rule + ": "
-				if id.Role == storagemodel.RoleUnidentified {
-					what = "not identified (rule " + id.Rule + "): "
-				}
-				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", what+id.Evidence)
+				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", identityLine(id))
 				if id.Corroboration != "" {
 					t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", "metadata: "+id.Corroboration)
 				}
@@ -100,6 +96,14 @@ func pathHeadline(p storagemodel.Path) string {
 		s += "; also at " + strings.Join(p.AlsoMountedAt, ", ")
 	}
 	return s
+}
+
+// identityLine says which cloud rule named a disk and on what evidence.
+func identityLine(id storagemodel.DiskIdentity) string {
+	if id.Role == storagemodel.RoleUnidentified {
+		return "not identified (rule " + id.Rule + "): " + id.Evidence
+	}
+	return "identified by " + id.Rule + ": " + id.Evidence
 }
 
 func plural(n int, word string) string {
