@@ -58,3 +58,17 @@ func TestCollectCloudIdentity(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
 	}
 }
+
+func TestDeviceDir(t *testing.T) {
+	for _, tt := range []struct{ entry, link, want string }{
+		{"/r/sys/class/block/sdb", "../../devices/vmbus/x/block/sdb", "/r/sys/devices/vmbus/x/block/sdb"},
+		{"/r/sys/block/sdb", "../devices/vmbus/x/block/sdb", "/r/sys/devices/vmbus/x/block/sdb"},
+		{"/r/sys/class/block/sdb", "/sys/devices/vmbus/x/block/sdb", "/r/sys/devices/vmbus/x/block/sdb"},
+		{"/r/sys/block/sdb", "/sys/devices/vmbus/x/block/sdb", "/r/sys/devices/vmbus/x/block/sdb"},
+		{"/sys/class/block/sdb", "/sys/devices/x/block/sdb", "/sys/devices/x/block/sdb"},
+	} {
+		if got := deviceDir(tt.entry, tt.link); got != tt.want {
+			t.Errorf("deviceDir(%q, %q) = %q, want %q", tt.entry, tt.link, got, tt.want)
+		}
+	}
+}

@@ -68,16 +68,20 @@ func readCloudIdentity(a *attrReader, link string, id *snapshot.Identity) {
 	}
 }
 
-// deviceDir resolves a class/block symlink target to the device directory
-// under the same sysfs root; absolute targets are taken as relative to the
-// sysfs root the entry was listed under (…/sys).
+// deviceDir resolves a block device's symlink target to its device
+// directory under the same sysfs root. entry is the link itself,
+// <sys>/class/block/NAME or <sys>/block/NAME. A relative target is taken
+// from the link's directory; an absolute one (/sys/devices/...) is mapped
+// under <sys>, never read from this host's /sys.
 func deviceDir(entry, link string) string {
-	if filepath.IsAbs(link) {
-		// <root>/sys/class/block/NAME -> <root>/sys + link without /sys.
-		sys := filepath.Dir(filepath.Dir(filepath.Dir(entry)))
-		return filepath.Join(sys, strings.TrimPrefix(link, "/sys"))
+	if !filepath.IsAbs(link) {
+		return filepath.Join(filepath.Dir(entry), link)
 	}
-	return filepath.Join(filepath.Dir(entry), link)
+	sys := filepath.Dir(filepath.Dir(entry)) // <sys>/block/NAME
+	if filepath.Base(sys) == "class" {
+		sys = filepath.Dir(sys) // <sys>/class/block/NAME
+	}
+	return filepath.Join(sys, strings.TrimPrefix(link, "/sys"))
 }
 
 // readVMBusDeviceID walks up from a disk's device directory and returns
