@@ -105,6 +105,9 @@ func TestFixtureAcceptance(t *testing.T) {
 		{"gcp-n1-localssd-luks", "storage.stacked-encryption", "/mnt/disks/ssd0", check.Fail, check.Warning},
 		{"gcp-n1-localssd-luks", "storage.stacked-encryption", "/", check.Pass, 0},
 		{"gcp-n1-localssd-luks", "dmcrypt.workqueue", "/dev/mapper/ssd0", check.Fail, check.Warning},
+		// GCP over NVMe: nvme_card-pd under LUKS fires; nvme_card alone passes.
+		{"gcp-c3-nvme-pd-luks", "storage.stacked-encryption", "/srv/db", check.Fail, check.Warning},
+		{"gcp-c3-nvme-pd-luks", "storage.stacked-encryption", "/mnt/disks/ssd0", check.Pass, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.id+"/"+tt.subject, func(t *testing.T) {
@@ -150,7 +153,7 @@ func TestFixtureAcceptance(t *testing.T) {
 func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "azure-e16dv5-eah-luks", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
 		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4",
-		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks"}
+		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks", "gcp-c3-nvme-pd-luks"}
 	fires := map[string]int{}
 	silent := map[string]int{}
 	for _, name := range fixtures {

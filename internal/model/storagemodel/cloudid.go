@@ -279,9 +279,9 @@ func corroborate(c *snapshot.Cloud, d *snapshot.BlockDevice, role string) string
 			n, what = local, "non-PERSISTENT (local SSD)"
 		}
 		if n == 0 {
-			return fmt.Sprintf("metadata instance/disks lists no %s disk; the model string decides", what)
+			return fmt.Sprintf("GCE instance/disks lists no %s disk; the model string decides", what)
 		}
-		return fmt.Sprintf("metadata instance/disks lists %d %s disk(s)", n, what)
+		return fmt.Sprintf("GCE instance/disks lists %d %s disk(s)", n, what)
 	}
 	return ""
 }
