@@ -39,12 +39,20 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 			continue
 		}
 		fmt.Fprintf(b, "\n### `%s`\n\n", mdEscape(mdSubject(p)))
+		var lastID storagemodel.DiskIdentity
 		for _, l := range p.Layers {
 			line := mdEscape(layerLine(l))
 			if l.Encrypted {
 				line = "**" + line + "** — encrypted by " + l.EncryptedBy
 			} else if l.EncryptionUnknown {
 				line += " — *encryption unknown from inside*"
+			}
+			if l.Cloud != nil && l.Cloud.Identity != nil && *l.Cloud.Identity != lastID {
+				lastID = *l.Cloud.Identity
+				line += "; " + mdEscape(identityLine(lastID))
+				if lastID.Corroboration != "" {
+					line += "; metadata: " + mdEscape(lastID.Corroboration)
+				}
 			}
 			fmt.Fprintf(b, "%s- %s\n", strings.Repeat("  ", l.Depth), line)
 		}

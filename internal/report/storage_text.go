@@ -22,11 +22,22 @@ func writeStorageText(t *textWriter, r *Report) {
 		}
 		t.printf("\n")
 		t.wrapHanging("  ", "    ", pathHeadline(p))
+		var lastID storagemodel.DiskIdentity
 		for _, l := range p.Layers {
 			indent := strings.Repeat("  ", l.Depth)
 			t.wrapHanging("    "+indent+"└ ", "    "+indent+"    ", layerLine(l))
 			if l.Encrypted || l.EncryptionUnknown {
 				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", t.encMark(l))
+			}
+			// How the cloud disk was recognised, once per disk: the
+			// drive's layer under the host's shares the identity.
+			if l.Cloud != nil && l.Cloud.Identity != nil && *l.Cloud.Identity != lastID {
+				id := *l.Cloud.Identity
+				lastID = id
+				t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", identityLine(id))
+				if id.Corroboration != "" {
+					t.wrapHanging("    "+indent+"    ", "    "+indent+"      ", "metadata: "+id.Corroboration)
+				}
 			}
 		}
 		for _, why := range p.Incomplete {
@@ -85,6 +96,14 @@ func pathHeadline(p storagemodel.Path) string {
 		s += "; also at " + strings.Join(p.AlsoMountedAt, ", ")
 	}
 	return s
+}
+
+// identityLine says which cloud rule named a disk and on what evidence.
+func identityLine(id storagemodel.DiskIdentity) string {
+	if id.Role == storagemodel.RoleUnidentified {
+		return "not identified (rule " + id.Rule + "): " + id.Evidence
+	}
+	return "identified by " + id.Rule + ": " + id.Evidence
 }
 
 func plural(n int, word string) string {

@@ -22,7 +22,10 @@ type AzureMeta struct {
 	// EncryptionAtHost is securityProfile.encryptionAtHost; nil when IMDS
 	// did not say (older api-version).
 	EncryptionAtHost *bool `json:"encryption_at_host,omitempty"`
-	// ResourceDiskSizeMB is storageProfile.resourceDisk.size (temp disk).
+	// ResourceDiskSizeMB is storageProfile.resourceDisk.size as IMDS sends
+	// it. Microsoft documents it in kB; public outputs read as MiB. It only
+	// corroborates the temp disk's identity (the VMBus device_id decides);
+	// the name is kept so older snapshots load.
 	ResourceDiskSizeMB int `json:"resource_disk_size_mb,omitempty"`
 	// EphemeralOSDisk is true when storageProfile.osDisk.diffDiskSettings.option is "Local".
 	EphemeralOSDisk bool `json:"ephemeral_os_disk,omitempty"`

@@ -133,6 +133,19 @@ type Identity struct {
 	Vendor    string `json:"vendor,omitempty"`
 	Model     string `json:"model,omitempty"`
 	Firmware  string `json:"firmware,omitempty"`
-	// Serial is deliberately not collected: it identifies hardware and is
-	// not needed for analysis.
+	// VMBusDeviceID is the device_id attribute of the Hyper-V VMBus device
+	// the disk hangs off (the first ancestor in its sysfs device path that
+	// has one, as udev's ATTRS{device_id} matches), e.g.
+	// "{00000000-0001-8899-0000-000000000000}". Azure's own udev rules name
+	// the OS and temp (resource) disks by it; empty off Hyper-V.
+	VMBusDeviceID string `json:"vmbus_device_id,omitempty"`
+	// SCSIAddress is the SCSI host:channel:target:lun of a SCSI disk, the
+	// name of its device/ link target (e.g. "0:0:0:1"); Azure Gen2 VMs tell
+	// the OS disk (LUN 0) from the temp disk (LUN 1) by it.
+	SCSIAddress string `json:"scsi_address,omitempty"`
+	// NVMeNSID is the namespace id of an NVMe disk (nsid); 0 when unknown.
+	// Azure's remote NVMe controller puts the OS disk at 1, data disks at 2+.
+	NVMeNSID int `json:"nvme_nsid,omitempty"`
+	// Serial is deliberately not collected: it identifies hardware and no
+	// cloud's identity rule needs it to tell a disk's role.
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -87,6 +88,26 @@ func TestFixtureAcceptance(t *testing.T) {
 		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.same-cpu-crypt", "/dev/mapper/pgram", check.Fail, check.Info},
 		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.workqueue", "/dev/mapper/pgram", check.Skipped, check.Info},
 		{"aws-i4i-luks-default", "crypto.no-aes-acceleration", "/dev/mapper/scratch", check.Pass, 0},
+		// Cloud disk identity by the clouds' own rules (issue 14 §1). A Gen2
+		// temp disk 4 MiB short of the IMDS size is still the temp disk (VMBus
+		// scsi0, LUN 1); a data disk of exactly the IMDS size is not.
+		{"azure-e16dv5-gen2-eah", "storage.stacked-encryption", "/mnt/resource", check.Fail, check.Warning},
+		{"azure-e16dv5-gen2-eah", "storage.stacked-encryption", "/mnt/archive", check.Pass, 0},
+		{"azure-e16dv5-gen2-eah", "storage.stacked-encryption", "/", check.Pass, 0},
+		// Size alone identifies nothing: unknown, not a guess either way.
+		{"azure-e16dv5-eah-sizeonly", "storage.stacked-encryption", "/mnt/data", check.Unknown, check.Info},
+		{"azure-e16dv5-eah-sizeonly", "storage.stacked-encryption", "/", check.Unknown, check.Info},
+		// NVMe: the local Direct Disk v2 under EAH fires; a remote data disk
+		// of the same size (MSFT NVMe Accelerator, nsid 2) does not.
+		{"azure-d16aldsv6-nvme-eah", "storage.stacked-encryption", "/mnt/scratch", check.Fail, check.Warning},
+		{"azure-d16aldsv6-nvme-eah", "storage.stacked-encryption", "/data", check.Pass, 0},
+		// GCP: LUKS on a SCSI local SSD (EphemeralDisk) fires; the PD root does not.
+		{"gcp-n1-localssd-luks", "storage.stacked-encryption", "/mnt/disks/ssd0", check.Fail, check.Warning},
+		{"gcp-n1-localssd-luks", "storage.stacked-encryption", "/", check.Pass, 0},
+		{"gcp-n1-localssd-luks", "dmcrypt.workqueue", "/dev/mapper/ssd0", check.Fail, check.Warning},
+		// GCP over NVMe: nvme_card-pd under LUKS fires; nvme_card alone passes.
+		{"gcp-c3-nvme-pd-luks", "storage.stacked-encryption", "/srv/db", check.Fail, check.Warning},
+		{"gcp-c3-nvme-pd-luks", "storage.stacked-encryption", "/mnt/disks/ssd0", check.Pass, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.id+"/"+tt.subject, func(t *testing.T) {
@@ -111,6 +132,17 @@ func TestFixtureAcceptance(t *testing.T) {
 	if got := fired(fixtureFindings(t, "aws-r6i-ebs-luks-tuned"), "dmcrypt.workqueue"); len(got) != 0 {
 		t.Errorf("dmcrypt.workqueue fired on the tuned r6i: %v", got)
 	}
+	// The temp disk is named by its VMBus id, not by size: the evidence says so.
+	f := find(fixtureFindings(t, "azure-e16dv5-gen2-eah"), "storage.stacked-encryption", "/mnt/resource")
+	found := false
+	for _, e := range f.Evidence {
+		if strings.Contains(e.Observed, "{f8b3781a-1e82-4818-a1c3-63d806ec15bb} (Gen2 scsi0), LUN 1 (resource)") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("stacked-encryption on the Gen2 temp disk does not cite the VMBus id and LUN: %+v", f.Evidence)
+	}
 	if got := fixtureFindings(t, "plain-host"); check.Worst(got) != 0 {
 		t.Errorf("plain host has findings: %+v", got)
 	}
@@ -120,7 +152,8 @@ func TestFixtureAcceptance(t *testing.T) {
 // storage check must fail on at least one fixture and pass or stay quiet on another.
 func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "azure-e16dv5-eah-luks", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
-		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4"}
+		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4",
+		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks", "gcp-c3-nvme-pd-luks"}
 	fires := map[string]int{}
 	silent := map[string]int{}
 	for _, name := range fixtures {

@@ -34,7 +34,9 @@ func runStackedEncryption(in *check.Input) []check.Finding {
 		switch {
 		case p.EncryptionLayers >= 2:
 			out = append(out, stackedFinding(p, subject, required))
-		case p.EncryptionLayers == 1 && p.UnknownEncryptionLayers > 0:
+		case p.EncryptionLayers+p.UnknownEncryptionLayers >= 2:
+			// Known layers plus layers that cannot be seen from inside
+			// could make two: unknown, never pass.
 			out = append(out, possibleStackFinding(p, subject))
 		default:
 			out = append(out, check.Finding{Status: check.Pass, Subject: subject,
@@ -71,11 +73,17 @@ func stackedFinding(p storagemodel.Path, subject string, required bool) check.Fi
 	chain := p.EncryptionChain()
 	var where []string
 	ev := make([]check.Evidence, 0, len(chain)+1)
+	var lastID storagemodel.DiskIdentity
+	lastLayer := 0
 	for _, l := range chain {
 		where = append(where, l.Kind+" ("+l.EncryptedBy+")")
+		lastLayer = len(ev)
 		ev = append(ev, layerEvidence(l))
+		if e, ok := identityEvidence(l, &lastID); ok {
+			ev = append(ev, e)
+		}
 	}
-	ev[len(ev)-1].Expected = "one encryption layer per path"
+	ev[lastLayer].Expected = "one encryption layer per path"
 	cost := stackCost(chain)
 	f := check.Finding{
 		Subject:    subject,
@@ -94,6 +102,16 @@ func stackedFinding(p storagemodel.Path, subject string, required bool) check.Fi
 		f.Summary = "Required by policy (required_stacks): " + f.Summary
 	}
 	return f
+}
+
+// identityEvidence says how a cloud disk was recognised (the cloud's own
+// rule and the sysfs values it matched), once per disk.
+func identityEvidence(l storagemodel.Layer, last *storagemodel.DiskIdentity) (check.Evidence, bool) {
+	if l.Cloud == nil || l.Cloud.Identity == nil || *l.Cloud.Identity == *last {
+		return check.Evidence{}, false
+	}
+	*last = *l.Cloud.Identity
+	return check.Evidence{Source: "sysfs, rule " + last.Rule, Key: last.Role, Observed: last.Evidence}, true
 }
 
 // stackCost says what the layers of a stack cost, by where they run.
@@ -181,6 +199,23 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 		if l.Cloud != nil {
 			e.Source, e.Key = "cloud fact "+l.Cloud.Fact, l.Cloud.Provider+" "+l.Cloud.Role
 			refs = append(refs, l.Cloud.Source)
+			if id := l.Cloud.Identity; id != nil && id.Role == storagemodel.RoleUnidentified {
+				e.Key, e.Observed, e.Expected = "identity", id.Evidence, "temp disk or managed disk, by Azure's udev rules"
+				refs = append(refs, id.Source)
+				dev := "sdX"
+				for _, d := range p.Layers {
+					if d.Kind == storagemodel.LayerDisk && d.Depth < l.Depth {
+						dev = d.Device
+					}
+				}
+				remediation = "Tell the temp disk from managed disks as Azure's udev rules do,\n" +
+					"by the VMBus device_id above the disk: {00000000-0001-...} is the\n" +
+					"temp (resource) disk; on Gen2 VMs {f8b3781a-...} with LUN 1 is:\n" +
+					"  cat /sys/class/block/" + dev + "/device/../../../device_id\n" +
+					"  ls -l /sys/class/block/" + dev + "/device\n" +
+					"  ls -l /dev/disk/azure/   (WALinuxAgent, azure-vm-utils)\n" +
+					"Collecting again with this slowpath version records it."
+			}
 			if l.Cloud.Fact == "aws-ebs" {
 				remediation = "Check whether the EBS volume is encrypted:\n" +
 					"  aws ec2 describe-volumes \\\n" +
@@ -193,15 +228,24 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 		ev = append(ev, e)
 	}
 	return check.Finding{
-		Status:   check.Unknown,
-		Severity: check.Info,
-		Subject:  subject,
-		Summary: fmt.Sprintf("%s has 1 encryption layer in this machine and %d below it whose encryption cannot be seen from inside; "+
-			"if that one encrypts too, every block is encrypted twice.", subject, p.UnknownEncryptionLayers),
+		Status:      check.Unknown,
+		Severity:    check.Info,
+		Subject:     subject,
+		Summary:     possibleStackSummary(p, subject),
 		Evidence:    ev,
 		Remediation: remediation,
 		References:  append(refs, refDMCrypt),
 	}
+}
+
+func possibleStackSummary(p storagemodel.Path, subject string) string {
+	if p.EncryptionLayers == 1 && p.UnknownEncryptionLayers == 1 {
+		return fmt.Sprintf("%s has 1 encryption layer in this machine and 1 below it whose encryption cannot be seen from inside; "+
+			"if that one encrypts too, every block is encrypted twice.", subject)
+	}
+	return fmt.Sprintf("%s has %d known encryption layer(s) and %d whose encryption or identity cannot be seen from inside; "+
+		"if they encrypt, every block is encrypted %d times.", subject, p.EncryptionLayers, p.UnknownEncryptionLayers,
+		p.EncryptionLayers+p.UnknownEncryptionLayers)
 }
 
 // hasFact reports whether a layer's cloud fact id starts with prefix.

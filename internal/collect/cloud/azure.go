@@ -89,7 +89,7 @@ func parseAzure(body []byte, c *snapshot.Cloud) error {
 	if sz := inst.Compute.StorageProfile.ResourceDisk.Size; sz.set && sz.s != "" {
 		n, err := strconv.Atoi(sz.s)
 		if err != nil || n < 0 {
-			return fmt.Errorf("azure metadata: storageProfile.resourceDisk.size %q is not a size in MB", sz.s)
+			return fmt.Errorf("azure metadata: storageProfile.resourceDisk.size %q is not a non-negative whole number", sz.s)
 		}
 		a.ResourceDiskSizeMB = n
 	}

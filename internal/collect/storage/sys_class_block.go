@@ -315,6 +315,7 @@ func readIdentity(a *attrReader, link string) *snapshot.Identity {
 	} else {
 		id.Firmware, _ = a.read("device/rev", false)
 	}
+	readCloudIdentity(a, link, id)
 	return id
 }
 

@@ -233,14 +233,15 @@ func TestBuildNilSafe(t *testing.T) {
 }
 
 func TestCloudFacts(t *testing.T) {
-	const tempMB = 614400 // Standard_E16d_v5 temp disk 600 GiB
+	const tempMB = 614400 // Standard_E16d_v5 temp disk 600 GiB, as IMDS reports it
 	azureSized := func(size string, eah *bool) *snapshot.Cloud {
 		return &snapshot.Cloud{Provider: "azure", Azure: &snapshot.AzureMeta{VMSize: size, EncryptionAtHost: eah, ResourceDiskSizeMB: tempMB}}
 	}
 	azure := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v4", eah) }
 	v5 := func(eah *bool) *snapshot.Cloud { return azureSized("Standard_E16d_v5", eah) }
-	osDisk := snapshot.BlockDevice{Name: "sda", Kind: snapshot.KindDisk, SizeBytes: 30 << 30, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk"}}
-	tmp := snapshot.BlockDevice{Name: "sdb", Kind: snapshot.KindDisk, SizeBytes: tempMB << 20, Ident: &snapshot.Identity{Vendor: "Msft", Model: "Virtual Disk    "}}
+	osDisk := azureSCSI("sda", 30<<30, "{00000000-0000-8899-0000-000000000000}", "0:0:0:0")
+	tmp := azureSCSI("sdb", tempMB<<20, "{00000000-0001-8899-0000-000000000000}", "1:0:1:0")
+	sizeOnly := azureSCSI("sdb", tempMB<<20, "", "")
 	type fact struct {
 		id  string
 		enc *bool
@@ -260,9 +261,17 @@ func TestCloudFacts(t *testing.T) {
 		{"azure no eah os disk", azure(bptr(false)), osDisk, []fact{{"azure-managed-sse", bptr(true), ByCloudStorage}}},
 		{"azure eah os disk", azure(bptr(true)), osDisk, []fact{{"azure-eah-managed", bptr(true), ByHypervisor}}},
 		{"azure eah unknown", azure(nil), tmp, []fact{{"azure-eah-unknown", nil, ""}}},
+		{"azure nvme direct v2 eah", v5(bptr(true)), disk("nvme0n1", "259:0", "Microsoft NVMe Direct Disk v2", 440<<30),
+			[]fact{{"azure-eah-temp-nvme", bptr(true), ByHypervisor}, {"azure-v5-local-hardware", bptr(true), ByDrive}}},
+		// Size alone never identifies: both readings stay possible, encryption unknown.
+		{"azure v5 eah size only: unknown", v5(bptr(true)), sizeOnly,
+			[]fact{{"azure-unidentified/azure-eah-temp-scsi", nil, ""}, {"azure-unidentified/azure-v5-local-hardware", nil, ""}}},
+		{"azure v4 no eah size only: managed reading has more layers", azure(bptr(false)), sizeOnly,
+			[]fact{{"azure-unidentified/azure-managed-sse", nil, ""}}},
 		{"aws instance store", &snapshot.Cloud{Provider: "aws"}, disk("nvme1n1", "259:1", "Amazon EC2 NVMe Instance Storage", 1<<40), []fact{{"aws-nitro-instance-store", bptr(true), ByDrive}}},
-		{"aws ebs", &snapshot.Cloud{Provider: "aws"}, disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1<<40), []fact{{"aws-ebs", nil, ByHypervisor}}},
+		{"aws ebs", &snapshot.Cloud{Provider: "aws"}, disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1<<40), []fact{{"aws-ebs", nil, ""}}},
 		{"gcp local ssd", &snapshot.Cloud{Provider: "gcp"}, disk("nvme1n1", "259:1", "nvme_card", 375<<30), []fact{{"gcp-local-ssd", bptr(true), ByDrive}}},
+		{"gcp pd", &snapshot.Cloud{Provider: "gcp"}, disk("nvme0n1", "259:0", "nvme_card-pd", 10<<30), []fact{{"gcp-persistent-disk", bptr(true), ByCloudStorage}}},
 		{"no cloud", nil, osDisk, nil},
 		{"ebs model on azure is not a fact", azure(bptr(true)), disk("nvme0n1", "259:0", "Amazon Elastic Block Store", 1), nil},
 	}
@@ -273,19 +282,14 @@ func TestCloudFacts(t *testing.T) {
 				if cd.Source == "" || !strings.HasPrefix(cd.Source, "https://") {
 					t.Errorf("fact %s has no source link", cd.Fact)
 				}
-				by := cd.EncryptedBy
-				if cd.Encrypted != nil && !*cd.Encrypted {
-					by = ""
+				if cd.Identity == nil || !strings.HasPrefix(cd.Identity.Source, "https://github.com/") {
+					t.Errorf("fact %s: identity %+v names no rule source", cd.Fact, cd.Identity)
 				}
-				if cd.Encrypted == nil {
+				by := cd.EncryptedBy
+				if cd.Encrypted == nil || !*cd.Encrypted {
 					by = ""
 				}
 				got = append(got, fact{cd.Fact, cd.Encrypted, by})
-			}
-			for i := range tt.want {
-				if tt.want[i].enc == nil {
-					tt.want[i].by = ""
-				}
 			}
 			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(fact{})); d != "" {
 				t.Errorf("facts (-want +got):\n%s", d)
@@ -296,6 +300,110 @@ func TestCloudFacts(t *testing.T) {
 		if !strings.HasPrefix(f.source, "https://") {
 			t.Errorf("cloud fact %s: source %q is not a link", f.id, f.source)
 		}
+	}
+}
+
+func azureSCSI(name string, size uint64, vmbus, addr string) snapshot.BlockDevice {
+	return snapshot.BlockDevice{Name: name, Kind: snapshot.KindDisk, SizeBytes: size,
+		Ident: &snapshot.Identity{Transport: "scsi", Vendor: "Msft    ", Model: "Virtual Disk    ", VMBusDeviceID: vmbus, SCSIAddress: addr}}
+}
+
+// TestIdentifyDisk: each cloud's identity rule fires on the attributes its
+// own udev rule reads and stays silent otherwise; size never decides.
+func TestIdentifyDisk(t *testing.T) {
+	const tempMB = 614400
+	az := &snapshot.Cloud{Provider: "azure", Azure: &snapshot.AzureMeta{VMSize: "Standard_E16d_v5", ResourceDiskSizeMB: tempMB}}
+	aws := &snapshot.Cloud{Provider: "aws", AWS: &snapshot.AWSMeta{BlockDeviceMapping: map[string]string{"ami": "/dev/xvda", "root": "/dev/xvda"}}}
+	gcp := &snapshot.Cloud{Provider: "gcp", GCP: &snapshot.GCPMeta{Disks: []snapshot.GCPDisk{{DeviceName: "persistent-disk-0", Type: "PERSISTENT"}}}}
+	nvme := func(model string, nsid int) snapshot.BlockDevice {
+		d := disk("nvme0n1", "259:0", model, 1<<30)
+		d.Ident.Transport, d.Ident.NVMeNSID = "nvme", nsid
+		return d
+	}
+	scsi := func(vendor, model string) snapshot.BlockDevice {
+		d := disk("sdb", "8:16", model, 1<<30)
+		d.Ident.Transport, d.Ident.Vendor = "scsi", vendor
+		return d
+	}
+	// A temp disk whose size differs from IMDS (600 GiB + 1 MiB) and a data
+	// disk of exactly the IMDS size.
+	tempOddSize := azureSCSI("sdb", tempMB<<20+1<<20, "{00000000-0001-8899-0000-000000000000}", "1:0:1:0")
+	dataSameSize := azureSCSI("sdc", tempMB<<20, "{f8b3781b-1e82-4818-a1c3-63d806ec15bb}", "3:0:0:0")
+	tests := []struct {
+		name      string
+		c         *snapshot.Cloud
+		d         snapshot.BlockDevice
+		role      string // "" when no rule fires
+		rule      string
+		evidence  string // substring
+		corrobora string // substring, "" for none
+	}{
+		{"azure gen1 resource by VMBus id", az, azureSCSI("sdb", tempMB<<20, "{00000000-0001-8899-0000-000000000000}", "1:0:1:0"),
+			RoleTempDisk, "azure-scsi-vmbus", "matches ?00000000-0001-*", "agrees with the disk's 644245094400 bytes read as MiB"},
+		{"azure temp disk of another size still found", az, tempOddSize,
+			RoleTempDisk, "azure-scsi-vmbus", "(resource)", "disagrees with the disk's 644246142976 bytes; the VMBus device_id decides"},
+		{"azure data disk of the temp disk's size is data", az, dataSameSize,
+			RoleDataDisk, "azure-scsi-vmbus", "data controller scsi1), LUN 0", ""},
+		{"azure gen1 root", az, azureSCSI("sda", 30<<30, "{00000000-0000-8899-0000-000000000000}", "0:0:0:0"),
+			RoleOSDisk, "azure-scsi-vmbus", "(root)", ""},
+		{"azure gen2 lun 0 root", az, azureSCSI("sda", 30<<30, "{f8b3781a-1e82-4818-a1c3-63d806ec15bb}", "0:0:0:0"),
+			RoleOSDisk, "azure-scsi-vmbus", "LUN 0 (root)", ""},
+		{"azure gen2 lun 1 resource", az, azureSCSI("sdb", 1<<30, "{F8B3781A-1E82-4818-A1C3-63D806EC15BB}", "0:0:0:1"),
+			RoleTempDisk, "azure-scsi-vmbus", "LUN 1 (resource)", "disagrees"},
+		{"azure gen2 lun 2 is neither", az, azureSCSI("sr0", 1<<30, "{f8b3781a-1e82-4818-a1c3-63d806ec15bb}", "0:0:0:2"),
+			RoleUnidentified, "azure-scsi-vmbus", "neither root (0) nor resource (1)", ""},
+		{"azure gen2 without address", az, azureSCSI("sdb", 1<<30, "{f8b3781a-1e82-4818-a1c3-63d806ec15bb}", ""),
+			RoleUnidentified, "azure-scsi-vmbus", "no SCSI address", ""},
+		{"azure gen2 malformed address", az, azureSCSI("sdb", 1<<30, "{f8b3781a-1e82-4818-a1c3-63d806ec15bb}", "0:0:x"),
+			RoleUnidentified, "azure-scsi-vmbus", "not a SCSI address", ""},
+		{"azure size only is not identified", az, azureSCSI("sdb", tempMB<<20, "", ""),
+			RoleUnidentified, "azure-scsi-vmbus", "without a VMBus device_id", ""},
+		{"azure malformed device_id", az, azureSCSI("sdb", tempMB<<20, "{zz}", ""),
+			RoleUnidentified, "azure-scsi-vmbus", "not a VMBus device_id", ""},
+		{"azure unknown controller", az, azureSCSI("sdb", 1<<30, "{12345678-0000-0000-0000-000000000000}", "2:0:0:0"),
+			RoleUnidentified, "azure-scsi-vmbus", "matches no Azure disk rule", ""},
+		{"azure other vendor is not azure's", az, scsi("ATA", "Virtual Disk"), "", "", "", ""},
+		{"azure nvme direct v1", az, nvme("Microsoft NVMe Direct Disk", 1), RoleTempDisk, "azure-nvme-direct", "type=local", ""},
+		{"azure nvme direct v2", az, nvme("Microsoft NVMe Direct Disk v2", 1), RoleTempDisk, "azure-nvme-direct", "v2", ""},
+		{"azure nvme remote os", az, nvme("MSFT NVMe Accelerator v1.0", 1), RoleOSDisk, "azure-nvme-remote", "nsid 1", ""},
+		{"azure nvme remote data", az, nvme("MSFT NVMe Accelerator v1.0", 5), RoleDataDisk, "azure-nvme-remote", "(LUN 3)", ""},
+		{"azure nvme remote no nsid", az, nvme("MSFT NVMe Accelerator v1.0", 0), RoleManagedDisk, "azure-nvme-remote", "nsid not collected", ""},
+		{"azure direct disk v3 is unknown", az, nvme("Microsoft NVMe Direct Disk v3", 1), "", "", "", ""},
+		{"aws ebs", aws, nvme("Amazon Elastic Block Store", 1), RoleEBS, "aws-ebs", "Amazon Elastic Block Store", "lists 2 EBS"},
+		{"aws instance store", aws, nvme("Amazon EC2 NVMe Instance Storage", 1), RoleInstanceStore, "aws-instance-store", "Instance Storage", "no ephemeralN entry"},
+		{"aws other nvme", aws, nvme("Samsung SSD 980 PRO 1TB", 1), "", "", "", ""},
+		{"aws model on gcp", gcp, nvme("Amazon Elastic Block Store", 1), "", "", "", ""},
+		{"gcp nvme local ssd", gcp, nvme("nvme_card", 1), RoleLocalSSD, "gcp-nvme-local-ssd", "nvme_card", "lists no non-PERSISTENT"},
+		{"gcp nvme local ssd multi-controller", gcp, nvme("nvme_card1", 1), RoleLocalSSD, "gcp-nvme-local-ssd", "nvme_card1", "no non-PERSISTENT"},
+		{"gcp nvme pd", gcp, nvme("nvme_card-pd", 2), RolePersistentDisk, "gcp-nvme-pd", "nvme_card-pd", "lists 1 PERSISTENT"},
+		{"gcp nvme_cardx is not a card", gcp, nvme("nvme_cardx", 1), "", "", "", ""},
+		{"gcp scsi pd", gcp, scsi("Google  ", "PersistentDisk  "), RolePersistentDisk, "gcp-scsi", "PersistentDisk", "lists 1 PERSISTENT"},
+		{"gcp scsi local ssd", gcp, scsi("Google", "EphemeralDisk"), RoleLocalSSD, "gcp-scsi", "EphemeralDisk", "no non-PERSISTENT"},
+		{"gcp scsi other vendor", gcp, scsi("QEMU", "PersistentDisk"), "", "", "", ""},
+		{"no cloud, no identity", nil, nvme("Amazon Elastic Block Store", 1), "", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := identifyDisk(tt.c, &tt.d)
+			if tt.role == "" {
+				if id != nil {
+					t.Fatalf("identified as %+v, want no rule to fire", id)
+				}
+				return
+			}
+			if id == nil {
+				t.Fatalf("no rule fired, want %s by %s", tt.role, tt.rule)
+			}
+			if id.Role != tt.role || id.Rule != tt.rule || !strings.Contains(id.Evidence, tt.evidence) {
+				t.Errorf("got %s by %s (%q), want %s by %s (… %q …)", id.Role, id.Rule, id.Evidence, tt.role, tt.rule, tt.evidence)
+			}
+			if !strings.HasPrefix(id.Source, "https://github.com/") {
+				t.Errorf("rule source %q is not a repository file", id.Source)
+			}
+			if !strings.Contains(id.Corroboration, tt.corrobora) || tt.corrobora == "" && id.Corroboration != "" {
+				t.Errorf("corroboration %q, want … %q …", id.Corroboration, tt.corrobora)
+			}
+		})
 	}
 }
 
