@@ -245,6 +245,9 @@ func cryptOptions(params []byte) ([]string, error) {
 	if err != nil || n != len(f)-6 {
 		return nil, fmt.Errorf("%w: optional parameter count %q for %d parameters", errCryptTable, f[5], len(f)-6)
 	}
+	if n == 0 {
+		return nil, nil
+	}
 	out := make([]string, n)
 	for i := range n {
 		out[i] = string(f[6+i])
