@@ -47,6 +47,10 @@ type CryptChange struct {
 	// `cryptsetup refresh` must repeat so they are not dropped.
 	Add  []string `json:"add"`
 	Keep []string `json:"keep,omitempty"`
+	// KeyInKeyring is true when the table names a kernel keyring key
+	// instead of holding the key: a reload then needs the key loaded again,
+	// which only cryptsetup with the passphrase can do.
+	KeyInKeyring bool `json:"key_in_keyring,omitempty"`
 }
 
 // CloudChange is one change at the cloud provider, with the exact CLI.

@@ -159,6 +159,11 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 	if c := f.Fix.Crypt; c != nil {
 		if reason := cryptNotApplicable(kernel, c); reason != "" {
 			why = append(why, reason)
+		} else if c.KeyInKeyring {
+			// The table names a keyring key that cryptsetup unlinked after
+			// opening: a reload of the same table fails with ENOKEY.
+			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand (it asks for the passphrase)", c.Name))
+			e.Manual = append(e.Manual, refreshCommand(c, c.Format == "luks2"))
 		} else {
 			cc := *c
 			e.Steps = append(e.Steps, Step{Kind: KindCrypt, Crypt: &cc, Command: cryptRuntimeCommand(c)})

@@ -19,7 +19,7 @@ func cryptFix(l storagemodel.Layer, add ...string) *check.Fix {
 	case isLUKS1(l):
 		format = "luks1"
 	}
-	c := &check.CryptChange{Name: l.Name, Format: format, Add: add}
+	c := &check.CryptChange{Name: l.Name, Format: format, Add: add, KeyInKeyring: l.Crypt.KeySource == "keyring"}
 	for _, f := range l.Crypt.Flags() {
 		if !slices.Contains(add, f) && !strings.Contains(f, ":") && f != "iv_large_sectors" {
 			c.Keep = append(c.Keep, f)
