@@ -18,7 +18,8 @@ import (
 //     second --apply changes nothing, --rollback restores the table;
 //  2. a netdevsim RX ring at 512 of 4096: the plan (from a snapshot given the
 //     25 Gb/s link speed netdevsim cannot report, so net.ring-undersized
-//     fires) sets 4096, --rollback puts 512 back;
+//     fires) sets 4096 and --persist writes the udev rule; --rollback puts
+//     512 back and removes the rule;
 //  3. both at once after the driver's maximum was lowered to 256 through
 //     netdevsim's debugfs: the ring step (second) is refused by the driver,
 //     the dm-crypt step (first) is rolled back, fix exits 2.
@@ -56,11 +57,15 @@ report after-rollback-
 # 2. ring
 sp collect --cloud none --net-interval 0 -o /tmp/fix/live.json
 sed "s/\"name\": \"$dev\",/\"name\": \"$dev\", \"speed_mbps\": 25000,/" /tmp/fix/live.json > /tmp/fix/fast.json
-fix --apply --from /tmp/fix/fast.json --only net.ring-undersized > /results/apply3.out 2> /results/apply3.err
+rule=/etc/udev/rules.d/60-slowpath-ring-$dev.rules
+[ ! -e $rule ] || { echo "$rule exists before the test"; exit 1; }
+fix --apply --persist --from /tmp/fix/fast.json --only net.ring-undersized > /results/apply3.out 2> /results/apply3.err
 ethtool -g $dev > /results/ring-applied
 cp /tmp/fix/state.json /results/state3.json
+cp $rule /results/udev-rule
 fix --rollback 2> /results/rollback3.err
 ethtool -g $dev > /results/ring-rolled-back
+[ ! -e $rule ] || { echo "$rule left after --rollback"; exit 1; }
 
 # 3. a step the driver refuses rolls back the step before it
 mount -t debugfs none /sys/kernel/debug
@@ -136,8 +141,18 @@ rmmod netdevsim
 	if r.RX != r.RXMax || r.RXMax != 4096 {
 		t.Errorf("%s ring after fix --apply: %+v, want rx at its maximum 4096\n%s", dev, r, log("apply3.out", "apply3.err"))
 	}
-	if st := parseState(t, res.Files["state3.json"]); len(st.Changes) != 1 || st.Changes[0].Key != "ring:"+dev+":rx" || st.Changes[0].Previous != "512" {
-		t.Errorf("state after the ring fix: %+v", st)
+	st3 := parseState(t, res.Files["state3.json"])
+	if len(st3.Changes) != 1 || st3.Changes[0].Key != "ring:"+dev+":rx" || st3.Changes[0].Previous != "512" {
+		t.Errorf("state after the ring fix: %+v", st3)
+	}
+	// --persist wrote the udev rule, listed it and recorded it; --rollback
+	// removed it (the script checks).
+	rule := "/etc/udev/rules.d/60-slowpath-ring-" + dev + ".rules"
+	if !strings.Contains(string(res.Files["apply3.err"]), "wrote "+rule) || len(st3.Files) != 1 || st3.Files[0].Path != rule || st3.Files[0].Existed {
+		t.Errorf("--persist did not list and record %s: %+v\n%s", rule, st3.Files, log("apply3.err"))
+	}
+	if !strings.Contains(string(res.Files["udev-rule"]), "ethtool -G $name rx 4096") {
+		t.Errorf("udev rule:\n%s", res.Files["udev-rule"])
 	}
 	if r, err := parseEthtoolG(string(res.Files["ring-rolled-back"])); err != nil || r.RX != 512 {
 		t.Errorf("%s ring after --rollback: %+v (%v), want 512\n%s", dev, r, err, log("rollback3.err"))

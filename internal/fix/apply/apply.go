@@ -184,7 +184,7 @@ func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
 		want := target(s, cur)
 		o := Outcome{ID: e.ID, Subject: e.Subject, Key: s.Key(), From: cur, To: want}
 		if same(s.Kind, cur, want) {
-			fmt.Fprintf(a.Log, "%s: %s already %s\n", e.ID, s.Key(), cur)
+			fmt.Fprintf(a.Log, "%s: %s already %s\n", e.ID, s.Key(), show(cur))
 			done = append(done, o)
 			continue
 		}
@@ -202,7 +202,7 @@ func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
 		if err := a.save(); err != nil {
 			return append(done, o), a.failed(append(done, o), err)
 		}
-		fmt.Fprintf(a.Log, "%s: %s %s -> %s\n", e.ID, o.Key, cur, want)
+		fmt.Fprintf(a.Log, "%s: %s %s -> %s\n", e.ID, o.Key, show(cur), show(want))
 		done = append(done, o)
 	}
 	return done, nil
@@ -257,7 +257,7 @@ func (a *Applier) Undo(keys []string, force bool) error {
 				continue
 			}
 		}
-		fmt.Fprintf(a.Log, "%s: %s restored to %s\n", c.ID, k, c.Previous)
+		fmt.Fprintf(a.Log, "%s: %s restored to %s\n", c.ID, k, show(c.Previous))
 		a.state.Changes = slices.Delete(a.state.Changes, i, i+1)
 		if err := a.save(); err != nil {
 			errs = append(errs, err)
@@ -286,4 +286,12 @@ func (a *Applier) Rollback(force bool) error {
 	}
 	err := a.Undo(keys, force)
 	return errors.Join(err, a.unpersist(force))
+}
+
+// show prints an empty value (a crypt table without optional parameters).
+func show(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
 }
