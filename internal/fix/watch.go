@@ -1,6 +1,10 @@
 package fix
 
 import (
+	"fmt"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
@@ -51,4 +55,35 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Verdict is whether an applied entry holds after the change.
+type Verdict struct {
+	Holds bool
+	// Why says why it does not hold; Counters describes the watched rates.
+	Why, Counters string
+}
+
+// Verify judges an applied entry from a collection made after the change:
+// it holds when its finding no longer fails on its subject and the
+// counters its fix should lower did not rise compared with before.
+func Verify(e Entry, before *netmodel.Model, after []check.Finding, afterNet *netmodel.Model) Verdict {
+	for _, f := range after {
+		if f.ID == e.ID && f.Subject == e.Subject && f.Status == check.Fail {
+			return Verdict{Why: "the finding is still there: " + f.Summary}
+		}
+	}
+	rb, names, ok := WatchedRate(before, e)
+	if !ok {
+		return Verdict{Holds: true}
+	}
+	ra, _, okAfter := WatchedRate(afterNet, e)
+	if !okAfter {
+		return Verdict{Holds: true, Counters: "counters not sampled after the change (--watch 0)"}
+	}
+	v := Verdict{Holds: true, Counters: fmt.Sprintf("%s: %.1f/s before, %.1f/s after", strings.Join(names, ", "), rb, ra)}
+	if ra > rb && ra > 0 {
+		v.Holds, v.Why = false, fmt.Sprintf("its counters got worse: %.1f/s before, %.1f/s after", rb, ra)
+	}
+	return v
 }

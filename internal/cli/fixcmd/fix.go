@@ -235,16 +235,11 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 	var kept []fix.Entry
 	rolledBack := false
 	for _, e := range applied {
-		why := ""
-		if f := findFinding(after.Findings, e.ID, e.Subject); f != nil && f.Status == check.Fail {
-			why = "the finding is still there: " + f.Summary
-		} else if rb, names, ok := fix.WatchedRate(before.Network, e); ok {
-			ra, _, _ := fix.WatchedRate(after.Network, e)
-			fmt.Fprintf(log, "%s: %s: %.1f/s before, %.1f/s after\n", e.ID, strings.Join(names, ", "), rb, ra)
-			if ra > rb && ra > 0 {
-				why = fmt.Sprintf("its counters got worse: %.1f/s before, %.1f/s after", rb, ra)
-			}
+		v := fix.Verify(e, before.Network, after.Findings, after.Network)
+		if v.Counters != "" {
+			fmt.Fprintf(log, "%s: %s\n", e.ID, v.Counters)
 		}
+		why := v.Why
 		if why == "" {
 			fmt.Fprintf(log, "%s on %s: verified\n", e.ID, e.Subject)
 			kept = append(kept, e)
@@ -257,13 +252,4 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		rolledBack = true
 	}
 	return kept, rolledBack, nil
-}
-
-func findFinding(fs []check.Finding, id, subject string) *check.Finding {
-	for i := range fs {
-		if fs[i].ID == id && fs[i].Subject == subject {
-			return &fs[i]
-		}
-	}
-	return nil
 }
