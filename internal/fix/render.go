@@ -82,9 +82,10 @@ func Shell(p *Plan) string {
 			fmt.Fprintf(&b, "# persistent: %s\n", f.Why)
 			switch f.Kind {
 			case "crypttab":
+				// cat > rather than mv keeps the file's owner and mode.
 				fmt.Fprintf(&b, "# add %s to the options (fourth field) of %s in %s\n", strings.Join(f.Options, ","), f.Name, f.Path)
-				fmt.Fprintf(&b, "awk -v n=%s -v o=%s '$1==n && $0 !~ /^[ \\t]*#/ {if (NF<4) {$3=($3==\"\"?\"none\":$3); $4=o} else $4=$4\",\"o} {print}' %s > %s.new && mv %s.new %s\n",
-					f.Name, strings.Join(f.Options, ","), f.Path, f.Path, f.Path, f.Path)
+				fmt.Fprintf(&b, "awk -v n=%s -v o=%s '$1==n && $0 !~ /^[ \\t]*#/ {if (NF<4) {$3=($3==\"\"?\"none\":$3); $4=o} else $4=$4\",\"o} {print}' %s > %s.new && cat %s.new > %s && rm %s.new\n",
+					f.Name, strings.Join(f.Options, ","), f.Path, f.Path, f.Path, f.Path, f.Path)
 			default:
 				d := heredoc(f.Content)
 				fmt.Fprintf(&b, "mkdir -p %s\ncat > %s <<'%s'\n%s%s\n", dir(f.Path), f.Path, d, f.Content, d)
