@@ -199,3 +199,63 @@ func parseState(t *testing.T, b []byte) apply.State {
 	}
 	return s
 }
+
+// TestFixLUKS2Keyring is the LUKS2 case: cryptsetup opens it with the
+// volume key in the kernel keyring, so the table names a keyring key.
+// The plan marks the runtime reload not applicable and prints the
+// `cryptsetup refresh ... --persistent` to run by hand; the test shows why
+// (reloading the same table is refused: the key is no longer in a keyring
+// the kernel can reach) and that the printed command, run with the key
+// file, silences doctor.
+func TestFixLUKS2Keyring(t *testing.T) {
+	t.Parallel()
+	pass := randomHex(t, 16)
+	res := boot(t, Scenario{Name: "fix-luks2", Files: map[string][]byte{"/root/pass": []byte(pass)}, Script: prelude + `
+dd if=/dev/zero of=/tmp/luks.img bs=1M count=32 2>/dev/null
+L=$(losetup -f --show /tmp/luks.img)
+cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file /root/pass $L
+cryptsetup open --key-file /root/pass $L l2
+sp fix --cloud none --net-interval 0 --format json --only dmcrypt.workqueue > /results/plan.json
+rc=0
+dmsetup table --showkeys l2 > /tmp/l2.table
+dmsetup reload l2 /tmp/l2.table 2> /results/reload.err || rc=$?
+echo $rc > /results/reload.rc
+dmsetup clear l2
+cryptsetup refresh --key-file /root/pass --perf-no_read_workqueue --perf-no_write_workqueue --persistent l2
+report after-
+cryptsetup close l2
+losetup -d $L
+`})
+	var plan struct {
+		Entries []struct {
+			ID, Subject   string
+			NotApplicable string `json:"not_applicable"`
+			Steps         []any
+			Manual        []string
+		}
+	}
+	if err := json.Unmarshal(res.Files["plan.json"], &plan); err != nil {
+		t.Fatalf("plan: %v\n%s", err, res.Files["plan.json"])
+	}
+	if len(plan.Entries) != 1 {
+		t.Fatalf("plan entries: %s", res.Files["plan.json"])
+	}
+	e := plan.Entries[0]
+	if !strings.Contains(e.NotApplicable, "kernel keyring") || len(e.Steps) != 0 {
+		t.Errorf("LUKS2 entry: not_applicable %q, %d steps; want the keyring reason and no step", e.NotApplicable, len(e.Steps))
+	}
+	want := "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent l2"
+	if len(e.Manual) != 1 || e.Manual[0] != want {
+		t.Errorf("manual %q, want %q", e.Manual, want)
+	}
+	if rc := strings.TrimSpace(string(res.Files["reload.rc"])); rc == "0" {
+		t.Errorf("reloading the keyring table was accepted: the not-applicable reason is wrong")
+	}
+	t.Logf("reload of the same table: rc %s: %s", strings.TrimSpace(string(res.Files["reload.rc"])), res.Files["reload.err"])
+	after := loadOutputs(t, res, "after-")
+	for _, f := range after.doctor.Findings {
+		if f.ID == "dmcrypt.workqueue" && f.Status == check.Fail {
+			t.Errorf("doctor still reports after the printed refresh: %s %s", f.Subject, f.Summary)
+		}
+	}
+}
