@@ -12,8 +12,13 @@ import (
 // Formats are the plan renderings.
 var Formats = []string{"shell", "files", "kubernetes", "json"}
 
-// Write renders p in format.
+// Write renders p in format, the Kubernetes objects with default options.
 func Write(w io.Writer, p *Plan, format string) error {
+	return WriteWith(w, p, format, KubernetesOptions{})
+}
+
+// WriteWith renders p in format with k shaping the Kubernetes objects.
+func WriteWith(w io.Writer, p *Plan, format string, k KubernetesOptions) error {
 	switch format {
 	case "shell":
 		_, err := io.WriteString(w, Shell(p))
@@ -22,7 +27,7 @@ func Write(w io.Writer, p *Plan, format string) error {
 		_, err := w.Write(Files(p))
 		return err
 	case "kubernetes":
-		b, err := Kubernetes(p, KubernetesOptions{})
+		b, err := Kubernetes(p, k)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,7 @@ type Options struct {
 	Force     bool
 	Watch     time.Duration
 	StatePath string
+	K8s       fix.KubernetesOptions
 	Collect   collect.Options
 }
 
@@ -81,6 +82,8 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	f.BoolVar(&o.Force, "force", false, "with --rollback, restore settings even if they changed since slowpath set them")
 	f.DurationVar(&o.Watch, "watch", DefaultWatch, "how long to watch the counters after applying")
 	f.StringVar(&o.StatePath, "state", apply.DefaultStatePath, "state `FILE` recording what slowpath changed")
+	f.StringVar(&o.K8s.Namespace, "k8s-namespace", "kube-system", "namespace of the DaemonSet (--format kubernetes)")
+	f.StringVar(&o.K8s.Image, "k8s-image", "docker.io/library/busybox:1.36", "image of the init container; it needs sh and chroot (--format kubernetes)")
 	collectcmd.AddCollectFlags(f, &o.Collect)
 	return cmd
 }
@@ -120,7 +123,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := fix.Write(env.Stdout, plan, o.Format); err != nil {
+	if err := fix.WriteWith(env.Stdout, plan, o.Format, o.K8s); err != nil {
 		return usageErr(err)
 	}
 	if !o.Apply && !o.Persist {

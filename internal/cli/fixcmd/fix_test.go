@@ -42,6 +42,13 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+func TestKubernetesFlags(t *testing.T) {
+	code, out, stderr := runCLI(t, hostfs.Default(), "fix", "--from", accelnet, "--format", "kubernetes", "--k8s-namespace", "node-tuning", "--k8s-image", "registry.example/tools:1")
+	if code != 0 || !strings.Contains(out, "namespace: node-tuning") || !strings.Contains(out, "image: registry.example/tools:1") {
+		t.Errorf("exit %d, stderr %s:\n%s", code, stderr, out)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
