@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -228,10 +231,22 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		return applied, false, nil
 	}
 	// Verify on the live host, also when the plan came from a snapshot.
+	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
+	// unverified: they are rolled back rather than left behind.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	co := o.Collect
 	co.Net.Interval = o.Watch
 	fmt.Fprintf(log, "verifying: collecting again, counters watched for %s\n", o.Watch)
-	after, err := analyze.Run(collect.Run(ctx, co), check.Config{})
+	snap := collect.Run(sctx, co)
+	if sctx.Err() != nil {
+		slices.Reverse(changedKeys)
+		if err := a.Undo(changedKeys, false); err != nil {
+			return nil, false, fmt.Errorf("interrupted before verification; rolling back failed: %w (run slowpath fix --rollback)", err)
+		}
+		return nil, false, fmt.Errorf("interrupted before verification: rolled back %s", strings.Join(changedKeys, ", "))
+	}
+	after, err := analyze.Run(snap, check.Config{})
 	if err != nil {
 		return nil, false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ func run(t *testing.T, ctx context.Context, bin string, args ...string) (int, st
 // during a UDP flood; `fix --apply --only net.backlog-drops` raises the
 // sysctl, verifies while the flood goes on, and the backlog drops stop; a
 // second --apply changes nothing (state file and sysctl); `fix --rollback`
-// puts 16 back. The host's original value is restored at the end whatever
+// puts 16 back; an --apply interrupted during its watch rolls its change
+// back. The host's original value is restored at the end whatever
 // happens (here and by netlab).
 func TestFixBacklogDrops(t *testing.T) {
 	if testing.Short() {
@@ -169,6 +171,53 @@ func TestFixBacklogDrops(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("state file left after a full rollback: %v", err)
 	}
+
+	// Interrupted during the watch, an unverified change is rolled back.
+	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+		"--watch", "30s", "--cloud", "none", "--state", state)
+	ierr := &lockedBuffer{}
+	cmd.Stderr = ierr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ierr.String(), "verifying") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v := readBacklog(t); v != raised {
+		t.Errorf("during the watch netdev_max_backlog is %d, want %d", v, raised)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(ierr.String(), "interrupted before verification: rolled back") {
+		t.Errorf("interrupted fix --apply: %v\n%s", err, ierr.String())
+	}
+	if v := readBacklog(t); v != 16 {
+		t.Errorf("after the interrupt netdev_max_backlog is %d, want 16 back", v)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file left after the interrupted apply: %v", err)
+	}
+}
+
+// lockedBuffer is written by exec's copying goroutine while the test polls it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func readState(t *testing.T, p string) apply.State {
