@@ -85,6 +85,9 @@ type Finding struct {
 	Evidence    []Evidence `json:"evidence"`    // always present: part of the JSON contract
 	Remediation string     `json:"remediation"` // "" when there is nothing to change
 	References  []string   `json:"references,omitempty"`
+	// Fix is the remediation in structured form, for `slowpath fix`; nil
+	// when there is no host or cloud setting to change.
+	Fix *Fix `json:"fix,omitempty"`
 }
 
 // Input is what every check reads. Models are built once from the snapshot.

@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
+	"github.com/slowpath/slowpath/internal/cli/fixcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
@@ -36,6 +37,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
+		fixcmd.NewCmdFix(env, nil),
 	)
 	return root
 }

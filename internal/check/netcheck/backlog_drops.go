@@ -73,6 +73,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 		Evidence:    append(rateEvidence(srcSoftnet, up, 4), sysctlEvidence(m, keyBacklog, fmt.Sprintf("%d", rec))),
 		Remediation: fix,
 		References:  refs,
+		Fix:         &check.Fix{Sysctls: []check.SysctlChange{sysctlChange(m, keyBacklog, rec)}},
 	}}
 }
 

@@ -56,6 +56,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 				Evidence:    append([]check.Evidence{ringEv}, rateEvidence("ring counters", up, 4)...),
 				Remediation: fix,
 				References:  refs,
+				Fix:         ringFix(ifc),
 			})
 		case below && fast && r.RX < smallRing:
 			f := check.Finding{
@@ -65,6 +66,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 				Evidence:    []check.Evidence{ringEv, {Source: "/sys/class/net/" + ifc.Name + "/speed", Observed: fmt.Sprintf("%d Mb/s", *ifc.SpeedMbps), Expected: fmt.Sprintf("ring >= %d at >= %d Mb/s", smallRing, fastLinkMbps)}},
 				Remediation: fix,
 				References:  refs,
+				Fix:         ringFix(ifc),
 			}
 			out = append(out, f)
 		case below && m.IntervalSeconds == 0 && sumTotal(ring) > 0:

@@ -44,5 +44,6 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 			sysctlEvidence(m, "net.core.rmem_default", "")),
 		Remediation: fix,
 		References:  refs,
+		Fix:         raiseSysctls(m, map[string]int64{"net.core.rmem_max": 26214400}),
 	}}
 }

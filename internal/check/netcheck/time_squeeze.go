@@ -45,6 +45,7 @@ func timeSqueeze(in *check.Input) []check.Finding {
 			comment("and spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated"),
 		References: refs,
 	}
+	f.Fix = raiseSysctls(m, map[string]int64{"net.core.netdev_budget": 600, "net.core.netdev_budget_usecs": 8000})
 	// Squeeze with drops on the same host is a cause, not a curiosity.
 	if len(rising(counters(m, netmodel.LayerBacklog))) > 0 || len(rising(counters(m, netmodel.LayerRing))) > 0 {
 		f.Severity = check.Warning

@@ -66,6 +66,7 @@ func runSameCPU(in *check.Input) []check.Finding {
 				"(applies at the next open). Better: a 5.9+ kernel and\n"+
 				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", keptRefreshOptions(c), u.layer.Name, u.layer.Name),
 			References: []string{refDMCrypt, refCloudflare, refCryptsetup},
+			Fix:        cryptFix(u.layer, "same_cpu_crypt"),
 		})
 	}
 	return out

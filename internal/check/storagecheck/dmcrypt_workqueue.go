@@ -101,6 +101,7 @@ func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
 		Evidence:    ev,
 		Remediation: workqueueRemediation(u.layer),
 		References:  []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab},
+		Fix:         cryptFix(u.layer, missing...),
 	}
 }
 

@@ -97,6 +97,7 @@ func stackedFinding(p storagemodel.Path, subject string, required bool) check.Fi
 		}
 	}
 	f.Remediation = stackedRemediation(chain, subject)
+	f.Fix = stackedFix(chain)
 	if required {
 		f.Severity = check.Info
 		f.Summary = "Required by policy (required_stacks): " + f.Summary

@@ -1,0 +1,234 @@
+package fixcmd_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/fix/apply"
+	"github.com/slowpath/slowpath/internal/lab/netlab"
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+const backlogPath = "/proc/sys/net/core/netdev_max_backlog"
+
+func buildSlowpath(t *testing.T) string {
+	t.Helper()
+	goTool := testenv.RequireTool(t, "go", "golang")
+	bin := filepath.Join(t.TempDir(), "slowpath")
+	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build slowpath: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func readBacklog(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(backlogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// run runs the slowpath binary and returns its exit code and output.
+func run(t *testing.T, ctx context.Context, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestFixBacklogDrops is the issue's reproduction: the netlab veth lab with
+// netdev_max_backlog=16 and RPS to one CPU drops packets in the backlog
+// during a UDP flood; `fix --apply --only net.backlog-drops` raises the
+// sysctl, verifies while the flood goes on, and the backlog drops stop; a
+// second --apply changes nothing (state file and sysctl); `fix --rollback`
+// puts 16 back; an --apply interrupted during its watch rolls its change
+// back. The host's original value is restored at the end whatever
+// happens (here and by netlab).
+func TestFixBacklogDrops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real reproduction: netns, iperf3 flood")
+	}
+	bin := buildSlowpath(t)
+	testenv.RequireRoot(t)
+	orig := readBacklog(t)
+	t.Cleanup(func() {
+		if err := os.WriteFile(backlogPath, []byte(strconv.Itoa(orig)+"\n"), 0); err != nil {
+			t.Errorf("restore %s to %d: %v", backlogPath, orig, err)
+		}
+	})
+	l := netlab.New(t, netlab.Options{})
+	if err := l.SetBacklog(16); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	snap := filepath.Join(dir, "flood.json")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	flood := make(chan error, 1)
+	go func() {
+		res, err := l.Flood(ctx, 10*time.Second, netlab.FloodOptions{})
+		t.Logf("flood: %+v", res)
+		flood <- err
+	}()
+	time.Sleep(1500 * time.Millisecond)
+
+	// A snapshot taken during the flood: the backlog drops rising.
+	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
+		t.Fatalf("collect exited %d: %s", code, stderr)
+	}
+	c0, err := l.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	c1, _ := l.ReadCounters()
+	dropsBefore := c1.Sub(c0).TotalSoftnetDropped()
+	if dropsBefore == 0 {
+		t.Fatalf("no backlog drops at netdev_max_backlog=16 during the flood: the reproduction did not reproduce")
+	}
+
+	// The fix, planned from that snapshot, applied and verified live while
+	// the flood continues (2 s watch).
+	code, plan, stderr := run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+		"--watch", "2s", "--cloud", "none", "--state", state)
+	t.Logf("fix --apply: exit %d\n%s\n%s", code, plan, stderr)
+	if code != 0 || !strings.Contains(stderr, "net.backlog-drops on softnet: verified") {
+		t.Fatalf("fix --apply exited %d without verifying net.backlog-drops", code)
+	}
+	raised := readBacklog(t)
+	if raised <= 16 || !strings.Contains(plan, "sysctl -w net.core.netdev_max_backlog="+strconv.Itoa(raised)) {
+		t.Fatalf("netdev_max_backlog is %d after fix --apply; plan:\n%s", raised, plan)
+	}
+	st := readState(t, state)
+	if len(st.Changes) != 1 || st.Changes[0].Key != "sysctl:net.core.netdev_max_backlog" || st.Changes[0].Previous != "16" || st.Changes[0].Applied != strconv.Itoa(raised) {
+		t.Fatalf("state after apply: %+v", st)
+	}
+
+	// Backlog drops stop while the flood goes on.
+	a0, _ := l.ReadCounters()
+	time.Sleep(2 * time.Second)
+	a1, _ := l.ReadCounters()
+	dropsAfter := a1.Sub(a0).TotalSoftnetDropped()
+	t.Logf("backlog drops: %d in 1 s at 16, %d in 2 s at %d", dropsBefore, dropsAfter, raised)
+	if dropsAfter != 0 {
+		t.Errorf("backlog drops continue after the fix: %d in 2 s (were %d in 1 s)", dropsAfter, dropsBefore)
+	}
+
+	// Idempotent: the same plan again changes nothing.
+	stateBytes, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+		"--watch", "1s", "--cloud", "none", "--state", state)
+	if code != 0 || !strings.Contains(stderr, "nothing changed") {
+		t.Errorf("second fix --apply exited %d:\n%s", code, stderr)
+	}
+	if again, _ := os.ReadFile(state); !bytes.Equal(again, stateBytes) {
+		t.Errorf("second --apply changed the state file:\n%s\nwas\n%s", again, stateBytes)
+	}
+	if v := readBacklog(t); v != raised {
+		t.Errorf("second --apply changed netdev_max_backlog: %d, was %d", v, raised)
+	}
+	if err := <-flood; err != nil {
+		t.Fatal(err)
+	}
+
+	// Rollback brings the old value back and forgets it.
+	code, _, stderr = run(t, ctx, bin, "fix", "--rollback", "--state", state)
+	if code != 0 {
+		t.Fatalf("fix --rollback exited %d: %s", code, stderr)
+	}
+	if v := readBacklog(t); v != 16 {
+		t.Errorf("after --rollback netdev_max_backlog is %d, want 16", v)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file left after a full rollback: %v", err)
+	}
+
+	// Interrupted during the watch, an unverified change is rolled back.
+	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+		"--watch", "30s", "--cloud", "none", "--state", state)
+	ierr := &lockedBuffer{}
+	cmd.Stderr = ierr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ierr.String(), "verifying") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v := readBacklog(t); v != raised {
+		t.Errorf("during the watch netdev_max_backlog is %d, want %d", v, raised)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(ierr.String(), "interrupted before verification: rolled back") {
+		t.Errorf("interrupted fix --apply: %v\n%s", err, ierr.String())
+	}
+	if v := readBacklog(t); v != 16 {
+		t.Errorf("after the interrupt netdev_max_backlog is %d, want 16 back", v)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file left after the interrupted apply: %v", err)
+	}
+}
+
+// lockedBuffer is written by exec's copying goroutine while the test polls it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func readState(t *testing.T, p string) apply.State {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s apply.State
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,297 @@
+// Package apply makes the runtime changes of a fix plan (sysctls, NIC
+// rings, dm-crypt table flags) and undoes them. Every change it makes is
+// recorded with the value it replaced in a state file, written before the
+// next change, so a failed step rolls back the ones before it, and
+// `slowpath fix --rollback` restores them later. It changes back only
+// what still holds the value it set, unless forced: a setting someone
+// changed since is theirs.
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/fix"
+)
+
+// DefaultStatePath keeps the state across reboots, because persisted files
+// outlive them; runtime changes recorded under an older boot are known to
+// be gone (see State.BootID).
+const DefaultStatePath = "/var/lib/slowpath/fix/state.json"
+
+// State is what slowpath changed on this host.
+type State struct {
+	// BootID is /proc/sys/kernel/random/boot_id when the runtime changes
+	// were made: after a reboot they no longer hold and are dropped.
+	BootID  string       `json:"boot_id"`
+	Changes []Change     `json:"changes"`
+	Files   []FileChange `json:"files"`
+}
+
+// Change is one runtime setting slowpath changed.
+type Change struct {
+	Key      string   `json:"key"` // fix.Step.Key
+	ID       string   `json:"id"`  // the finding's check id
+	Subject  string   `json:"subject"`
+	Step     fix.Step `json:"step"`
+	Previous string   `json:"previous"` // the value before slowpath's first change
+	Applied  string   `json:"applied"`  // the value slowpath set
+}
+
+// FileChange is one persistent file slowpath wrote.
+type FileChange struct {
+	Path     string `json:"path"`
+	ID       string `json:"id"`
+	Existed  bool   `json:"existed"`
+	Previous string `json:"previous,omitempty"` // content before, when it existed
+	Written  string `json:"written"`
+}
+
+// Applier makes and undoes changes on Host, recording them at StatePath.
+type Applier struct {
+	Host      Host
+	StatePath string
+	Log       io.Writer
+	lock      *os.File
+	state     *State
+}
+
+// Open locks the state file (one fix at a time on a host) and loads it.
+// Close releases the lock.
+func Open(h Host, statePath string, log io.Writer) (*Applier, error) {
+	if statePath == "" {
+		statePath = DefaultStatePath
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w (run as root)", err)
+	}
+	l, err := os.OpenFile(statePath+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s.lock: %w", statePath, err)
+	}
+	if err := unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("another slowpath fix holds %s.lock: %w", statePath, err)
+	}
+	a := &Applier{Host: h, StatePath: statePath, Log: log, lock: l, state: &State{}}
+	if err := a.load(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Close releases the lock.
+func (a *Applier) Close() error {
+	if a.lock == nil {
+		return nil
+	}
+	err := a.lock.Close()
+	a.lock = nil
+	return err
+}
+
+// State returns a copy of the recorded state.
+func (a *Applier) State() State {
+	s := *a.state
+	s.Changes = slices.Clone(s.Changes)
+	s.Files = slices.Clone(s.Files)
+	return s
+}
+
+func (a *Applier) bootID() string {
+	b, err := os.ReadFile(a.Host.FS.ProcPath("sys", "kernel", "random", "boot_id"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (a *Applier) load() error {
+	b, err := os.ReadFile(a.StatePath)
+	if errors.Is(err, os.ErrNotExist) {
+		a.state = &State{BootID: a.bootID()}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state %s: %w", a.StatePath, err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("state %s is not slowpath's: %w (move it away to start over)", a.StatePath, err)
+	}
+	if boot := a.bootID(); boot != "" && s.BootID != boot && len(s.Changes) > 0 {
+		fmt.Fprintf(a.Log, "the host rebooted since slowpath changed %d runtime setting(s): they are gone, forgetting them\n", len(s.Changes))
+		s.Changes = nil
+	}
+	s.BootID = a.bootID()
+	a.state = &s
+	return nil
+}
+
+// save writes the state atomically; with nothing recorded it removes the file.
+func (a *Applier) save() error {
+	if len(a.state.Changes) == 0 && len(a.state.Files) == 0 {
+		if err := os.Remove(a.StatePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.MarshalIndent(a.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := a.StatePath + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return os.Rename(tmp, a.StatePath)
+}
+
+func (a *Applier) find(key string) int {
+	return slices.IndexFunc(a.state.Changes, func(c Change) bool { return c.Key == key })
+}
+
+// Outcome is what happened to one step.
+type Outcome struct {
+	ID, Subject, Key string
+	From, To         string
+	// Changed is false when the setting already had the value.
+	Changed bool
+}
+
+// ApplyEntry applies the steps of e in order. When step N fails, steps
+// 1..N-1 of this call are undone and the error returned; changes of
+// earlier calls stay (the caller undoes them with Undo when it must).
+func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
+	var done []Outcome
+	for i, s := range e.Steps {
+		cur, err := a.Host.read(s)
+		if err != nil {
+			return done, a.failed(done, fmt.Errorf("step %d (%s): %w", i+1, s.Key(), err))
+		}
+		want := target(s, cur)
+		o := Outcome{ID: e.ID, Subject: e.Subject, Key: s.Key(), From: cur, To: want}
+		if same(s.Kind, cur, want) {
+			fmt.Fprintf(a.Log, "%s: %s already %s\n", e.ID, s.Key(), show(cur))
+			done = append(done, o)
+			continue
+		}
+		if err := a.Host.write(s, want); err != nil {
+			return done, a.failed(done, fmt.Errorf("step %d (%s): %w", i+1, s.Key(), err))
+		}
+		o.Changed = true
+		// Record before the next step, so a crash leaves a state that
+		// --rollback can use.
+		if j := a.find(o.Key); j >= 0 {
+			a.state.Changes[j].Applied = want
+		} else {
+			a.state.Changes = append(a.state.Changes, Change{Key: o.Key, ID: e.ID, Subject: e.Subject, Step: s, Previous: cur, Applied: want})
+		}
+		if err := a.save(); err != nil {
+			return append(done, o), a.failed(append(done, o), err)
+		}
+		fmt.Fprintf(a.Log, "%s: %s %s -> %s\n", e.ID, o.Key, show(cur), show(want))
+		done = append(done, o)
+	}
+	return done, nil
+}
+
+// failed undoes the changes of done (in reverse) after err.
+func (a *Applier) failed(done []Outcome, err error) error {
+	var keys []string
+	for _, o := range slices.Backward(done) {
+		if o.Changed {
+			keys = append(keys, o.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return err
+	}
+	if uerr := a.Undo(keys, false); uerr != nil {
+		return fmt.Errorf("%w; rolling back the earlier steps also failed: %w", err, uerr)
+	}
+	fmt.Fprintf(a.Log, "rolled back %s\n", strings.Join(keys, ", "))
+	return fmt.Errorf("%w (earlier steps rolled back: %s)", err, strings.Join(keys, ", "))
+}
+
+// ErrChangedSince marks a setting that no longer holds the value slowpath
+// set: someone else changed it, so rollback leaves it alone unless forced.
+var ErrChangedSince = errors.New("changed since slowpath set it")
+
+// Undo restores the recorded previous value of each key, in the order
+// given, and forgets it. A key whose setting no longer holds the value
+// slowpath set is refused (ErrChangedSince) unless force is set.
+func (a *Applier) Undo(keys []string, force bool) error {
+	var errs []error
+	for _, k := range keys {
+		i := a.find(k)
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("%s: not changed by slowpath (no record in %s)", k, a.StatePath))
+			continue
+		}
+		c := a.state.Changes[i]
+		cur, err := a.Host.read(c.Step)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		if !same(c.Step.Kind, cur, c.Applied) && !force {
+			errs = append(errs, fmt.Errorf("%s: is %q, slowpath set %q: %w (--force restores %q anyway)", k, cur, c.Applied, ErrChangedSince, c.Previous))
+			continue
+		}
+		if !same(c.Step.Kind, cur, c.Previous) {
+			if err := a.Host.write(c.Step, c.Previous); err != nil {
+				errs = append(errs, fmt.Errorf("%s: restore %q: %w", k, c.Previous, err))
+				continue
+			}
+		}
+		fmt.Fprintf(a.Log, "%s: %s restored to %s\n", c.ID, k, show(c.Previous))
+		a.state.Changes = slices.Delete(a.state.Changes, i, i+1)
+		if err := a.save(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UndoEntry undoes every recorded change of the finding id on subject.
+func (a *Applier) UndoEntry(id, subject string) error {
+	var keys []string
+	for _, c := range slices.Backward(a.state.Changes) {
+		if c.ID == id && c.Subject == subject {
+			keys = append(keys, c.Key)
+		}
+	}
+	return a.Undo(keys, false)
+}
+
+// Rollback undoes every recorded runtime change (last first) and removes
+// or restores every file slowpath wrote.
+func (a *Applier) Rollback(force bool) error {
+	var keys []string
+	for _, c := range slices.Backward(a.state.Changes) {
+		keys = append(keys, c.Key)
+	}
+	err := a.Undo(keys, force)
+	return errors.Join(err, a.unpersist(force))
+}
+
+// show prints an empty value (a crypt table without optional parameters).
+func show(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}

@@ -1,0 +1,155 @@
+package fix
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// KubernetesOptions shape the DaemonSet.
+type KubernetesOptions struct {
+	Namespace string // kube-system unless set
+	Image     string // runs sh and chroot; busybox unless set
+}
+
+// The Kubernetes objects are written with these few types rather than
+// k8s.io/api, which would pull the whole apimachinery into the binary; the
+// tests decode the output strictly into the k8s.io/api types, so a field
+// spelt wrong here fails there.
+type (
+	k8sMeta struct {
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace,omitempty"`
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	}
+	k8sDaemonSet struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Metadata   k8sMeta          `json:"metadata"`
+		Spec       k8sDaemonSetSpec `json:"spec"`
+	}
+	k8sDaemonSetSpec struct {
+		Selector struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"selector"`
+		Template struct {
+			Metadata k8sMeta    `json:"metadata"`
+			Spec     k8sPodSpec `json:"spec"`
+		} `json:"template"`
+	}
+	k8sPodSpec struct {
+		HostNetwork       bool            `json:"hostNetwork"`
+		PriorityClassName string          `json:"priorityClassName,omitempty"`
+		Tolerations       []k8sToleration `json:"tolerations,omitempty"`
+		InitContainers    []k8sContainer  `json:"initContainers"`
+		Containers        []k8sContainer  `json:"containers"`
+		Volumes           []k8sVolume     `json:"volumes,omitempty"`
+	}
+	k8sToleration struct {
+		Operator string `json:"operator"`
+	}
+	k8sContainer struct {
+		Name            string           `json:"name"`
+		Image           string           `json:"image"`
+		Command         []string         `json:"command,omitempty"`
+		SecurityContext *k8sSecurity     `json:"securityContext,omitempty"`
+		VolumeMounts    []k8sVolumeMount `json:"volumeMounts,omitempty"`
+		Resources       *k8sResources    `json:"resources,omitempty"`
+	}
+	k8sSecurity struct {
+		Privileged bool `json:"privileged"`
+	}
+	k8sResources struct {
+		Requests map[string]string `json:"requests,omitempty"`
+	}
+	k8sVolumeMount struct {
+		Name      string `json:"name"`
+		MountPath string `json:"mountPath"`
+	}
+	k8sVolume struct {
+		Name     string `json:"name"`
+		HostPath struct {
+			Path string `json:"path"`
+			Type string `json:"type,omitempty"`
+		} `json:"hostPath"`
+	}
+	k8sList struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []any  `json:"items"`
+	}
+)
+
+// Kubernetes renders the node tuning of the plan (sysctls and NIC rings)
+// as a DaemonSet whose privileged init container applies it on every node
+// at boot and whenever the pod is recreated, then idles in a pause
+// container. It enters the node's root with chroot, so the node's own
+// sysctl and ethtool run; hostNetwork puts it in the node's network
+// namespace, where these sysctls live. A ring is only set on a node that
+// has that interface. dm-crypt flags and cloud changes are not node tuning
+// that a pod should redo at every start: the annotation lists them. With
+// nothing to apply, the output is an empty v1 List.
+func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
+	if o.Namespace == "" {
+		o.Namespace = "kube-system"
+	}
+	if o.Image == "" {
+		o.Image = "docker.io/library/busybox:1.36"
+	}
+	var script []string
+	var left []string
+	for _, e := range p.Entries {
+		for _, s := range e.Steps {
+			switch s.Kind {
+			case KindSysctl:
+				script = append(script, fmt.Sprintf("sysctl -w %s=%d", s.Sysctl.Key, s.Sysctl.To))
+			case KindRing:
+				script = append(script, fmt.Sprintf("if [ -e /sys/class/net/%[1]s ]; then ethtool -G %[1]s rx %[2]d || [ \"$(ethtool -g %[1]s | awk '/^Current/{c=1} c&&/^RX:/{print $2; exit}')\" = %[2]d ]; fi", s.Ring.Interface, s.Ring.RX))
+			default:
+				left = append(left, fmt.Sprintf("%s on %s: %s", e.ID, e.Subject, s.Command))
+			}
+		}
+		for _, m := range e.Manual {
+			left = append(left, fmt.Sprintf("%s on %s: %s", e.ID, e.Subject, m))
+		}
+		for _, c := range e.Cloud {
+			left = append(left, fmt.Sprintf("%s on %s: cloud: %s", e.ID, e.Subject, strings.Join(c.Commands, "; ")))
+		}
+		if e.NotApplicable != "" {
+			left = append(left, fmt.Sprintf("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable))
+		}
+	}
+	if len(script) == 0 {
+		return yaml.Marshal(k8sList{APIVersion: "v1", Kind: "List", Items: []any{}})
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "slowpath-node-tuning", "app.kubernetes.io/managed-by": "slowpath"}
+	ds := k8sDaemonSet{APIVersion: "apps/v1", Kind: "DaemonSet",
+		Metadata: k8sMeta{Name: "slowpath-node-tuning", Namespace: o.Namespace, Labels: labels}}
+	if len(left) > 0 {
+		ds.Metadata.Annotations = map[string]string{"slowpath.dev/not-in-daemonset": strings.Join(left, "\n")}
+	}
+	ds.Spec.Selector.MatchLabels = labels
+	ds.Spec.Template.Metadata = k8sMeta{Name: "slowpath-node-tuning", Labels: labels}
+	ps := &ds.Spec.Template.Spec
+	ps.HostNetwork = true
+	ps.PriorityClassName = "system-node-critical"
+	ps.Tolerations = []k8sToleration{{Operator: "Exists"}}
+	ps.InitContainers = []k8sContainer{{
+		Name:            "tune",
+		Image:           o.Image,
+		Command:         []string{"chroot", "/host", "/bin/sh", "-ec", strings.Join(script, "\n") + "\n"},
+		SecurityContext: &k8sSecurity{Privileged: true},
+		VolumeMounts:    []k8sVolumeMount{{Name: "host", MountPath: "/host"}},
+	}}
+	ps.Containers = []k8sContainer{{
+		Name:      "pause",
+		Image:     "registry.k8s.io/pause:3.10",
+		Resources: &k8sResources{Requests: map[string]string{"cpu": "1m", "memory": "8Mi"}},
+	}}
+	v := k8sVolume{Name: "host"}
+	v.HostPath.Path, v.HostPath.Type = "/", "Directory"
+	ps.Volumes = []k8sVolume{v}
+	return yaml.Marshal(ds)
+}

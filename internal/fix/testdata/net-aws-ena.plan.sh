@@ -1,0 +1,16 @@
+#!/bin/sh
+# slowpath fix plan for kernel 6.1.0-27-cloud-amd64.
+# Review before running; `slowpath fix --apply` makes the runtime changes
+# with verification and rollback instead.
+set -eu
+
+# == net.socket-rcvbuf on sockets (warning)
+# runtime
+sysctl -w net.core.rmem_max=26214400
+# persistent: systemd-sysctl applies it at every boot
+mkdir -p /etc/sysctl.d
+cat > /etc/sysctl.d/60-slowpath-net-socket-rcvbuf.conf <<'EOF'
+# Written by slowpath fix for net.socket-rcvbuf.
+# was 212992
+net.core.rmem_max = 26214400
+EOF
