@@ -1,0 +1,11 @@
+#!/bin/sh
+# slowpath fix plan for kernel 6.8.0-1021-azure.
+# Review before running; `slowpath fix --apply` makes the runtime changes
+# with verification and rollback instead.
+set -eu
+
+# == storage.stacked-encryption on /mnt/resource (warning)
+# cloud (azure), not run by slowpath: turn encryption at host off (the VM is deallocated, so it stops until started again)
+#   az vm deallocate -g RG -n VM
+#   az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false
+#   az vm start -g RG -n VM
