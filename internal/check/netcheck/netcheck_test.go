@@ -130,7 +130,7 @@ func TestRecommendBacklog(t *testing.T) {
 		cur   int64
 		want  int64
 	}{
-		{speed(25000), 1000, 32768}, // the incident: 1000 -> 32768
+		{speed(25000), 1000, 32768}, // 20834 packets in 10 ms -> 32768
 		{speed(10000), 1000, 16384},
 		{speed(1000), 1000, 2048},
 		{speed(400000), 1000, 65536}, // capped
@@ -162,5 +162,25 @@ func TestBacklogWithoutSoftnet(t *testing.T) {
 	fs := backlogDrops(input(t, s))
 	if len(fs) != 1 || fs[0].Status != check.Unknown || fs[0].Severity != check.Info || !strings.Contains(fs[0].Summary, "collect again") {
 		t.Errorf("backlog check without softnet_stat: %+v", fs)
+	}
+}
+
+// TestSqueezeRemedy: the time-squeeze fix doubles what the host has; a
+// fixed 8000 µs would be the default itself on an HZ=250 kernel
+// (2 * USEC_PER_SEC / HZ).
+func TestSqueezeRemedy(t *testing.T) {
+	tests := []struct {
+		sysctls       map[string]int64
+		budget, usecs string
+	}{
+		{map[string]int64{"net.core.netdev_budget": 300, "net.core.netdev_budget_usecs": 8000}, "600", "16000"},
+		{map[string]int64{"net.core.netdev_budget": 300, "net.core.netdev_budget_usecs": 2000}, "600", "4000"},
+		{nil, "600", "TWICE_CURRENT"},
+	}
+	for _, tt := range tests {
+		b, u := squeezeRemedy(&netmodel.Model{Sysctls: tt.sysctls})
+		if b != tt.budget || u != tt.usecs {
+			t.Errorf("%v: got %s %s, want %s %s", tt.sysctls, b, u, tt.budget, tt.usecs)
+		}
 	}
 }
