@@ -227,11 +227,11 @@ func TestNoDropReasonsSaysWhatThisKernelOffers(t *testing.T) {
 		{name: "reasons, no BTF",
 			d:       snapshot.DropReasons{Status: "yes", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "no"},
 			release: "6.1.0-27-amd64", status: check.Pass,
-			want:    []string{"names skb drop reasons", "cannot run on this kernel"}, btfSource: true},
+			want: []string{"names skb drop reasons", "cannot run on this kernel"}, btfSource: true},
 		{name: "reasons, BTF",
 			d:       snapshot.DropReasons{Status: "yes", Source: "/sys/kernel/btf/vmlinux", KernelBTF: "yes"},
 			release: "6.1.0-27-amd64", status: check.Pass,
-			want:    []string{"names skb drop reasons"}, wantNot: []string{"cannot run"}},
+			want: []string{"names skb drop reasons"}, wantNot: []string{"cannot run"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
