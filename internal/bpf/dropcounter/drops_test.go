@@ -17,7 +17,7 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 		testenv.Unavailable(t, err.Error())
 	}
 	if !k.HasReasons {
-		t.Skip("kernel without drop reasons")
+		testenv.Unavailable(t, "kernel without drop reasons: skb:kfree_skb has no reason argument")
 	}
 	v, ok := k.Unspecified()
 	if !ok {

@@ -89,7 +89,7 @@ type progStats struct {
 func BenchmarkTracerCost(b *testing.B) {
 	perf := testenv.RequireTool(b, "perf", "linux-perf")
 	if runtime.NumCPU() < 2 {
-		b.Skip("needs 2 CPUs: one sends, one receives")
+		testenv.Unavailable(b, "needs 2 CPUs: one sends, one receives")
 	}
 	const rpsCPU, sendCPU = 0, 1
 	lab := netlab.New(b, netlab.Options{RPSCPU: rpsCPU})
