@@ -295,3 +295,45 @@ func closedPortConn(t *testing.T, network, ip string) func() {
 		}
 	}
 }
+
+// TestRecursionMissesRead: the kernel's recursion-miss count is read as a
+// number (0 is a real 0) when the program's stats can be read, and as
+// unknown, with the error, when they cannot: here the program is closed
+// before the read, so BPF_OBJ_GET_INFO_BY_FD fails for real.
+func TestRecursionMissesRead(t *testing.T) {
+	testenv.RequireRoot(t)
+	self, err := NetnsOf("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := traceClosedPort(t, Options{Ifindex: 1, Netns: self}, 3)
+	if c.RecursionMisses == nil || c.RecursionMissesError != "" {
+		t.Errorf("readable stats: recursion misses %v, error %q", c.RecursionMisses, c.RecursionMissesError)
+	}
+	tr, err := Start(Options{Ifindex: 1, Netns: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.objs.OnKfreeSkb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = tr.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RecursionMisses != nil || c.RecursionMissesError == "" {
+		t.Errorf("unreadable stats reported as %v (error %q), want unknown with the error", *c.RecursionMisses, c.RecursionMissesError)
+	}
+	rep := dropreport.Summarize(c, nil, dropreport.SummaryOptions{})
+	var text strings.Builder
+	if err := dropreport.WriteText(&text, rep, dropreport.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "recursion misses unknown") {
+		t.Errorf("text report:\n%s", text.String())
+	}
+}
