@@ -23,14 +23,7 @@ const (
 // with testdata/golden/<host>.<ext>. A fixture is a hand-written or field
 // snapshot; dropping one in testdata/hosts makes it a regression test.
 func TestGoldenReports(t *testing.T) {
-	hosts, err := filepath.Glob(filepath.Join(hostsDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(hosts) == 0 {
-		t.Skip("no fixture hosts yet")
-	}
-	for _, h := range hosts {
+	for _, h := range fixtureHosts(t, hostsDir) {
 		name := strings.TrimSuffix(filepath.Base(h), ".json")
 		t.Run(name, func(t *testing.T) {
 			s, err := snapshot.Load(h)
@@ -72,4 +65,48 @@ func loadFixtureConfig(t *testing.T, name string) check.Config {
 		t.Fatalf("config for %s: %v", name, err)
 	}
 	return cfg
+}
+
+// fixtureHosts lists the fixture snapshots in dir. None is a broken
+// checkout or a wrong path, never a reason to pass: it fails, strict or not.
+func fixtureHosts(t testing.TB, dir string) []string {
+	t.Helper()
+	hosts, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) == 0 {
+		t.Fatalf("no fixture hosts in %s: the golden reports would test nothing", dir)
+	}
+	return hosts
+}
+
+// recordingTB records how a helper ended a test instead of ending it.
+type recordingTB struct {
+	testing.TB
+	failed, skipped bool
+}
+
+func (r *recordingTB) Helper()               {}
+func (r *recordingTB) Fatal(...any)          { r.failed = true }
+func (r *recordingTB) Fatalf(string, ...any) { r.failed = true }
+func (r *recordingTB) Skip(...any)           { r.skipped = true }
+func (r *recordingTB) Skipf(string, ...any)  { r.skipped = true }
+func (r *recordingTB) SkipNow()              { r.skipped = true }
+func (r *recordingTB) Errorf(string, ...any) { r.failed = true }
+func (r *recordingTB) Logf(string, ...any)   {}
+
+// TestGoldenWithoutFixturesFails: an empty (or wrong) fixture directory
+// fails the golden test under SLOWPATH_STRICT=1 as without it; it used to
+// skip, green.
+func TestGoldenWithoutFixturesFails(t *testing.T) {
+	t.Setenv("SLOWPATH_STRICT", "1")
+	r := &recordingTB{TB: t}
+	if hosts := fixtureHosts(r, t.TempDir()); len(hosts) != 0 || !r.failed || r.skipped {
+		t.Errorf("no fixtures: failed=%v skipped=%v hosts=%v, want a failure", r.failed, r.skipped, hosts)
+	}
+	r = &recordingTB{TB: t}
+	if hosts := fixtureHosts(r, hostsDir); len(hosts) == 0 || r.failed || r.skipped {
+		t.Errorf("the real fixtures: failed=%v skipped=%v hosts=%d", r.failed, r.skipped, len(hosts))
+	}
 }

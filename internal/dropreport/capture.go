@@ -57,13 +57,21 @@ type Capture struct {
 	StackEvery uint32 `json:"stack_every,omitempty"`
 	// StackWalks is how many stacks were walked (bpf_get_stackid calls).
 	StackWalks uint64 `json:"stack_walks,omitempty"`
-	// LostRecords counts drops not counted because the map was full;
-	// LostStacks counts drops counted without their stack.
+	// StackWalksFailed counts walks that returned no stack id (stack map
+	// full, or another stack with the same hash). It counts walks, not
+	// drops: with sampling, the drops counted under a failed walk are the
+	// records with no stack.
+	StackWalksFailed uint64 `json:"stack_walks_failed,omitempty"`
+	// LostRecords counts drops not counted because the map was full.
 	LostRecords uint64 `json:"lost_records,omitempty"`
-	LostStacks  uint64 `json:"lost_stacks,omitempty"`
-	// Missed counts runs of the program the kernel skipped because it was
-	// already running on that CPU (bpf_prog_info.recursion_misses, 5.12+).
-	Missed uint64 `json:"missed,omitempty"`
+	// RecursionMisses is the kernel's count of times it skipped the
+	// program because it was already running on that CPU
+	// (bpf_prog_info.recursion_misses, 5.12+). It is over every hit of
+	// skb:kfree_skb, before the program filters by interface and including
+	// frees that are not drops: an upper bound on drops not seen. nil when
+	// it could not be read; RecursionMissesError says why.
+	RecursionMisses      *uint64 `json:"recursion_misses,omitempty"`
+	RecursionMissesError string  `json:"recursion_misses_error,omitempty"`
 	// IfNames, when set, names the interfaces of namespace Netns by index,
 	// as they were when the capture was recorded.
 	IfNames map[uint32]string `json:"ifnames,omitempty"`

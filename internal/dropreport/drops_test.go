@@ -201,11 +201,11 @@ func TestSummarize(t *testing.T) {
 			{Reason: 3, Location: 0x6010, Ifindex: 0, StackID: -1, Count: 1},
 			{Reason: 3, Location: 0x9999999, Ifindex: 0, StackID: -1, Count: 2}, // not in kallsyms
 		},
-		LostStacks: 3,
+		StackWalks: 40, StackWalksFailed: 3, RecursionMisses: new(uint64),
 	}
 	got := Summarize(c, testSyms, SummaryOptions{IfNames: map[uint32]string{1: "lo", 2: "eth0"}})
 	want := Report{
-		DurationSeconds: 2, DropReasons: true, Total: 1038, LostStacks: 3,
+		DurationSeconds: 2, DropReasons: true, Total: 1038, StackWalks: 40, StackWalksFailed: 3, RecursionMisses: new(uint64),
 		Reasons: []ReasonCount{
 			{Reason: "SOCKET_RCVBUFF", Count: 20, PerSecond: 10, Layer: "socket", Check: "net.socket-rcvbuf", Hint: exact["SOCKET_RCVBUFF"].Hint,
 				Locations: []LocationCount{{"udp_queue_rcv_one_skb", 20}}, Interfaces: []InterfaceCount{{Ifindex: 2, Netns: 200, Count: 20}}},
@@ -345,12 +345,78 @@ func TestRecordedFlood(t *testing.T) {
 }
 
 func TestWriteTextEmpty(t *testing.T) {
+	two := uint64(2)
 	var buf bytes.Buffer
-	if err := WriteText(&buf, Report{DurationSeconds: 1, Interface: "eth0", Reasons: []ReasonCount{}, Missed: 2}, TextOptions{}); err != nil {
+	if err := WriteText(&buf, Report{DurationSeconds: 1, Interface: "eth0", Reasons: []ReasonCount{}, RecursionMisses: &two}, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Packet drops on eth0 over 1.0s: 0 dropped\nThis kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.\nwarning: 2 drops missed: the kernel skipped the tracer while it was already running on that CPU\nNo drops.\n"
+	want := "Packet drops on eth0 over 1.0s: 0 dropped\nThis kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.\nwarning: the kernel skipped the tracer 2 times because it was already running on that CPU (recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): at most 2 drops not seen\nNo drops.\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestCounterLabels: the tracer's own counters say what they count. A
+// failed stack walk is not a lost drop, recursion misses are counted over
+// every kfree_skb hit (not only drops, not only the filtered interface),
+// and a recursion-miss count that could not be read is unknown, never 0.
+func TestCounterLabels(t *testing.T) {
+	five := uint64(5)
+	tests := []struct {
+		name    string
+		c       Capture
+		json    []string
+		notJSON []string
+		text    []string
+		notText []string
+	}{
+		{name: "counted",
+			c:       Capture{Kernel: reasonKernel, DurationSeconds: 1, StackEvery: 64, StackWalks: 100, StackWalksFailed: 3, RecursionMisses: &five},
+			json:    []string{`"stack_walks": 100`, `"stack_walks_failed": 3`, `"recursion_misses": 5`},
+			notJSON: []string{`"lost_stacks"`, `"missed"`},
+			text: []string{"3 of 100 stack walks failed", "skipped the tracer 5 times", "every skb:kfree_skb",
+				"at most 5 drops"},
+			notText: []string{"drops counted without their stack", "5 drops missed"}},
+		{name: "zero misses",
+			c:       Capture{Kernel: reasonKernel, DurationSeconds: 1, RecursionMisses: new(uint64)},
+			json:    []string{`"recursion_misses": 0`},
+			notText: []string{"recursion", "skipped"}},
+		{name: "stats unreadable",
+			c:    Capture{Kernel: reasonKernel, DurationSeconds: 1, RecursionMissesError: "read program stats: bad file descriptor"},
+			json: []string{`"recursion_misses": null`, `"recursion_misses_error": "read program stats: bad file descriptor"`},
+			text: []string{"recursion misses unknown", "bad file descriptor"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Summarize(&tt.c, nil, SummaryOptions{})
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.json {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("JSON lacks %s:\n%s", w, b)
+				}
+			}
+			for _, w := range tt.notJSON {
+				if strings.Contains(string(b), w) {
+					t.Errorf("JSON still has %s:\n%s", w, b)
+				}
+			}
+			var text bytes.Buffer
+			if err := WriteText(&text, rep, TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.text {
+				if !strings.Contains(text.String(), w) {
+					t.Errorf("text lacks %q:\n%s", w, text.String())
+				}
+			}
+			for _, w := range tt.notText {
+				if strings.Contains(text.String(), w) {
+					t.Errorf("text has %q:\n%s", w, text.String())
+				}
+			}
+		})
 	}
 }

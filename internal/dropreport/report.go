@@ -20,13 +20,18 @@ type Report struct {
 	// Hidden lists reasons counted but left out of Reasons (NOT_SPECIFIED
 	// unless --all): frees without a reason, mostly not drops.
 	Hidden []Hidden `json:"hidden,omitempty"`
-	// LostRecords drops were not counted (map full); LostStacks were
-	// counted without a stack.
+	// LostRecords drops were not counted: the in-kernel map was full.
 	LostRecords uint64 `json:"lost_records"`
-	LostStacks  uint64 `json:"lost_stacks"`
-	// Missed drops were not seen: the kernel skipped the program because
-	// it was already running on that CPU (interrupted by a softirq).
-	Missed uint64 `json:"missed"`
+	// StackWalks and StackWalksFailed count stack walks (with stacks),
+	// not drops: see Capture.StackWalksFailed.
+	StackWalks       uint64 `json:"stack_walks,omitempty"`
+	StackWalksFailed uint64 `json:"stack_walks_failed,omitempty"`
+	// RecursionMisses is the kernel's count of skb:kfree_skb hits it did
+	// not run the tracer for (already running on that CPU), over every
+	// hit, drops or not, any interface; null when unreadable, with
+	// RecursionMissesError saying why.
+	RecursionMisses      *uint64 `json:"recursion_misses"`
+	RecursionMissesError string  `json:"recursion_misses_error,omitempty"`
 }
 
 // ReasonCount is one drop reason (or, without reasons, one location).
@@ -80,13 +85,15 @@ type SummaryOptions struct {
 // without reasons), symbolising locations with syms (nil: addresses).
 func Summarize(c *Capture, syms *Symbols, o SummaryOptions) Report {
 	rep := Report{
-		DurationSeconds: c.DurationSeconds,
-		DropReasons:     c.Kernel.HasReasons,
-		Interface:       o.Interface,
-		Reasons:         []ReasonCount{},
-		LostRecords:     c.LostRecords,
-		LostStacks:      c.LostStacks,
-		Missed:          c.Missed,
+		DurationSeconds:      c.DurationSeconds,
+		DropReasons:          c.Kernel.HasReasons,
+		Interface:            o.Interface,
+		Reasons:              []ReasonCount{},
+		LostRecords:          c.LostRecords,
+		StackWalks:           c.StackWalks,
+		StackWalksFailed:     c.StackWalksFailed,
+		RecursionMisses:      c.RecursionMisses,
+		RecursionMissesError: c.RecursionMissesError,
 	}
 	type group struct {
 		count  uint64

@@ -44,11 +44,21 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 	if r.LostRecords > 0 {
 		fmt.Fprintf(w, "warning: %d drops not counted: the in-kernel map was full\n", r.LostRecords)
 	}
-	if r.Missed > 0 {
-		fmt.Fprintf(w, "warning: %d drops missed: the kernel skipped the tracer while it was already running on that CPU\n", r.Missed)
+	switch {
+	case r.RecursionMisses == nil:
+		why := r.RecursionMissesError
+		if why == "" {
+			why = "not recorded"
+		}
+		fmt.Fprintf(w, "warning: recursion misses unknown (%s): how many kfree_skb hits the kernel did not show the tracer is not known\n", why)
+	case *r.RecursionMisses > 0:
+		fmt.Fprintf(w, "warning: the kernel skipped the tracer %d times because it was already running on that CPU "+
+			"(recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): at most %d drops not seen\n",
+			*r.RecursionMisses, *r.RecursionMisses)
 	}
-	if r.LostStacks > 0 {
-		fmt.Fprintf(w, "warning: %d drops counted without their stack (stack map full, or two stacks with one hash)\n", r.LostStacks)
+	if r.StackWalksFailed > 0 {
+		fmt.Fprintf(w, "warning: %d of %d stack walks failed (stack map full, or two stacks with one hash): "+
+			"the drops sampled under them are counted with no stack\n", r.StackWalksFailed, r.StackWalks)
 	}
 	if len(r.Reasons) == 0 {
 		fmt.Fprintln(w, "No drops.")

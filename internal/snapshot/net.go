@@ -112,6 +112,11 @@ type DropReasons struct {
 	Source string `json:"source,omitempty"`
 	// Detail explains the status, e.g. "tracefs not mounted".
 	Detail string `json:"detail,omitempty"`
+	// KernelBTF is "yes" when /sys/kernel/btf/vmlinux exists, "no" when
+	// it does not, "unknown" when it could not be checked and empty in
+	// snapshots from before the field. `slowpath net drops` needs it: its
+	// program is a BTF tracepoint (tp_btf/kfree_skb) relocated against it.
+	KernelBTF string `json:"kernel_btf,omitempty"`
 }
 
 // NetSample is one reading of the drop-relevant counters at one instant.

@@ -28,6 +28,7 @@ var GuestTools = []Tool{
 	{"fio", "fio"},
 	{"ethtool", "ethtool"},
 	{"losetup", "util-linux"},
+	{"lsblk", "util-linux"}, // the reference in TestDMTimingVsDmsetup
 	{"mke2fs", "e2fsprogs"},
 }
 

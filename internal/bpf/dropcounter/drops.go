@@ -294,7 +294,7 @@ func (t *Tracer) Read() (*dropreport.Capture, error) {
 	}
 	// The program's own counters, in the order of its enum.
 	var n []uint64
-	for i, dst := range []*uint64{&c.LostRecords, &c.LostStacks, &c.StackWalks} {
+	for i, dst := range []*uint64{&c.LostRecords, &c.StackWalksFailed, &c.StackWalks} {
 		if err := t.objs.Counters.Lookup(uint32(i), &n); err != nil {
 			return nil, fmt.Errorf("read counters map: %w", err)
 		}
@@ -303,12 +303,25 @@ func (t *Tracer) Read() (*dropreport.Capture, error) {
 		}
 	}
 	// The kernel skips a tracing program that fires while the same
-	// program runs on that CPU (a softirq interrupting it): those drops
-	// are missed, and counted here.
-	if st, err := t.objs.OnKfreeSkb.Stats(); err == nil {
-		c.Missed = st.RecursionMisses
-	}
+	// program runs on that CPU (a softirq interrupting it) and counts it;
+	// the skipped hits may be drops or not, on any interface.
+	c.RecursionMisses, c.RecursionMissesError = recursionMisses(t.objs.OnKfreeSkb.Stats())
 	return c, nil
+}
+
+// recursionMisses reads the kernel's recursion-miss count, or says why
+// it is unknown. Since 6.1 the kernel skips a raw-tracepoint program
+// (tp_btf is one) that fires again on a CPU where it is running, and
+// counts it (commit 05b24ff9b2cf, "bpf: Prevent bpf program recursion for
+// raw tracepoint probes"; the counter is bpf_prog_info.recursion_misses,
+// 5.12, commit 9ed9e9ba2337). Earlier kernels never skip it, so their 0
+// is a true 0.
+func recursionMisses(st *ebpf.ProgramStats, err error) (*uint64, string) {
+	if err != nil {
+		return nil, fmt.Sprintf("read program stats: %v", err)
+	}
+	n := st.RecursionMisses
+	return &n, ""
 }
 
 // Stats returns the program's run count, run time (when

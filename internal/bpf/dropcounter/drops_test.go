@@ -1,11 +1,14 @@
 package dropcounter
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/slowpath/slowpath/internal/dropreport"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -17,7 +20,7 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 		testenv.Unavailable(t, err.Error())
 	}
 	if !k.HasReasons {
-		t.Skip("kernel without drop reasons")
+		testenv.Unavailable(t, "kernel without drop reasons: skb:kfree_skb has no reason argument")
 	}
 	v, ok := k.Unspecified()
 	if !ok {
@@ -189,5 +192,148 @@ func TestStackSampling(t *testing.T) {
 			t.Errorf("every %d: %d stacks walked for %d drops, want %d..%d", every, c.StackWalks, drops, lo, hi)
 		}
 		t.Logf("every %d: %d drops, %d walks, %d records", every, drops, c.StackWalks, len(c.Records))
+	}
+}
+
+// TestFullMap fills the per-CPU drops hash to capacity with keys no real
+// drop has, then makes real drops (a closed port on loopback): their key
+// cannot be inserted, so each must be counted as not counted
+// (LostRecords), never silently lost, and the report must say so. Only
+// the last run of drops on each CPU is still pending outside the hash at
+// the end and is counted normally: counted + lost = sent, exactly.
+func TestFullMap(t *testing.T) {
+	testenv.RequireRoot(t)
+	self, err := NetnsOf("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Start(Options{Ifindex: 1, Netns: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	capacity := int(tr.objs.Drops.MaxEntries())
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := make([]uint64, cpus)
+	// Reason 0xffff and ifindex 0xffffffff: no real drop has this key.
+	for i := 0; i < capacity; i++ {
+		k := bpfDropKey{Reason: 0xffff, Ifindex: 0xffffffff, Location: uint64(i), StackId: -1}
+		if err := tr.objs.Drops.Update(&k, zero, ebpf.UpdateNoExist); err != nil {
+			t.Fatalf("fill entry %d of %d: %v", i, capacity, err)
+		}
+	}
+	// The map is full: one more key is refused.
+	extra := bpfDropKey{Reason: 0xffff, Ifindex: 0xffffffff, Location: uint64(capacity), StackId: -1}
+	if err := tr.objs.Drops.Update(&extra, zero, ebpf.UpdateNoExist); err == nil {
+		t.Fatalf("map took more than %d entries", capacity)
+	}
+	// Drops of one key stay in the per-CPU run and never reach the hash;
+	// alternating two keys (closed UDP ports over IPv4 and IPv6: two drop
+	// locations) flushes every run into the full map.
+	const sent = 400
+	v4, v6 := closedPortConn(t, "udp4", "127.0.0.1"), closedPortConn(t, "udp6", "::1")
+	for i := 0; i < sent/2; i++ {
+		v4()
+		v6()
+	}
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted uint64
+	for _, r := range c.Records {
+		if r.Reason == 0xffff {
+			continue
+		}
+		counted += r.Count
+	}
+	t.Logf("capacity %d: %d drops counted (pending runs), %d not counted", capacity, counted, c.LostRecords)
+	if c.LostRecords == 0 {
+		t.Fatal("the map was full and no drop was reported as not counted")
+	}
+	if counted+c.LostRecords < sent {
+		t.Errorf("counted %d + not counted %d < %d sent: drops were lost silently", counted, c.LostRecords, sent)
+	}
+	rep := dropreport.Summarize(c, nil, dropreport.SummaryOptions{ShowUnspecified: true})
+	if rep.LostRecords != c.LostRecords {
+		t.Errorf("report lost_records %d, capture %d", rep.LostRecords, c.LostRecords)
+	}
+	var text strings.Builder
+	if err := dropreport.WriteText(&text, rep, dropreport.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d drops not counted: the in-kernel map was full", c.LostRecords)
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text report does not say %q:\n%s", want, text.String())
+	}
+}
+
+// closedPortConn returns a function that sends one datagram to a closed
+// UDP port of network ("udp4" or "udp6") on loopback address ip.
+func closedPortConn(t *testing.T, network, ip string) func() {
+	t.Helper()
+	l, err := net.ListenPacket(network, net.JoinHostPort(ip, "0"))
+	if err != nil {
+		testenv.Unavailable(t, network+" on loopback: "+err.Error())
+	}
+	dst := l.LocalAddr()
+	l.Close()
+	c, err := net.ListenPacket(network, net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return func() {
+		if _, err := c.WriteTo([]byte("slowpath"), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRecursionMissesRead: the kernel's recursion-miss count is read as a
+// number (0 is a real 0) when the program's stats can be read, and as
+// unknown, with the error, when they cannot: here the program is closed
+// before the read, so BPF_OBJ_GET_INFO_BY_FD fails for real.
+func TestRecursionMissesRead(t *testing.T) {
+	testenv.RequireRoot(t)
+	self, err := NetnsOf("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := traceClosedPort(t, Options{Ifindex: 1, Netns: self}, 3)
+	if c.RecursionMisses == nil || c.RecursionMissesError != "" {
+		t.Errorf("readable stats: recursion misses %v, error %q", c.RecursionMisses, c.RecursionMissesError)
+	}
+	tr, err := Start(Options{Ifindex: 1, Netns: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.objs.OnKfreeSkb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = tr.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RecursionMisses != nil || c.RecursionMissesError == "" {
+		t.Errorf("unreadable stats reported as %v (error %q), want unknown with the error", *c.RecursionMisses, c.RecursionMissesError)
+	}
+	rep := dropreport.Summarize(c, nil, dropreport.SummaryOptions{})
+	var text strings.Builder
+	if err := dropreport.WriteText(&text, rep, dropreport.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "recursion misses unknown") {
+		t.Errorf("text report:\n%s", text.String())
 	}
 }

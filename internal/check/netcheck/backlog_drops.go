@@ -80,7 +80,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 // recommendBacklog sizes netdev_max_backlog from the fastest up link: the
 // packets that arrive at line rate in burstWindow with full-MTU frames,
 // rounded up to a power of two. At 25 Gb/s and MTU 1500 that is 20834 ->
-// 32768, the value that fixed the incident behind this check (it was 1000).
+// 32768.
 func recommendBacklog(m *netmodel.Model, cur int64) (int64, string) {
 	var speed int64
 	mtu := 1500

@@ -2,6 +2,7 @@ package netcheck
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,8 @@ func TestFixtures(t *testing.T) {
 		"net-aws-ena":           {"net.socket-rcvbuf": {"sockets=fail"}},
 		"net-virtio-one-sample": {"net.backlog-drops": {"softnet=unknown"}, "net.time-squeeze": {"softnet=unknown"}, "net.no-drop-reasons": {"kernel=fail"}},
 		"net-healthy":           {},
+		// No reasons but kernel BTF: fires, and says `net drops` runs.
+		"net-kvm-5.10-btf-no-reasons": {"net.backlog-drops": {"softnet=unknown"}, "net.time-squeeze": {"softnet=unknown"}, "net.no-drop-reasons": {"kernel=fail"}},
 	}
 	for host, w := range want {
 		in := fixture(t, host)
@@ -130,7 +133,7 @@ func TestRecommendBacklog(t *testing.T) {
 		cur   int64
 		want  int64
 	}{
-		{speed(25000), 1000, 32768}, // the incident: 1000 -> 32768
+		{speed(25000), 1000, 32768}, // 20834 packets in 10 ms -> 32768
 		{speed(10000), 1000, 16384},
 		{speed(1000), 1000, 2048},
 		{speed(400000), 1000, 65536}, // capped
@@ -162,5 +165,104 @@ func TestBacklogWithoutSoftnet(t *testing.T) {
 	fs := backlogDrops(input(t, s))
 	if len(fs) != 1 || fs[0].Status != check.Unknown || fs[0].Severity != check.Info || !strings.Contains(fs[0].Summary, "collect again") {
 		t.Errorf("backlog check without softnet_stat: %+v", fs)
+	}
+}
+
+// TestSqueezeRemedy: the time-squeeze fix doubles what the host has; a
+// fixed 8000 µs would be the default itself on an HZ=250 kernel
+// (2 * USEC_PER_SEC / HZ).
+func TestSqueezeRemedy(t *testing.T) {
+	tests := []struct {
+		sysctls       map[string]int64
+		budget, usecs string
+	}{
+		{map[string]int64{"net.core.netdev_budget": 300, "net.core.netdev_budget_usecs": 8000}, "600", "16000"},
+		{map[string]int64{"net.core.netdev_budget": 300, "net.core.netdev_budget_usecs": 2000}, "600", "4000"},
+		{nil, "600", "TWICE_CURRENT"},
+	}
+	for _, tt := range tests {
+		b, u := squeezeRemedy(&netmodel.Model{Sysctls: tt.sysctls})
+		if b != tt.budget || u != tt.usecs {
+			t.Errorf("%v: got %s %s, want %s %s", tt.sysctls, b, u, tt.budget, tt.usecs)
+		}
+	}
+}
+
+// TestNoDropReasonsSaysWhatThisKernelOffers: without drop reasons, what
+// the finding promises about `net drops` depends on kernel BTF, which the
+// tracer needs (tp_btf/kfree_skb): with it, drops are grouped by the
+// function that dropped them; without it, `net drops` cannot run and the
+// finding says so and names what can (perf record on the tracepoint).
+func TestNoDropReasonsSaysWhatThisKernelOffers(t *testing.T) {
+	tests := []struct {
+		name      string
+		d         snapshot.DropReasons
+		release   string
+		status    check.Status
+		want      []string
+		wantNot   []string
+		fixEmpty  bool
+		btfSource bool
+	}{
+		{name: "no reasons, BTF present",
+			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "yes"},
+			release: "5.10.0-32-amd64", status: check.Fail,
+			want:    []string{"Kernel BTF is present", "by the kernel function that dropped them", "--stacks"},
+			wantNot: []string{"cannot run"}, btfSource: true},
+		{name: "no reasons, BTF but before BTF tracepoints",
+			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "yes"},
+			release: "5.4.0-200-generic", status: check.Fail,
+			want:    []string{"cannot run on this kernel", "predates BTF tracepoints", "perf record"},
+			wantNot: []string{"groups drops"}, btfSource: true},
+		{name: "no reasons, no BTF",
+			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/debug/tracing/events/skb/kfree_skb/format", KernelBTF: "no"},
+			release: "4.19.0-27-amd64", status: check.Fail,
+			want:    []string{"cannot run on this kernel", "CONFIG_DEBUG_INFO_BTF", "perf record"},
+			wantNot: []string{"will attribute"}, btfSource: true},
+		{name: "no reasons, BTF not checked (older snapshot)",
+			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format"},
+			release: "5.10.0-32-amd64", status: check.Fail,
+			want:    []string{"Whether `slowpath net drops` can run here is unknown", "kernel BTF"},
+			wantNot: []string{"will attribute"}},
+		{name: "reasons, no BTF",
+			d:       snapshot.DropReasons{Status: "yes", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "no"},
+			release: "6.1.0-27-amd64", status: check.Pass,
+			want: []string{"names skb drop reasons", "cannot run on this kernel"}, btfSource: true},
+		{name: "reasons, BTF",
+			d:       snapshot.DropReasons{Status: "yes", Source: "/sys/kernel/btf/vmlinux", KernelBTF: "yes"},
+			release: "6.1.0-27-amd64", status: check.Pass,
+			want: []string{"names skb drop reasons"}, wantNot: []string{"cannot run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.d
+			s := &snapshot.Snapshot{Host: &snapshot.Host{KernelRelease: tt.release}, Net: &snapshot.Net{DropReasons: &d}}
+			fs := noDropReasons(input(t, s))
+			if len(fs) != 1 {
+				t.Fatalf("%d findings", len(fs))
+			}
+			f := fs[0]
+			st := f.Status
+			if st == "" {
+				st = check.Fail
+			}
+			if st != tt.status {
+				t.Errorf("status %s, want %s", st, tt.status)
+			}
+			text := f.Summary + "\n" + f.Remediation
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(text, w) {
+					t.Errorf("text has %q:\n%s", w, text)
+				}
+			}
+			if tt.btfSource && !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool { return e.Source == "/sys/kernel/btf/vmlinux" }) {
+				t.Errorf("no kernel BTF evidence: %+v", f.Evidence)
+			}
+		})
 	}
 }

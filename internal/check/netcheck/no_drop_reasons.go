@@ -1,7 +1,12 @@
 package netcheck
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 func init() {
@@ -13,6 +18,14 @@ func init() {
 	})
 }
 
+const srcKernelBTF = "/sys/kernel/btf/vmlinux"
+
+// noDropReasons says whether the kernel names its drops and, since that
+// decides what `slowpath net drops` can do here, whether the tracer can
+// run at all: it is a BTF tracepoint program (tp_btf/kfree_skb), which
+// needs kernel BTF (CONFIG_DEBUG_INFO_BTF, /sys/kernel/btf/vmlinux) and
+// Linux 5.5+, where BTF raw tracepoints arrived (commit ac4414b5ca47,
+// "bpf: Attach raw_tp program with BTF via type name", merged for 5.5).
 func noDropReasons(in *check.Input) []check.Finding {
 	m := in.Network
 	if m == nil {
@@ -26,19 +39,84 @@ func noDropReasons(in *check.Input) []check.Finding {
 	if d.Source == "" {
 		ev[0].Source = "tracefs, kernel BTF"
 	}
+	tracer, tracerEv := tracerOffer(d, kernelRelease(in))
+	if tracerEv != nil {
+		ev = append(ev, *tracerEv)
+	}
 	refs := []string{"https://github.com/torvalds/linux/blob/master/include/net/dropreason-core.h"}
 	switch d.Status {
 	case "yes":
-		return []check.Finding{{Status: check.Pass, Subject: "kernel", Summary: "the kernel names skb drop reasons", Evidence: ev}}
+		sum := "the kernel names skb drop reasons"
+		if !tracer.canRun && tracer.known {
+			sum += "; " + tracer.why
+		}
+		return []check.Finding{{Status: check.Pass, Subject: "kernel", Summary: sum, Evidence: ev}}
 	case "no":
+		sum := "This kernel does not say why it drops a packet (no reason on the kfree_skb tracepoint). "
+		fix := "no setting enables it: skb drop reasons arrived in Linux 5.17 (some distributions backport them); use a newer kernel for reason-level attribution"
+		switch {
+		case !tracer.known:
+			sum += "Whether `slowpath net drops` can run here is unknown: " + tracer.why + "; it needs kernel BTF (" + srcKernelBTF + ") and Linux 5.5+."
+		case tracer.canRun:
+			sum += tracer.why + ", so `slowpath net drops` runs here but groups drops by the kernel function that dropped them " +
+				"(and with --stacks by kernel stack) instead of by reason, which is coarser."
+		default:
+			sum += "`slowpath net drops` " + tracer.why + "."
+			fix += ". Meanwhile perf record -a -g -e skb:kfree_skb shows where drops happen on this kernel"
+		}
 		return []check.Finding{{
 			Subject:     "kernel",
-			Summary:     "This kernel does not say why it drops a packet (no reason on the kfree_skb tracepoint). `slowpath net drops` will attribute drops by kernel stack instead of by reason, which is coarser.",
+			Summary:     sum,
 			Evidence:    ev,
-			Remediation: comment("no setting enables it: skb drop reasons arrived in Linux 5.17 (some distributions backport them); use a newer kernel for reason-level attribution"),
+			Remediation: comment(fix),
 			References:  refs,
 		}}
 	default:
 		return []check.Finding{{Status: check.Unknown, Subject: "kernel", Summary: "Could not tell whether the kernel names skb drop reasons: " + d.Detail + ". Mount tracefs (mount -t tracefs tracefs /sys/kernel/tracing) and collect again.", Evidence: ev, References: refs}}
 	}
+}
+
+// offer is what the snapshot says about running `net drops` here.
+type offer struct {
+	known, canRun bool
+	why           string
+}
+
+func tracerOffer(d *snapshot.DropReasons, release string) (offer, *check.Evidence) {
+	ev := &check.Evidence{Source: srcKernelBTF, Key: "exists (`net drops` needs it)", Observed: d.KernelBTF, Expected: "yes"}
+	switch d.KernelBTF {
+	case "yes":
+		if maj, mnr, ok := releaseVersion(release); ok && (maj < 5 || (maj == 5 && mnr < 5)) {
+			return offer{known: true, why: fmt.Sprintf("cannot run on this kernel: kernel %s has BTF but predates BTF tracepoints (Linux 5.5)", release)}, ev
+		}
+		return offer{known: true, canRun: true, why: "Kernel BTF is present"}, ev
+	case "no":
+		return offer{known: true, why: "cannot run on this kernel: it needs kernel BTF (" + srcKernelBTF + ", CONFIG_DEBUG_INFO_BTF=y), which this kernel does not have"}, ev
+	case "":
+		return offer{why: "the snapshot does not say whether kernel BTF exists"}, nil
+	default:
+		return offer{why: "kernel BTF could not be checked"}, ev
+	}
+}
+
+// releaseVersion parses "5.10.0-32-amd64" into 5, 10.
+func releaseVersion(release string) (major, minor int, ok bool) {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	mn := parts[1]
+	if i := strings.IndexFunc(mn, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		mn = mn[:i]
+	}
+	mnr, err2 := strconv.Atoi(mn)
+	return maj, mnr, err1 == nil && err2 == nil
+}
+
+func kernelRelease(in *check.Input) string {
+	if in.Snapshot == nil || in.Snapshot.Host == nil {
+		return ""
+	}
+	return in.Snapshot.Host.KernelRelease
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // fixture writes a txtar archive from testdata into a temporary root.
@@ -21,7 +22,7 @@ func fixture(t *testing.T, name string) hostfs.FS {
 
 func TestCollectAzure(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
-		t.Skip("procfs parses cpuinfo in the format of the build architecture; the fixture is x86")
+		testenv.Unavailable(t, "procfs parses cpuinfo in the format of the build architecture; the fixture is x86")
 	}
 	fs := fixture(t, "azure.txtar")
 	var s snapshot.Snapshot
@@ -65,7 +66,7 @@ func TestCollectBrokenHost(t *testing.T) {
 		"host.kernel missing proc/sys/kernel/arch",
 	}
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
-		t.Skip("cpuinfo parse differs by architecture")
+		testenv.Unavailable(t, "cpuinfo parse differs by architecture; the fixture is x86")
 	}
 	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)

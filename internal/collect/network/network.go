@@ -80,6 +80,7 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 	}
 	n.Sysctls = readSysctls(fs, s)
 	n.DropReasons = readDropReasons(fs)
+	n.DropReasons.KernelBTF = kernelBTF(fs)
 
 	sm := newSampler(fs, o, src)
 	first, errs := sm.Sample()

@@ -1,12 +1,16 @@
 package network
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 func TestParseSNMP(t *testing.T) {
@@ -197,4 +201,26 @@ func FuzzReadSoftnet(f *testing.F) {
 			t.Fatalf("accepted %d columns", cols)
 		}
 	})
+}
+
+func TestKernelBTF(t *testing.T) {
+	dir := t.TempDir()
+	if got := kernelBTF(hostfs.New(dir)); got != "no" {
+		t.Errorf("empty sysfs: %q, want no", got)
+	}
+	p := filepath.Join(dir, "sys", "kernel", "btf")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "vmlinux"), []byte("\x9f\xeb"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if got := kernelBTF(hostfs.New(dir)); got != "yes" {
+		t.Errorf("with vmlinux: %q, want yes", got)
+	}
+	s := &snapshot.Snapshot{}
+	Collect(context.Background(), hostfs.New(dir), Options{Ethtool: &fakeEthtool{}, Netlink: fakeNetlink{}}, s)
+	if s.Net == nil || s.Net.DropReasons == nil || s.Net.DropReasons.KernelBTF != "yes" {
+		t.Errorf("collected drop reasons: %+v", s.Net)
+	}
 }

@@ -181,6 +181,11 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 // trace attaches the tracer, waits for the duration or a signal, and reads
 // the counters.
 func trace(ctx context.Context, env *clienv.Env, o *Options) (*dropreport.Capture, error) {
+	// The handler goes in before anything can tell the world we are
+	// ready: a script that sends SIGINT as soon as --ready-file appears
+	// must get a report, not a process killed by the signal's default.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	bo := dropcounter.Options{Stacks: o.Stacks, StacksUnspecified: o.All && o.Stacks, StackEvery: o.StackEvery}
 	if o.Interface != "" {
 		ifi, err := net.InterfaceByName(o.Interface)
@@ -204,8 +209,6 @@ func trace(ctx context.Context, env *clienv.Env, o *Options) (*dropreport.Captur
 			return nil, fmt.Errorf("write ready file: %w", err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if env.StdoutTTY {
 		msg := "until Ctrl-C"
 		if o.Duration > 0 {

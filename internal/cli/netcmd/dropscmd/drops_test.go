@@ -304,7 +304,11 @@ func TestBacklogFlood(t *testing.T) {
 	if rcv*100 < d.UDPRcvbufErrors*99 || rcv*100 > d.UDPRcvbufErrors*101 {
 		t.Errorf("SOCKET_RCVBUFF %d vs Udp RcvbufErrors delta %d in the receiver namespace", rcv, d.UDPRcvbufErrors)
 	}
-	t.Logf("missed %d, lost %d", rep.Missed, rep.LostRecords)
+	if rep.RecursionMisses == nil {
+		t.Errorf("recursion misses unknown after a live run: %s", rep.RecursionMissesError)
+	} else {
+		t.Logf("recursion misses %d, not counted (map full) %d, stack walks %d (%d failed)", *rep.RecursionMisses, rep.LostRecords, rep.StackWalks, rep.StackWalksFailed)
+	}
 	t.Logf("CPU_BACKLOG %d, softnet dropped %d; SOCKET_RCVBUFF on the lab veth %d, RcvbufErrors %d", bl.Count, softnet, rcv, d.UDPRcvbufErrors)
 	for _, p := range []string{folded, svg} {
 		b, err := os.ReadFile(p)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // cpuPerSecond runs cmd to completion and returns the CPU time (user+system,
@@ -29,10 +31,7 @@ func cpuPerSecond(b *testing.B, cmd *exec.Cmd) float64 {
 // operator runs by hand every second for the same counters (cat of
 // softnet_stat, snmp and netstat, `ip -s link`, `ethtool -S` of each NIC).
 func BenchmarkWatchCPU(b *testing.B) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("go not found")
-	}
+	goTool := testenv.RequireTool(b, "go", "golang-go")
 	bin := filepath.Join(b.TempDir(), "slowpath")
 	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
@@ -48,7 +47,7 @@ done`
 	_, errEthtool := exec.LookPath("ethtool")
 	haveRef := errIP == nil && errEthtool == nil
 	if _, err := os.Stat("/proc/net/softnet_stat"); err != nil {
-		b.Skip("no /proc/net/softnet_stat")
+		testenv.Unavailable(b, "no /proc/net/softnet_stat")
 	}
 	var ours, theirs float64
 	b.ResetTimer()
