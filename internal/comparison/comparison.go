@@ -1,0 +1,308 @@
+// Package comparison compares the runs of two or more sides (saved bench
+// results, or runs made interleaved by `slowpath compare`): per metric the
+// median across runs, its change against the first side and whether that
+// change is significant (Mann-Whitney U, internal/stats), bootstrap
+// confidence intervals for latency percentiles inside one run, and the
+// environment facts that differ between sides. It is pure: sides in, result
+// out; internal/report/comparereport and htmlreport render it.
+package comparison
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/stats"
+)
+
+// Better says which direction of a metric is an improvement.
+type Better string
+
+const (
+	HigherIsBetter Better = "higher"
+	LowerIsBetter  Better = "lower"
+)
+
+// Measure is one metric of one run.
+type Measure struct {
+	Unit   string  // see FormatValue: ops/s, B/s, s, count, cpu
+	Better Better  // direction of improvement
+	Value  float64 // the run's figure
+	// Latency and Quantile, when set, are the run's latency distribution
+	// and which quantile Value is, so one run still gets a confidence
+	// interval (bootstrap).
+	Latency  *stats.Histogram
+	Quantile float64
+}
+
+// Point is one sample of a per-second timeline, or one index load.
+type Point struct {
+	T float64 `json:"t"` // seconds since the run started
+	V float64 `json:"v"`
+}
+
+// Run is one bench run as the comparison sees it.
+type Run struct {
+	Label    string
+	Metrics  map[string]Measure
+	Timeline map[string][]Point // per-second series by name (e.g. "read IOPS")
+	// Loads are index loads (T: when, V: seconds) for search-index's
+	// slow-load scatter; SlowLoadThreshold the run's --slow-load.
+	Loads             []Point
+	SlowLoadThreshold float64
+	// Latencies by name ("read", "write", "load") for CDFs.
+	Latencies map[string]stats.Histogram
+}
+
+// Fact is one environment fact of a side (kernel, CPU, encryption layers...).
+type Fact struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Side is a named set of runs of one configuration.
+type Side struct {
+	Name    string
+	Sources []string // result files, for the report header
+	Runs    []Run
+	// Facts are the environment of the side's first run; Mixed lists the
+	// fact keys whose values differ between its runs.
+	Facts   []Fact
+	Mixed   []string
+	Storage []storagemodel.Path // the doctor model of the target's path
+}
+
+// Options control the statistics.
+type Options struct {
+	Alpha      float64 // significance level, default stats.DefaultAlpha
+	Confidence float64 // for intervals, default 0.95
+}
+
+// Cell is one side's figure for one metric.
+type Cell struct {
+	N      int       `json:"runs"`
+	Values []float64 `json:"values"`
+	Median float64   `json:"median"`
+	// Lo and Hi bound the median: across runs when there are enough
+	// (6 at 95%), else from the bootstrap inside a single run of a latency
+	// percentile (CI says which), else absent.
+	Lo *float64 `json:"ci_lo,omitempty"`
+	Hi *float64 `json:"ci_hi,omitempty"`
+	CI string   `json:"ci,omitempty"` // "runs" or "bootstrap"
+	// Versus the first side; nil on the first side itself.
+	DeltaPct   *float64          `json:"delta_pct,omitempty"`
+	Comparison *stats.Comparison `json:"comparison,omitempty"`
+	// Change is "better", "worse" or "" (not significant, or first side).
+	Change string `json:"change,omitempty"`
+}
+
+// Row is one metric across sides.
+type Row struct {
+	Metric string `json:"metric"`
+	Unit   string `json:"unit"`
+	Better Better `json:"better"`
+	Cells  []Cell `json:"sides"` // one per side, in side order; N=0 where missing
+}
+
+// EnvDiff is a fact whose value differs between sides.
+type EnvDiff struct {
+	Key    string   `json:"key"`
+	Values []string `json:"values"` // one per side, "-" when unknown
+}
+
+// SideInfo names a side in the result.
+type SideInfo struct {
+	Name    string   `json:"name"`
+	Runs    int      `json:"runs"`
+	Sources []string `json:"sources,omitempty"`
+	Mixed   []string `json:"mixed_environment,omitempty"`
+}
+
+// Result is the comparison. Field names are the JSON contract
+// (docs/compare.md).
+type Result struct {
+	FormatVersion int        `json:"format_version"`
+	Alpha         float64    `json:"alpha"`
+	Confidence    float64    `json:"confidence"`
+	Sides         []SideInfo `json:"sides"`
+	Rows          []Row      `json:"rows"`
+	Environment   []EnvDiff  `json:"environment_differences"`
+	// MinRuns is how many runs per side the alpha needs for a verdict.
+	MinRuns int `json:"min_runs_for_verdict"`
+}
+
+// JSONVersion is the version of Result's JSON shape.
+const JSONVersion = 1
+
+// metricOrder is the seed table's order: what the incident tables showed.
+var metricOrder = []string{
+	"read IOPS", "write IOPS", "IOPS", "read bandwidth", "write bandwidth", "bandwidth",
+	"read p50", "read p99", "read p99.9", "write p50", "write p99", "write p99.9",
+	"p50", "p99", "p99.9",
+	"load p50", "load p99", "load max", "slow loads",
+	"commit p50", "commit p99", "commit p99.9",
+	"ops/s", "checkpoint p50", "checkpoint max",
+	"CPU", "crypto CPU",
+}
+
+// Compare builds the comparison of sides; the first side is the baseline.
+func Compare(sides []Side, o Options) (*Result, error) {
+	if len(sides) < 2 {
+		return nil, errors.New("compare needs at least two sides")
+	}
+	if o.Alpha == 0 {
+		o.Alpha = stats.DefaultAlpha
+	}
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		return nil, fmt.Errorf("alpha %v outside (0, 1)", o.Alpha)
+	}
+	if o.Confidence == 0 {
+		o.Confidence = 0.95
+	}
+	r := &Result{FormatVersion: JSONVersion, Alpha: o.Alpha, Confidence: o.Confidence, Rows: []Row{}, Environment: []EnvDiff{}}
+	for n := 1; n <= 50; n++ {
+		if stats.MinP(n, n) <= o.Alpha {
+			r.MinRuns = n
+			break
+		}
+	}
+	names := map[string]bool{}
+	for _, s := range sides {
+		if len(s.Runs) == 0 {
+			return nil, fmt.Errorf("side %q has no runs", s.Name)
+		}
+		if names[s.Name] {
+			return nil, fmt.Errorf("two sides are named %q: name them apart", s.Name)
+		}
+		names[s.Name] = true
+		r.Sides = append(r.Sides, SideInfo{Name: s.Name, Runs: len(s.Runs), Sources: s.Sources, Mixed: s.Mixed})
+	}
+	for _, m := range metricNames(sides) {
+		r.Rows = append(r.Rows, compareMetric(m, sides, o))
+	}
+	r.Environment = envDiffs(sides)
+	return r, nil
+}
+
+// metricNames lists every metric any side measured, seed order first.
+func metricNames(sides []Side) []string {
+	seen := map[string]bool{}
+	for _, s := range sides {
+		for _, run := range s.Runs {
+			for m := range run.Metrics {
+				seen[m] = true
+			}
+		}
+	}
+	var out []string
+	for _, m := range metricOrder {
+		if seen[m] {
+			out = append(out, m)
+			delete(seen, m)
+		}
+	}
+	rest := make([]string, 0, len(seen))
+	for m := range seen {
+		rest = append(rest, m)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+func compareMetric(name string, sides []Side, o Options) Row {
+	row := Row{Metric: name}
+	values := make([][]float64, len(sides))
+	for i, s := range sides {
+		c := Cell{Values: []float64{}}
+		var one *Measure
+		for _, run := range s.Runs {
+			m, ok := run.Metrics[name]
+			if !ok || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+				continue
+			}
+			if row.Unit == "" {
+				row.Unit, row.Better = m.Unit, m.Better
+			}
+			c.Values = append(c.Values, m.Value)
+			one = &m
+		}
+		c.N = len(c.Values)
+		values[i] = c.Values
+		if c.N > 0 {
+			sum, _ := stats.Summarize(c.Values, o.Confidence)
+			c.Median = sum.Median
+			if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) {
+				c.Lo, c.Hi, c.CI = ptr(sum.Lo), ptr(sum.Hi), "runs"
+			} else if c.N == 1 && one.Latency != nil {
+				if ci, err := stats.BootstrapQuantile(*one.Latency, one.Quantile, o.Confidence); err == nil {
+					c.Lo, c.Hi, c.CI = ptr(ci.Lo), ptr(ci.Hi), "bootstrap"
+				}
+			}
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	base := row.Cells[0]
+	for i := 1; i < len(row.Cells); i++ {
+		c := &row.Cells[i]
+		if base.N == 0 || c.N == 0 {
+			continue
+		}
+		cmp := stats.Compare(values[0], values[i], o.Alpha)
+		c.Comparison = &cmp
+		if base.Median != 0 {
+			c.DeltaPct = ptr((c.Median/base.Median - 1) * 100)
+		}
+		if cmp.Verdict == stats.Significant && c.Median != base.Median {
+			up := c.Median > base.Median
+			if up == (row.Better == HigherIsBetter) {
+				c.Change = "better"
+			} else {
+				c.Change = "worse"
+			}
+		}
+	}
+	return row
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// envDiffs lists the facts whose values differ between sides, in the order
+// the first side that has them lists them.
+func envDiffs(sides []Side) []EnvDiff {
+	var keys []string
+	vals := make([]map[string]string, len(sides))
+	for i, s := range sides {
+		vals[i] = map[string]string{}
+		for _, f := range s.Facts {
+			if _, ok := vals[i][f.Key]; ok {
+				continue
+			}
+			vals[i][f.Key] = f.Value
+			if !slices.Contains(keys, f.Key) {
+				keys = append(keys, f.Key)
+			}
+		}
+	}
+	out := []EnvDiff{}
+	for _, k := range keys {
+		d := EnvDiff{Key: k}
+		differ := false
+		for i := range sides {
+			v, ok := vals[i][k]
+			if !ok || v == "" {
+				v = "-"
+			}
+			d.Values = append(d.Values, v)
+			if v != d.Values[0] {
+				differ = true
+			}
+		}
+		if differ {
+			out = append(out, d)
+		}
+	}
+	return out
+}
