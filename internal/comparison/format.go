@@ -103,14 +103,12 @@ func FormatCell(c Cell, unit string) string {
 }
 
 // FormatDelta prints a cell's change against the first side: "+20.0%
-// (p=0.008)", "~ (p=0.310)", "too few runs (2+2)", or "" on the first side.
+// (p=0.008)", "~ (p=0.310)", "too few runs (2+2)", or "-" when either side
+// lacks the metric.
 func FormatDelta(c Cell) string {
 	cmp := c.Comparison
 	if cmp == nil {
-		if c.N == 0 {
-			return "-"
-		}
-		return ""
+		return "-"
 	}
 	switch cmp.Verdict {
 	case stats.Significant:
@@ -118,12 +116,19 @@ func FormatDelta(c Cell) string {
 		if c.DeltaPct != nil {
 			d = fmt.Sprintf("%+.1f%%", *c.DeltaPct)
 		}
-		return fmt.Sprintf("%s (p=%.3f)", d, cmp.P)
+		return fmt.Sprintf("%s (%s)", d, formatP(cmp.P))
 	case stats.TooFewRuns:
 		return fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
 	case stats.NoDifference:
-		return fmt.Sprintf("~ (p=%.3f)", cmp.P)
+		return fmt.Sprintf("~ (%s)", formatP(cmp.P))
 	default:
 		return "-"
 	}
+}
+
+func formatP(p float64) string {
+	if p < 0.001 {
+		return "p<0.001"
+	}
+	return fmt.Sprintf("p=%.3f", p)
 }

@@ -33,7 +33,7 @@ func Write(w io.Writer, r *comparison.Result, format string) error {
 // and "too few runs" mean without the docs.
 func header(r *comparison.Result) []string {
 	lines := []string{fmt.Sprintf("Mann-Whitney U over runs at alpha %g: \"~\" no significant difference; a verdict needs %d runs per side.", r.Alpha, r.MinRuns)}
-	lines = append(lines, fmt.Sprintf("Cells: median across runs ±%g%% confidence interval (across runs from 6 runs; \"b\": bootstrap inside the one run).", r.Confidence*100))
+	lines = append(lines, fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval (across runs, from 6 runs per side; \"b\": bootstrap inside a single run).", r.Confidence*100))
 	return lines
 }
 
@@ -68,7 +68,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 			cols = append(cols, "vs "+r.Sides[0].Name)
 		}
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, row := range r.Rows {
 		cells := []string{row.Metric}
 		for i, c := range row.Cells {
@@ -77,7 +77,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 				cells = append(cells, comparison.FormatDelta(c))
 			}
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -87,9 +87,9 @@ func writeText(w io.Writer, r *comparison.Result) error {
 		fmt.Fprintf(b, "  none found\n")
 	} else {
 		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  \t%s\t\n", joinSides(r, "\t"))
+		fmt.Fprintf(tw, "  \t%s\n", joinSides(r, "\t"))
 		for _, d := range r.Environment {
-			fmt.Fprintf(tw, "  %s\t%s\t\n", d.Key, strings.Join(d.Values, "\t"))
+			fmt.Fprintf(tw, "  %s\t%s\n", d.Key, strings.Join(d.Values, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -154,7 +154,11 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		fmt.Fprintf(b, "None found.\n")
 		return b.Flush()
 	}
-	fmt.Fprintf(b, "| fact | %s |\n|---|%s\n", mdEscape(joinSides(r, " | ")), strings.Repeat("---|", len(r.Sides)))
+	var names []string
+	for _, s := range r.Sides {
+		names = append(names, mdEscape(s.Name))
+	}
+	fmt.Fprintf(b, "| fact | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(r.Sides)))
 	for _, d := range r.Environment {
 		var v []string
 		for _, x := range d.Values {
