@@ -34,7 +34,7 @@ func TestCompareHTMLInChromium(t *testing.T) {
 		t.Errorf("report is %d bytes, over the 2 MB budget", buf.Len())
 	}
 	out := buf.String()
-	for _, want := range []string{"read IOPS", "-25.", "(p<0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
+	for _, want := range []string{"read IOPS", "-25.", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compare HTML lacks %q", want)
 		}
