@@ -49,18 +49,19 @@ func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 
 // Comparison is the outcome of comparing the runs of side A with side B.
 type Comparison struct {
-	N1, N2 int
+	N1 int `json:"n1"`
+	N2 int `json:"n2"`
 	// U is the Mann-Whitney U statistic of A: the number of pairs (a, b)
 	// with a > b, ties counting one half (as scipy.stats.mannwhitneyu).
-	U float64
+	U float64 `json:"u"`
 	// P is benchmath's two-sided p-value (exact U distribution for small
 	// samples, normal approximation with tie and continuity correction
 	// above 50 values).
-	P     float64
-	Alpha float64
+	P     float64 `json:"p"`
+	Alpha float64 `json:"alpha"`
 	// MinP is the smallest p-value samples of these sizes can produce.
-	MinP    float64
-	Verdict Verdict
+	MinP    float64 `json:"min_p"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // Compare tests whether runs a and b differ in location at level alpha.

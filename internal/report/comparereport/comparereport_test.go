@@ -64,8 +64,8 @@ func TestJSONRoundTrips(t *testing.T) {
 			Metric string `json:"metric"`
 			Sides  []struct {
 				Comparison *struct {
-					Verdict string  `json:"Verdict"`
-					P       float64 `json:"P"`
+					Verdict string  `json:"verdict"`
+					P       float64 `json:"p"`
 				} `json:"comparison"`
 				Change string `json:"change"`
 			} `json:"sides"`
