@@ -97,6 +97,24 @@ type Cell struct {
 	Comparison *stats.Comparison `json:"comparison,omitempty"`
 	// Change is "better", "worse" or "" (not significant, or first side).
 	Change string `json:"change,omitempty"`
+	// WithinRun is the evidence inside the runs when there are too few
+	// runs for a verdict across them.
+	WithinRun *WithinRun `json:"within_run,omitempty"`
+}
+
+// WithinRun is a comparison made inside runs rather than across them: for a
+// latency percentile, whether the bootstrap intervals of the two sides
+// (histograms of all their runs pooled) are disjoint; for a rate with a
+// per-second timeline, a Mann-Whitney U test over the seconds. Seconds of one
+// run are not independent the way separate runs are, so this is weaker
+// evidence than a verdict across runs and is reported apart from it.
+type WithinRun struct {
+	Method      string   `json:"method"` // "bootstrap intervals" or "U over seconds"
+	P           *float64 `json:"p,omitempty"`
+	Significant bool     `json:"significant"`
+	// Lo and Hi are the two sides' intervals for the bootstrap method:
+	// [baseline lo, baseline hi, this lo, this hi].
+	Intervals []float64 `json:"intervals,omitempty"`
 }
 
 // Row is one metric across sides.
@@ -255,7 +273,12 @@ func compareMetric(name string, sides []Side, o Options) Row {
 		if base.Median != 0 {
 			c.DeltaPct = ptr((c.Median/base.Median - 1) * 100)
 		}
-		if cmp.Verdict == stats.Significant && c.Median != base.Median {
+		significant := cmp.Verdict == stats.Significant
+		if cmp.Verdict == stats.TooFewRuns {
+			c.WithinRun = withinRun(name, sides[0], sides[i], o)
+			significant = c.WithinRun != nil && c.WithinRun.Significant
+		}
+		if significant && c.Median != base.Median {
 			up := c.Median > base.Median
 			if up == (row.Better == HigherIsBetter) {
 				c.Change = "better"
@@ -302,6 +325,73 @@ func envDiffs(sides []Side) []EnvDiff {
 		}
 		if differ {
 			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// withinRun compares two sides inside their runs; nil when they hold
+// neither latency histograms nor a per-second timeline for the metric.
+func withinRun(metric string, a, b Side, o Options) *WithinRun {
+	ha, qa, okA := pooledLatency(metric, a)
+	hb, qb, okB := pooledLatency(metric, b)
+	if okA && okB && qa == qb {
+		ca, errA := stats.BootstrapQuantile(ha, qa, o.Confidence)
+		cb, errB := stats.BootstrapQuantile(hb, qb, o.Confidence)
+		if errA == nil && errB == nil {
+			return &WithinRun{Method: "bootstrap intervals", Significant: ca.Hi < cb.Lo || cb.Hi < ca.Lo,
+				Intervals: []float64{ca.Lo, ca.Hi, cb.Lo, cb.Hi}}
+		}
+	}
+	sa, sb := seconds(metric, a), seconds(metric, b)
+	if len(sa) > 0 && len(sb) > 0 {
+		cmp := stats.Compare(sa, sb, o.Alpha)
+		return &WithinRun{Method: "U over seconds", P: ptr(cmp.P), Significant: cmp.Verdict == stats.Significant}
+	}
+	return nil
+}
+
+// pooledLatency merges the latency histograms behind a percentile metric
+// over a side's runs.
+func pooledLatency(metric string, s Side) (stats.Histogram, float64, bool) {
+	counts := map[float64]uint64{}
+	q := -1.0
+	for _, run := range s.Runs {
+		m, ok := run.Metrics[metric]
+		if !ok || m.Latency == nil {
+			return stats.Histogram{}, 0, false
+		}
+		if q >= 0 && m.Quantile != q {
+			return stats.Histogram{}, 0, false
+		}
+		q = m.Quantile
+		for i, v := range m.Latency.Values {
+			if i < len(m.Latency.Counts) {
+				counts[v] += m.Latency.Counts[i]
+			}
+		}
+	}
+	if len(counts) == 0 {
+		return stats.Histogram{}, 0, false
+	}
+	var h stats.Histogram
+	for v := range counts {
+		h.Values = append(h.Values, v)
+	}
+	sort.Float64s(h.Values)
+	for _, v := range h.Values {
+		h.Counts = append(h.Counts, counts[v])
+	}
+	return h, q, true
+}
+
+// seconds pools the per-second timeline named like the metric over a
+// side's runs.
+func seconds(metric string, s Side) []float64 {
+	var out []float64
+	for _, run := range s.Runs {
+		for _, p := range run.Timeline[metric] {
+			out = append(out, p.V)
 		}
 	}
 	return out

@@ -118,7 +118,23 @@ func FormatDelta(c Cell) string {
 		}
 		return fmt.Sprintf("%s (%s)", d, formatP(cmp.P))
 	case stats.TooFewRuns:
-		return fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
+		s := fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
+		if w := c.WithinRun; w != nil {
+			switch {
+			case w.Significant && c.DeltaPct != nil:
+				s += fmt.Sprintf("; within runs %+.1f%%", *c.DeltaPct)
+			case w.Significant:
+				s += "; within runs differs"
+			default:
+				s += "; within runs ~"
+			}
+			if w.P != nil {
+				s += " (" + formatP(*w.P) + " over seconds)"
+			} else {
+				s += " (bootstrap)"
+			}
+		}
+		return s
 	case stats.NoDifference:
 		return fmt.Sprintf("~ (%s)", formatP(cmp.P))
 	default:
