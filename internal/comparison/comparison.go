@@ -310,7 +310,7 @@ func compareMetric(name string, sides []Side, o Options) Row {
 			c.WithinRun = withinRun(name, sides[0], sides[i], o)
 			significant = c.WithinRun != nil && c.WithinRun.Significant
 		}
-		if significant && c.Median != base.Median {
+		if significant && c.Median != base.Median && (row.Better == HigherIsBetter || row.Better == LowerIsBetter) {
 			up := c.Median > base.Median
 			if up == (row.Better == HigherIsBetter) {
 				c.Change = "better"
