@@ -105,19 +105,26 @@ func MinP(n1, n2 int) float64 {
 	return math.Min(1, 2*math.Exp(-(lc-l1-l2)))
 }
 
-// uStatistic counts pairs with a > b, ties as one half. O(n1·n2) is fine:
-// a side holds runs, not samples.
+// uStatistic counts pairs with a > b, ties as one half, by merging sorted
+// copies: O(n log n), since pooled per-second samples of long runs can be
+// tens of thousands.
 func uStatistic(a, b []float64) float64 {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
 	u := 0.0
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case x > y:
-				u++
-			case x == y:
-				u += 0.5
-			}
+	lo, hi := 0, 0 // y[:lo] < v, y[:hi] <= v
+	for _, v := range x {
+		for lo < len(y) && y[lo] < v {
+			lo++
 		}
+		if hi < lo {
+			hi = lo
+		}
+		for hi < len(y) && y[hi] <= v {
+			hi++
+		}
+		u += float64(lo) + 0.5*float64(hi-lo)
 	}
 	return u
 }

@@ -145,3 +145,13 @@ func TestSummarize(t *testing.T) {
 		t.Error("no error for no values")
 	}
 }
+
+func TestUStatisticTies(t *testing.T) {
+	// Pairs (a > b) with ties as one half, counted by hand: each a=2
+	// beats b=1 and ties both b=2 (1 + 0.5 + 0.5 = 2), a=3 beats 1, 2, 2
+	// (3): 2 + 2 + 3 = 7. scipy.stats.mannwhitneyu([2,2,3], [1,2,2,4])
+	// gives statistic 7.0 too.
+	if u := uStatistic([]float64{2, 2, 3}, []float64{1, 2, 2, 4}); u != 7 {
+		t.Errorf("U = %v, want 7", u)
+	}
+}
