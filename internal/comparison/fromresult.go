@@ -176,6 +176,8 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 			}
 		}
 	}
+	type streamKey struct{ phase, op string }
+	hists := map[streamKey]*stats.Histogram{}
 	for _, f := range r.Figures {
 		k := key(f)
 		unit, factor := convert(f.Unit)
@@ -186,7 +188,13 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 				if sm[1] == "load" {
 					m.Latency = loads
 				} else if ph := phases[f.Phase]; ph != nil {
-					m.Latency = streamHistogram(ph, sm[1])
+					sk := streamKey{f.Phase, sm[1]}
+					h, ok := hists[sk]
+					if !ok {
+						h = streamHistogram(ph, sm[1])
+						hists[sk] = h
+					}
+					m.Latency = h
 				}
 			}
 		}
@@ -212,8 +220,11 @@ func streamHistogram(p *benchresult.Phase, op string) *stats.Histogram {
 			hs = append(hs, s.Latency.Histogram)
 		}
 	}
-	if len(hs) == 0 {
+	switch len(hs) {
+	case 0:
 		return nil
+	case 1:
+		return histogramOf(hs[0])
 	}
 	return histogramOf(benchresult.Merge(hs...))
 }
