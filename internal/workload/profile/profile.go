@@ -48,9 +48,13 @@ const MaxScale = 64
 
 // Params are the inputs of a plan.
 type Params struct {
-	Scale    float64
-	Runtime  time.Duration // per timed phase
-	Dir      string        // the run's own directory (created by the caller)
+	Scale   float64
+	Runtime time.Duration // per timed phase
+	Dir     string        // the run's own directory (created by the caller)
+	// Device is a block device to run on instead of Dir's files
+	// (db-commit and telemetry-ingest; the caller has checked it is
+	// expendable).
+	Device   string
 	SlowLoad time.Duration // search-index: loads above it are slow
 	// JobFile is the fio job file of a fio:FILE profile.
 	JobFile []byte
@@ -98,6 +102,8 @@ func New(name string, p Params) (*Plan, error) {
 		p.NumCPU = 1
 	}
 	switch {
+	case p.Device != "" && (name == SearchIndex || strings.HasPrefix(name, FioPrefix)):
+		return nil, fmt.Errorf("profile %s needs a directory (--dir), not a device", name)
 	case name == SearchIndex:
 		return searchIndex(p)
 	case name == DBCommit:
@@ -189,6 +195,15 @@ func searchIndex(p Params) (*Plan, error) {
 	return pl, nil
 }
 
+// where places a profile's files: in the run's directory, or on the
+// device itself.
+func where(p Params) []fio.Option {
+	if p.Device != "" {
+		return []fio.Option{{Key: "filename", Value: p.Device}}
+	}
+	return []fio.Option{{Key: "directory", Value: p.Dir}}
+}
+
 // layoutTime is a guess of fio laying out n bytes (progress only).
 func layoutTime(n int64) time.Duration {
 	return time.Duration(float64(n) / (200 * mib) * float64(time.Second))
@@ -202,15 +217,24 @@ func dbCommit(p Params) (*Plan, error) {
 	fileSize := clampBytes(64*mib*s, 16*mib, 16*gib, mib)
 	walSize := clampBytes(32*mib*s, 8*mib, 4*gib, mib)
 	n := clampInt(float64(2*p.NumCPU)*math.Max(1, s), 2, 64)
-	global := []fio.Option{{Key: "directory", Value: p.Dir}, {Key: "group_reporting"}, {Key: "log_avg_msec", Value: "1000"},
-		{Key: "runtime", Value: secs(p.Runtime)}, {Key: "time_based"}, {Key: "ioengine", Value: "psync"}}
-	direct := fio.File{Global: global, Jobs: []fio.Section{{Name: "direct", Options: []fio.Option{{Key: "rw", Value: "randrw"},
+	global := append(where(p), fio.Option{Key: "group_reporting"}, fio.Option{Key: "log_avg_msec", Value: "1000"},
+		fio.Option{Key: "runtime", Value: secs(p.Runtime)}, fio.Option{Key: "time_based"}, fio.Option{Key: "ioengine", Value: "psync"})
+	directFile := []fio.Option{{Key: "filename", Value: "db"}}
+	if p.Device != "" {
+		directFile = nil // the device, from global
+	}
+	direct := fio.File{Global: global, Jobs: []fio.Section{{Name: "direct", Options: append([]fio.Option{{Key: "rw", Value: "randrw"},
 		{Key: "rwmixread", Value: "50"}, {Key: "bs", Value: "4k"}, {Key: "direct", Value: "1"}, {Key: "size", Value: size(fileSize)},
-		{Key: "filename", Value: "db"}, {Key: "write_bw_log", Value: "direct"}, {Key: "write_iops_log", Value: "direct"}}}}}
+		{Key: "write_bw_log", Value: "direct"}, {Key: "write_iops_log", Value: "direct"}}, directFile...)}}}
 	commit := func(jobs int) fio.File {
-		return fio.File{Global: global, Jobs: []fio.Section{{Name: "commit", Options: []fio.Option{{Key: "rw", Value: "write"},
+		opts := []fio.Option{{Key: "rw", Value: "write"},
 			{Key: "bs", Value: "8k"}, {Key: "fdatasync", Value: "1"}, {Key: "size", Value: size(walSize)}, {Key: "numjobs", Value: strconv.Itoa(jobs)},
-			{Key: "write_bw_log", Value: "commit"}, {Key: "write_iops_log", Value: "commit"}}}}}
+			{Key: "write_bw_log", Value: "commit"}, {Key: "write_iops_log", Value: "commit"}}
+		if p.Device != "" {
+			// Each job its own region after the database's.
+			opts = append(opts, fio.Option{Key: "offset", Value: size(fileSize)}, fio.Option{Key: "offset_increment", Value: size(walSize)})
+		}
+		return fio.File{Global: global, Jobs: []fio.Section{{Name: "commit", Options: opts}}}
 	}
 	return &Plan{Profile: DBCommit,
 		Settings: map[string]string{"direct_file": size(fileSize), "direct_bs": "4k", "direct_rwmixread": "50", "commit_bs": "8k",
@@ -230,11 +254,15 @@ func telemetryIngest(p Params) (*Plan, error) {
 	fileSize := clampBytes(256*mib*s, 32*mib, 64*gib, mib)
 	const bs = 64 * kib
 	checkpoint := int64(8 * mib)
-	f := fio.File{Global: []fio.Option{{Key: "directory", Value: p.Dir}, {Key: "group_reporting"}, {Key: "log_avg_msec", Value: "1000"},
-		{Key: "runtime", Value: secs(p.Runtime)}, {Key: "time_based"}, {Key: "ioengine", Value: "psync"}},
-		Jobs: []fio.Section{{Name: "ingest", Options: []fio.Option{{Key: "rw", Value: "write"}, {Key: "bs", Value: size(bs)},
-			{Key: "fsync", Value: strconv.FormatInt(checkpoint/bs, 10)}, {Key: "size", Value: size(fileSize)}, {Key: "fallocate", Value: "none"},
-			{Key: "filename", Value: "ingest"}, {Key: "write_bw_log", Value: "ingest"}, {Key: "write_iops_log", Value: "ingest"}}}}}
+	opts := []fio.Option{{Key: "rw", Value: "write"}, {Key: "bs", Value: size(bs)},
+		{Key: "fsync", Value: strconv.FormatInt(checkpoint/bs, 10)}, {Key: "size", Value: size(fileSize)},
+		{Key: "write_bw_log", Value: "ingest"}, {Key: "write_iops_log", Value: "ingest"}}
+	if p.Device == "" {
+		opts = append(opts, fio.Option{Key: "fallocate", Value: "none"}, fio.Option{Key: "filename", Value: "ingest"})
+	}
+	f := fio.File{Global: append(where(p), fio.Option{Key: "group_reporting"}, fio.Option{Key: "log_avg_msec", Value: "1000"},
+		fio.Option{Key: "runtime", Value: secs(p.Runtime)}, fio.Option{Key: "time_based"}, fio.Option{Key: "ioengine", Value: "psync"}),
+		Jobs: []fio.Section{{Name: "ingest", Options: opts}}}
 	return &Plan{Profile: TelemetryIngest,
 		Settings:   map[string]string{"append_bs": size(bs), "checkpoint_every": size(checkpoint), "file_size": size(fileSize)},
 		SpaceBytes: uint64(fileSize),
