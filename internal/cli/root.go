@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/cli/benchcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/comparecmd"
@@ -37,6 +38,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
+		benchcmd.NewCmdBench(env, nil),
 		comparecmd.NewCmdCompare(env, nil),
 	)
 	return root
