@@ -211,13 +211,23 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 	return run, nil
 }
 
+// syncOps are figure prefixes whose latency is fio's "sync" stream: a
+// commit and a checkpoint are timed by their fdatasync/fsync (bench's
+// workload/profile takes commit_p99 and checkpoint_p50 from it).
+var syncOps = map[string]bool{"commit": true, "checkpoint": true}
+
 // streamHistogram is the latency histogram of the phase's streams doing op,
 // merged when several groups do it.
 func streamHistogram(p *benchresult.Phase, op string) *stats.Histogram {
 	var hs []*benchresult.Histogram
-	for _, s := range p.Streams {
-		if s.Op == op && s.Latency != nil && s.Latency.Histogram != nil {
-			hs = append(hs, s.Latency.Histogram)
+	for _, want := range []string{op, "sync"} {
+		for _, s := range p.Streams {
+			if s.Op == want && s.Latency != nil && s.Latency.Histogram != nil {
+				hs = append(hs, s.Latency.Histogram)
+			}
+		}
+		if len(hs) > 0 || !syncOps[op] {
+			break
 		}
 	}
 	switch len(hs) {

@@ -81,10 +81,13 @@ func Compare(a, b []float64, alpha float64) Comparison {
 	// that is "no difference", which is what we want.
 	c.P = benchmath.AssumeNothing.Compare(sa, sb).P
 	switch {
+	case c.MinP > alpha:
+		// Checked first: no arrangement of these sizes is rarer than
+		// MinP, so a smaller p (go-moremath's exact distribution with
+		// ties in tiny samples gives some) cannot be a verdict.
+		c.Verdict = TooFewRuns
 	case c.P <= alpha:
 		c.Verdict = Significant
-	case c.MinP > alpha:
-		c.Verdict = TooFewRuns
 	default:
 		c.Verdict = NoDifference
 	}

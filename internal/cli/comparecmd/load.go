@@ -56,6 +56,7 @@ type BenchFlags struct {
 	Runtime  time.Duration
 	Scale    float64
 	SlowLoad time.Duration
+	Cloud    string
 	set      func(name string) bool
 }
 
@@ -65,6 +66,7 @@ func (b *BenchFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&b.Runtime, "runtime", 0, "bench --runtime for every run (default: bench's)")
 	fs.Float64Var(&b.Scale, "scale", 0, "bench --scale for every run (default: bench's)")
 	fs.DurationVar(&b.SlowLoad, "slow-load", 0, "bench --slow-load for every run (default: bench's)")
+	fs.StringVar(&b.Cloud, "cloud", "", "bench --cloud for every run: auto, azure, aws, gcp or none (default: bench's)")
 	b.set = func(name string) bool { f := fs.Lookup(name); return f != nil && f.Changed }
 }
 
@@ -81,6 +83,9 @@ func (b *BenchFlags) args() []string {
 	}
 	if b.set("slow-load") {
 		out = append(out, "--slow-load", b.SlowLoad.String())
+	}
+	if b.set("cloud") {
+		out = append(out, "--cloud", b.Cloud)
 	}
 	return out
 }
