@@ -215,3 +215,13 @@ func TestDoctorJSONContract(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctorHTML(t *testing.T) {
+	code, out, errOut := run(t, "doctor", "--from", "../../testdata/hosts/azure-e16dv5-eah-luks.json", "--format", "html")
+	if code != 1 || errOut != "" {
+		t.Fatalf("exit %d (want 1: findings), stderr %q", code, errOut)
+	}
+	if !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "storage.stacked-encryption") || !strings.Contains(out, "echarts") {
+		t.Errorf("not the HTML report: %.200s", out)
+	}
+}

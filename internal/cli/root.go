@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/cli/benchcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
+	"github.com/slowpath/slowpath/internal/cli/comparecmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
 	"github.com/slowpath/slowpath/internal/cli/fixcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
@@ -38,6 +40,8 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
 		fixcmd.NewCmdFix(env, nil),
+		benchcmd.NewCmdBench(env, nil),
+		comparecmd.NewCmdCompare(env, nil),
 	)
 	return root
 }

@@ -263,3 +263,7 @@ func visibleLen(s string) int {
 	}
 	return n
 }
+
+// LayerLine is the one-line description of a layer the text report prints;
+// the HTML diagram labels its nodes with it so both say the same.
+func LayerLine(l storagemodel.Layer) string { return layerLine(l) }

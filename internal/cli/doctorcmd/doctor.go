@@ -17,6 +17,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -51,7 +52,7 @@ Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 on error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "analyse a saved snapshot `FILE` instead of this host")
-	f.StringVar(&o.Format, "format", "text", "output format: text, json or markdown")
+	f.StringVar(&o.Format, "format", "text", "output format: text, json, markdown or html (one self-contained file)")
 	f.StringVar(&o.FailOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: info, warning, critical or none")
 	f.StringVar(&o.ConfigPath, "config", "", "policy file `FILE` (JSON), e.g. {\"required_stacks\": [\"/data\"]}")
 	collectcmd.AddCollectFlags(f, &o.Collect)
@@ -69,9 +70,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return usageErr(err)
 	}
 	switch o.Format {
-	case "text", "json", "markdown", "md":
+	case "text", "json", "markdown", "md", "html":
 	default:
-		return usageErr(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
+		return usageErr(fmt.Errorf("unknown --format %q: use text, json, markdown or html", o.Format))
 	}
 	cfg, err := loadConfig(o.ConfigPath)
 	if err != nil {
@@ -92,7 +93,12 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color()}); err != nil {
+	if o.Format == "html" {
+		err = htmlreport.WriteDoctor(env.Stdout, r)
+	} else {
+		err = report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color()})
+	}
+	if err != nil {
 		return usageErr(err)
 	}
 	if w := check.Worst(r.Findings); w != 0 && w >= failOn {

@@ -1,0 +1,19 @@
+package comparecmd
+
+// Schedule is the order interleaved runs take for targets 0..n-1: rounds
+// alternate forward and backward (A B, B A, A B, ... for two; A B C, C B A
+// for three), so a drift over time (page cache warming, a noisy neighbour,
+// thermal limits) lands on every side alike instead of on whichever ran last.
+func Schedule(targets, runs int) []int {
+	var out []int
+	for r := range runs {
+		for i := range targets {
+			if r%2 == 0 {
+				out = append(out, i)
+			} else {
+				out = append(out, targets-1-i)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package comparison
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/stats"
+)
+
+// runs makes n runs whose "read IOPS" is center with relative noise rel and
+// whose "read p99" moves inversely, from a seeded generator.
+func runs(r *rand.Rand, n int, center, rel float64) []Run {
+	out := make([]Run, n)
+	for i := range out {
+		iops := center * (1 + rel*r.NormFloat64())
+		out[i] = Run{Metrics: map[string]Measure{
+			"read IOPS": {Unit: UnitOpsPerSec, Better: HigherIsBetter, Value: iops},
+			"read p99":  {Unit: UnitSeconds, Better: LowerIsBetter, Value: 8 / iops},
+		}}
+	}
+	return out
+}
+
+func cell(t *testing.T, r *Result, metric string, side int) Cell {
+	t.Helper()
+	for _, row := range r.Rows {
+		if row.Metric == metric {
+			return row.Cells[side]
+		}
+	}
+	t.Fatalf("no row %q", metric)
+	return Cell{}
+}
+
+func TestSameConfigurationIsNoDifference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	res, err := Compare([]Side{{Name: "a", Runs: runs(r, 10, 5000, 0.03)}, {Name: "b", Runs: runs(r, 10, 5000, 0.03)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"read IOPS", "read p99"} {
+		c := cell(t, res, m, 1)
+		if c.Comparison == nil || c.Comparison.Verdict != stats.NoDifference || c.Change != "" {
+			t.Errorf("%s: %+v, want no significant difference", m, c.Comparison)
+		}
+		if d := FormatDelta(c); !strings.HasPrefix(d, "~ (p=") {
+			t.Errorf("%s: delta %q, want ~", m, d)
+		}
+	}
+	if res.MinRuns != 4 {
+		t.Errorf("MinRuns = %d, want 4 at alpha 0.05", res.MinRuns)
+	}
+}
+
+func TestTwentyPercentShiftIsSignificant(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	res, err := Compare([]Side{{Name: "plain", Runs: runs(r, 5, 5000, 0.01)}, {Name: "crypt", Runs: runs(r, 5, 4000, 0.01)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iops := cell(t, res, "read IOPS", 1)
+	if iops.Comparison.Verdict != stats.Significant || iops.Change != "worse" || *iops.DeltaPct > -15 || *iops.DeltaPct < -25 {
+		t.Errorf("IOPS: %+v delta %v change %q, want significant ~-20%% worse", iops.Comparison, *iops.DeltaPct, iops.Change)
+	}
+	p99 := cell(t, res, "read p99", 1)
+	if p99.Comparison.Verdict != stats.Significant || p99.Change != "worse" || *p99.DeltaPct < 20 {
+		t.Errorf("p99: %+v delta %v change %q, want significant +25%% worse", p99.Comparison, *p99.DeltaPct, p99.Change)
+	}
+	if d := FormatDelta(iops); !strings.HasPrefix(d, "-") || !strings.Contains(d, "(p=0.008)") {
+		t.Errorf("delta %q, want a negative change with p=0.008 (5 vs 5 separated)", d)
+	}
+}
+
+func TestTwoRunsPerSideGiveNoVerdict(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	res, err := Compare([]Side{{Name: "a", Runs: runs(r, 2, 5000, 0.01)}, {Name: "b", Runs: runs(r, 2, 2500, 0.01)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cell(t, res, "read IOPS", 1)
+	if c.Comparison.Verdict != stats.TooFewRuns || c.Change != "" {
+		t.Errorf("%+v change %q, want too few runs and no verdict", c.Comparison, c.Change)
+	}
+	if d := FormatDelta(c); d != "too few runs (2+2)" {
+		t.Errorf("delta %q", d)
+	}
+}
+
+func TestOneRunPercentileGetsBootstrapCI(t *testing.T) {
+	h := stats.Histogram{}
+	for i := range 1000 {
+		h.Values = append(h.Values, float64(i+1)*1e-6)
+		h.Counts = append(h.Counts, 10)
+	}
+	p99, _ := h.Quantile(0.99)
+	side := func(name string) Side {
+		return Side{Name: name, Runs: []Run{{Metrics: map[string]Measure{
+			"read p99": {Unit: UnitSeconds, Better: LowerIsBetter, Value: p99, Latency: &h, Quantile: 0.99},
+		}}}}
+	}
+	res, err := Compare([]Side{side("a"), side("b")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cell(t, res, "read p99", 0)
+	if c.CI != "bootstrap" || c.Lo == nil || !(*c.Lo < p99 && p99 < *c.Hi) {
+		t.Errorf("cell %+v, want a bootstrap interval around %v", c, p99)
+	}
+	if s := FormatCell(c, UnitSeconds); !strings.HasSuffix(s, "%b") {
+		t.Errorf("cell prints %q, want the bootstrap mark", s)
+	}
+}
+
+func TestEnvironmentDifferences(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	a := Side{Name: "a", Runs: runs(r, 1, 1, 0), Facts: []Fact{{"kernel", "6.1.0"}, {"cpu", "EPYC"}, {"filesystem", "ext4"}}}
+	b := Side{Name: "b", Runs: runs(r, 1, 1, 0), Facts: []Fact{{"kernel", "6.1.0"}, {"cpu", "EPYC"}, {"filesystem", "tmpfs"}, {"cloud", "aws"}}}
+	res, err := Compare([]Side{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []EnvDiff{{"filesystem", []string{"ext4", "tmpfs"}}, {"cloud", []string{"-", "aws"}}}
+	if len(res.Environment) != len(want) {
+		t.Fatalf("got %+v, want %+v", res.Environment, want)
+	}
+	for i := range want {
+		if res.Environment[i].Key != want[i].Key || strings.Join(res.Environment[i].Values, ",") != strings.Join(want[i].Values, ",") {
+			t.Errorf("diff %d = %+v, want %+v", i, res.Environment[i], want[i])
+		}
+	}
+}
+
+func TestStorageFacts(t *testing.T) {
+	p := storagemodel.Path{MountPoint: "/data", EncryptionLayers: 1, Layers: []storagemodel.Layer{
+		{Kind: storagemodel.LayerFilesystem, Name: "/data", FSType: "ext4"},
+		{Kind: storagemodel.LayerDMCrypt, Name: "data", Depth: 1, Encrypted: true, EncryptedBy: "kernel-cpu", Crypt: &storagemodel.Crypt{CipherSpec: "aes-xts-plain64", SectorSize: 4096, SameCPUCrypt: true}},
+		{Kind: storagemodel.LayerDisk, Name: "nvme0n1", Depth: 2},
+	}}
+	got := map[string]string{}
+	for _, f := range StorageFacts(p) {
+		got[f.Key] = f.Value
+	}
+	for k, v := range map[string]string{
+		"filesystem":        "ext4",
+		"dm-crypt data":     "aes-xts-plain64, flags: same_cpu_crypt sector_size:4096",
+		"encryption layers": "1: dm-crypt (kernel-cpu)",
+		"devices":           "disk nvme0n1",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestCompareRejects(t *testing.T) {
+	one := []Run{{Metrics: map[string]Measure{"x": {Value: 1}}}}
+	for name, sides := range map[string][]Side{
+		"one side":  {{Name: "a", Runs: one}},
+		"no runs":   {{Name: "a", Runs: one}, {Name: "b"}},
+		"same name": {{Name: "a", Runs: one}, {Name: "a", Runs: one}},
+	} {
+		if _, err := Compare(sides, Options{}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Compare([]Side{{Name: "a", Runs: one}, {Name: "b", Runs: one}}, Options{Alpha: 2}); err == nil {
+		t.Error("alpha 2: no error")
+	}
+}
+
+func TestFormatValue(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{171000, UnitOpsPerSec, "171k"}, {26600, UnitOpsPerSec, "26.6k"}, {4, UnitOpsPerSec, "4.00"}, {1.5e6, UnitOpsPerSec, "1.50M"},
+		{0.25, UnitSeconds, "250 ms"}, {0.0004, UnitSeconds, "400 µs"}, {2.5, UnitSeconds, "2.50 s"},
+		{200 << 20, UnitBytesPerSec, "200 MiB/s"}, {3, UnitCount, "3"}, {0.38, UnitCPU, "38.0% CPU"}, {math.NaN(), UnitCount, "?"},
+	} {
+		if got := FormatValue(tc.v, tc.unit); got != tc.want {
+			t.Errorf("FormatValue(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+}

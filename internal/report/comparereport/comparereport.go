@@ -1,0 +1,170 @@
+// Package comparereport renders a comparison (internal/comparison) as text,
+// Markdown or JSON; htmlreport draws the HTML form.
+package comparereport
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/slowpath/slowpath/internal/comparison"
+)
+
+// Write renders r in format (text, markdown or json).
+func Write(w io.Writer, r *comparison.Result, format string) error {
+	switch format {
+	case "text":
+		return writeText(w, r)
+	case "markdown", "md":
+		return writeMarkdown(w, r)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	default:
+		return fmt.Errorf("unknown format %q: use text, markdown or json", format)
+	}
+}
+
+// header says what the table's statistics are, so a reader knows what "~"
+// and "too few runs" mean without the docs.
+func header(r *comparison.Result) []string {
+	lines := []string{fmt.Sprintf("Mann-Whitney U over runs at alpha %g: \"~\" no significant difference; a verdict needs %d runs per side.", r.Alpha, r.MinRuns)}
+	lines = append(lines, fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval (across runs, from 6 runs per side; \"b\": bootstrap inside a single run).", r.Confidence*100))
+	return lines
+}
+
+func sideTitle(s comparison.SideInfo) string {
+	t := fmt.Sprintf("%s (%d run", s.Name, s.Runs)
+	if s.Runs != 1 {
+		t += "s"
+	}
+	return t + ")"
+}
+
+func writeText(w io.Writer, r *comparison.Result) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "slowpath compare: %s\n", joinSides(r, " vs "))
+	for _, s := range r.Sides {
+		if len(s.Sources) > 0 {
+			fmt.Fprintf(b, "  %s: %s\n", s.Name, strings.Join(s.Sources, ", "))
+		}
+		if len(s.Mixed) > 0 {
+			fmt.Fprintf(b, "  %s: runs differ in %s\n", s.Name, strings.Join(s.Mixed, ", "))
+		}
+	}
+	for _, l := range header(r) {
+		fmt.Fprintf(b, "%s\n", l)
+	}
+	fmt.Fprintln(b)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	cols := []string{"metric"}
+	for i, s := range r.Sides {
+		cols = append(cols, sideTitle(s))
+		if i > 0 {
+			cols = append(cols, "vs "+r.Sides[0].Name)
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, row := range r.Rows {
+		cells := []string{row.Metric}
+		for i, c := range row.Cells {
+			cells = append(cells, comparison.FormatCell(c, row.Unit))
+			if i > 0 {
+				cells = append(cells, comparison.FormatDelta(c))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "\nEnvironment differences:\n")
+	if len(r.Environment) == 0 {
+		fmt.Fprintf(b, "  none found\n")
+	} else {
+		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  \t%s\n", joinSides(r, "\t"))
+		for _, d := range r.Environment {
+			fmt.Fprintf(tw, "  %s\t%s\n", d.Key, strings.Join(d.Values, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return b.Flush()
+}
+
+func joinSides(r *comparison.Result, sep string) string {
+	var n []string
+	for _, s := range r.Sides {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, sep)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func writeMarkdown(w io.Writer, r *comparison.Result) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "# slowpath compare: %s\n\n", mdEscape(joinSides(r, " vs ")))
+	for _, s := range r.Sides {
+		if len(s.Sources) > 0 {
+			fmt.Fprintf(b, "- **%s**: %s\n", mdEscape(s.Name), mdEscape(strings.Join(s.Sources, ", ")))
+		}
+		if len(s.Mixed) > 0 {
+			fmt.Fprintf(b, "- **%s**: runs differ in %s\n", mdEscape(s.Name), mdEscape(strings.Join(s.Mixed, ", ")))
+		}
+	}
+	fmt.Fprintln(b)
+	for _, l := range header(r) {
+		fmt.Fprintf(b, "%s\n", mdEscape(l))
+	}
+	fmt.Fprintln(b)
+	head := []string{"metric"}
+	sep := []string{"---"}
+	for i, s := range r.Sides {
+		head = append(head, mdEscape(sideTitle(s)))
+		sep = append(sep, "---:")
+		if i > 0 {
+			head = append(head, "vs "+mdEscape(r.Sides[0].Name))
+			sep = append(sep, "---:")
+		}
+	}
+	fmt.Fprintf(b, "| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(sep, " | "))
+	for _, row := range r.Rows {
+		cells := []string{mdEscape(row.Metric)}
+		for i, c := range row.Cells {
+			cells = append(cells, mdEscape(comparison.FormatCell(c, row.Unit)))
+			if i > 0 {
+				d := mdEscape(comparison.FormatDelta(c))
+				if c.Change != "" {
+					d = "**" + d + "** " + c.Change
+				}
+				cells = append(cells, d)
+			}
+		}
+		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	fmt.Fprintf(b, "\n## Environment differences\n\n")
+	if len(r.Environment) == 0 {
+		fmt.Fprintf(b, "None found.\n")
+		return b.Flush()
+	}
+	var names []string
+	for _, s := range r.Sides {
+		names = append(names, mdEscape(s.Name))
+	}
+	fmt.Fprintf(b, "| fact | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(r.Sides)))
+	for _, d := range r.Environment {
+		var v []string
+		for _, x := range d.Values {
+			v = append(v, mdEscape(x))
+		}
+		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(d.Key), strings.Join(v, " | "))
+	}
+	return b.Flush()
+}

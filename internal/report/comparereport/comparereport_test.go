@@ -1,0 +1,94 @@
+package comparereport
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+	"github.com/slowpath/slowpath/internal/golden"
+)
+
+// fixture is three sides: a baseline of 5 runs, dm-crypt 25% slower with 5
+// runs (significant), and one run of a third configuration (bootstrap
+// intervals, too few runs for a verdict).
+func fixture(t testing.TB) *comparison.Result {
+	t.Helper()
+	sides := []comparison.Side{
+		comparisontest.Side(comparisontest.Spec{Name: "plain", Runs: 5, IOPS: 12000, Noise: 0.02, Seconds: 10, Buckets: 300, Requests: 20000, LoadMs: 4, Seed: 1}),
+		comparisontest.Side(comparisontest.Spec{Name: "dm-crypt", Runs: 5, IOPS: 9000, Noise: 0.02, Seconds: 10, Buckets: 300, Requests: 20000, LoadMs: 9, Crypt: true, Seed: 2}),
+		comparisontest.Side(comparisontest.Spec{Name: "tuned", Runs: 1, IOPS: 11000, Noise: 0.02, Seconds: 10, Buckets: 300, Requests: 20000, LoadMs: 5, Crypt: true, Seed: 3}),
+	}
+	r, err := comparison.Compare(sides, comparison.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGolden(t *testing.T) {
+	r := fixture(t)
+	for format, ext := range map[string]string{"text": "txt", "markdown": "md"} {
+		var buf bytes.Buffer
+		if err := Write(&buf, r, format); err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, filepath.Join("testdata", "three-sides."+ext), buf.Bytes())
+	}
+}
+
+func TestTextSaysVerdicts(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, fixture(t), "text"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"too few runs (5+1)", "(p=0.008)", "±", "%b", "encryption layers", "1: dm-crypt (kernel-cpu)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestJSONRoundTrips(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, fixture(t), "json"); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		FormatVersion int `json:"format_version"`
+		Rows          []struct {
+			Metric string `json:"metric"`
+			Sides  []struct {
+				Comparison *struct {
+					Verdict string  `json:"verdict"`
+					P       float64 `json:"p"`
+				} `json:"comparison"`
+				Change string `json:"change"`
+			} `json:"sides"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.FormatVersion != comparison.JSONVersion || len(back.Rows) == 0 {
+		t.Fatalf("decoded %+v", back)
+	}
+	for _, row := range back.Rows {
+		if row.Metric == "read IOPS" {
+			c := row.Sides[1]
+			if c.Comparison == nil || c.Comparison.Verdict != "significant" || c.Change != "worse" {
+				t.Errorf("read IOPS dm-crypt: %+v", c)
+			}
+			if v := row.Sides[2].Comparison.Verdict; v != "too few runs" {
+				t.Errorf("tuned verdict %q", v)
+			}
+		}
+	}
+	if err := Write(&buf, fixture(t), "yaml"); err == nil {
+		t.Error("no error for an unknown format")
+	}
+}

@@ -1,0 +1,76 @@
+package htmlreport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+)
+
+// tenRuns is the performance case of the compare issue: two results with
+// 10 runs each and full histograms (1800 buckets, fio json+'s order).
+func tenRuns(t testing.TB) (*comparison.Result, []comparison.Side) {
+	t.Helper()
+	sides := []comparison.Side{
+		comparisontest.Side(comparisontest.Spec{Name: "plain", Runs: 10, IOPS: 12000, Noise: 0.02, Seconds: 60, Buckets: 1800, Requests: 100000, LoadMs: 4, Seed: 1}),
+		comparisontest.Side(comparisontest.Spec{Name: "dm-crypt", Runs: 10, IOPS: 9000, Noise: 0.02, Seconds: 60, Buckets: 1800, Requests: 100000, LoadMs: 9, Crypt: true, Seed: 2}),
+	}
+	r, err := comparison.Compare(sides, comparison.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sides
+}
+
+func TestCompareHTMLInChromium(t *testing.T) {
+	r, sides := tenRuns(t)
+	var buf bytes.Buffer
+	if err := WriteCompare(&buf, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 2<<20 {
+		t.Errorf("report is %d bytes, over the 2 MB budget", buf.Len())
+	}
+	out := buf.String()
+	for _, want := range []string{"read_iops", "-25.", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare HTML lacks %q", want)
+		}
+	}
+	p := openInChromium(t, buf.Bytes())
+	// Two CDFs (reads, index loads), timeline, scatter, two storage paths.
+	if p.ChartsTotal != 6 {
+		t.Errorf("%d charts, want 6 (read and load CDFs, timeline, loads, 2 storage paths)", p.ChartsTotal)
+	}
+	t.Logf("%d bytes, first contentful paint %v", buf.Len(), p.FirstContentfulPaint)
+}
+
+func TestCDFPointsKeepTheTail(t *testing.T) {
+	_, sides := tenRuns(t)
+	h, ok := merged(sides[0], "read")
+	if !ok {
+		t.Fatal("no read histogram")
+	}
+	pts := cdfPoints(h)
+	if len(pts) > maxCDFPoints {
+		t.Errorf("%d points, want at most %d", len(pts), maxCDFPoints)
+	}
+	last := pts[len(pts)-1]
+	if last[1] != 100 {
+		t.Errorf("CDF ends at %v%%, want 100", last[1])
+	}
+	tail := 0
+	for i, p := range pts {
+		if i > 0 && (p[0] < pts[i-1][0] || p[1] < pts[i-1][1]) {
+			t.Fatalf("CDF not monotonic at %d: %v after %v", i, p, pts[i-1])
+		}
+		if p[1] >= 99 {
+			tail++
+		}
+	}
+	if tail < 20 {
+		t.Errorf("only %d points above p99: the tail was thinned away", tail)
+	}
+}
