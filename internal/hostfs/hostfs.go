@@ -18,13 +18,17 @@ type FS struct {
 	Proc string // usually /proc
 	Sys  string // usually /sys
 	Root string // usually /; used for /dev, /etc and backing files
+	// Live allows the live-only sources (live.go): the roots are this
+	// host's. Set by Default, cleared by New, decided by WithLiveSources.
+	Live    bool
+	notLive string // why not, for the manifest
 }
 
 // Default returns the live host roots.
-func Default() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/"} }
+func Default() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/", Live: true} }
 
 // New roots all three trees under one directory, as fixture trees do:
-// dir/proc, dir/sys and dir itself.
+// dir/proc, dir/sys and dir itself. Live-only sources are off.
 func New(dir string) FS {
 	return FS{Proc: filepath.Join(dir, "proc"), Sys: filepath.Join(dir, "sys"), Root: dir}
 }
@@ -63,6 +67,7 @@ const (
 	KindPermission  Kind = "permission"  // EACCES, EPERM: run as root or grant a capability
 	KindUnsupported Kind = "unsupported" // EOPNOTSUPP, ENOTTY, EINVAL from an ioctl or attribute
 	KindError       Kind = "error"       // anything else, including malformed content
+	KindSkipped     Kind = "skipped"     // ErrNotLive: not read on purpose (a live-only source, foreign roots)
 )
 
 // Classify returns the Kind of err. A nil error has no kind.
@@ -70,6 +75,8 @@ func Classify(err error) Kind {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, ErrNotLive):
+		return KindSkipped
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENXIO):
 		return KindMissing
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):

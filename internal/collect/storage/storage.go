@@ -16,7 +16,9 @@ import (
 )
 
 // Collector reads storage facts from the roots in FS. The zero values of
-// OpenDM and Fscrypt use the live kernel interfaces under FS.Root.
+// OpenDM and Fscrypt use the live kernel interfaces under FS.Root, and only
+// when FS.Live: an ioctl on a path under a foreign tree is answered by this
+// host's kernel about this host's devices and filesystems.
 type Collector struct {
 	FS hostfs.FS
 	// OpenDM opens the device-mapper control; it is only called when
@@ -44,10 +46,14 @@ func (c *Collector) Collect(ctx context.Context, s *snapshot.Snapshot) {
 		s.AddError("storage.mounts", mi, e)
 	}
 	prober := c.Fscrypt
-	if prober == nil {
+	if prober == nil && c.FS.Live {
 		prober = ioctlFscrypt{}
 	}
-	collectFscrypt(c.FS, prober, mounts, s)
+	if prober != nil {
+		collectFscrypt(c.FS, prober, mounts, s)
+	} else if n := fscryptCandidates(mounts); n > 0 {
+		s.AddError("storage.fscrypt", "FS_IOC_GET_ENCRYPTION_POLICY_EX", fmt.Errorf("%d mount(s) not checked: %w", n, c.FS.NotLive()))
+	}
 	st.Mounts = mounts
 
 	st.BlockDevices = readBlockDevices(c.FS, s)
@@ -72,6 +78,10 @@ func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Sna
 	open := c.OpenDM
 	ctlPath := c.FS.RootPath("dev", "mapper", "control")
 	if open == nil {
+		if !c.FS.Live {
+			s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), c.FS.NotLive()))
+			return
+		}
 		open = func() (DMControl, error) { return OpenDMControl(ctlPath) }
 	}
 	ctl, err := open()

@@ -39,6 +39,9 @@ func boolp(b bool) *bool { return &b }
 
 func TestCollectBareMetal(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
+	// The ioctls are faked; the loop backing file's stat(2) runs for real
+	// on the file in the tree, which only a live root allows.
+	fs.Live = true
 	dm := &dmtest.Control{Payloads: map[string][]byte{
 		"253:0": dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 1952441777, "crypt",
 			"aes-xts-plain64 "+testKey+" 0 259:2 32768 2 no_read_workqueue no_write_workqueue")}),
@@ -178,6 +181,7 @@ func TestCollectMissingTrees(t *testing.T) {
 // machine has no device-mapper), the error says "missing" and names the node.
 func TestDMControlMissing(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
+	fs.Live = true // the tree's dev/mapper/control is opened for real
 	var s snapshot.Snapshot
 	(&Collector{FS: fs, Fscrypt: fakeFscrypt{}}).Collect(context.Background(), &s)
 	got := hostfstest.ErrorLines(&s, fs.Root)
@@ -186,5 +190,44 @@ func TestDMControlMissing(t *testing.T) {
 	}
 	if msg := s.Manifest.Errors[0].Message; !strings.Contains(msg, "2 device(s)") || !strings.Contains(msg, "dm-mod") {
 		t.Errorf("message does not say what is missing and what to do: %s", msg)
+	}
+}
+
+// TestForeignTreeNoLiveSources: collected from a tree that is not this
+// host's, with no fakes, the DM and fscrypt ioctls and the loop backing
+// file's stat(2) are not run (they would answer for this host), and each
+// is recorded once as skipped, saying why and what to pass.
+func TestForeignTreeNoLiveSources(t *testing.T) {
+	fs := materialise(t, "baremetal.txtar").WithLiveSources(hostfs.LiveAuto)
+	if fs.Live {
+		t.Fatal("a temporary tree was taken for this host's roots")
+	}
+	var s snapshot.Snapshot
+	(&Collector{FS: fs}).Collect(context.Background(), &s)
+	want := []string{
+		"storage.block skipped data/disk.img",
+		"storage.dm skipped dev/mapper/control",
+		"storage.fscrypt skipped FS_IOC_GET_ENCRYPTION_POLICY_EX",
+	}
+	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	for _, e := range s.Manifest.Errors {
+		if !strings.Contains(e.Message, "--live-sources on") || !strings.Contains(e.Message, "--path.procfs") {
+			t.Errorf("%s: message does not say why and what to pass: %s", e.Collector, e.Message)
+		}
+	}
+	for _, m := range s.Storage.Mounts {
+		if m.FscryptStatus != "" {
+			t.Errorf("%s: fscrypt status %q from an ioctl on this host", m.MountPoint, m.FscryptStatus)
+		}
+	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.DM != nil && len(d.DM.Targets) > 0 {
+			t.Errorf("%s: dm table read", d.Name)
+		}
+		if d.Loop != nil && (d.Loop.BackingDevice != "" || d.Loop.BackingFile != "/data/disk.img" || !d.Loop.DirectIO) {
+			t.Errorf("%s: loop %+v: want the tree's attributes and no device number from this host", d.Name, d.Loop)
+		}
 	}
 }

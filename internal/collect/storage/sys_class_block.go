@@ -282,8 +282,13 @@ func readLoop(fs hostfs.FS, a *attrReader) *snapshot.Loop {
 		return l
 	}
 	// The path is as the process that bound it saw it; under a different
-	// mount namespace this stat can miss.
+	// mount namespace this stat can miss. stat(2) answers with this
+	// kernel's device numbers: only for live roots (hostfs live.go).
 	full := fs.RootPath(path)
+	if !fs.Live {
+		a.errs = append(a.errs, pathError{full, fmt.Errorf("stat backing file: %w", fs.NotLive())})
+		return l
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(full, &st); err != nil {
 		a.errs = append(a.errs, pathError{full, &os.PathError{Op: "stat backing file", Path: full, Err: err}})
