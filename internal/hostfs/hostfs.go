@@ -7,10 +7,11 @@ package hostfs
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is a set of host roots. The zero value is not useful; use Default or New.
@@ -47,14 +48,39 @@ func (f FS) RootPath(elem ...string) string {
 }
 
 // ReadValue reads a one-value kernel file (a sysfs attribute or a sysctl)
-// without its trailing newline. The error is os.ReadFile's, which already
-// names the operation and path, so callers record it as it is.
+// without its trailing newline. Errors are *fs.PathError naming the path,
+// as os.ReadFile's, so callers record them as they are.
+//
+// It makes three syscalls, open, read and close: os.ReadFile adds an
+// fstat, a read that returns 0 and an epoll registration attempt, and
+// doctor reads a few hundred such files, where the syscalls are most of
+// the cost. A sysfs attribute is printed whole into one page
+// (Documentation/filesystems/sysfs.rst, "Reading/Writing Attribute Data"),
+// so a short first read is the whole value; a full buffer reads on.
 func ReadValue(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return "", &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return strings.TrimSpace(string(b)), nil
+	defer unix.Close(fd)
+	var buf [512]byte
+	var out []byte
+	for {
+		n, err := unix.Read(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if out == nil && n < len(buf) {
+			return strings.TrimSpace(string(buf[:n])), nil
+		}
+		out = append(out, buf[:n]...)
+		if n == 0 {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
 }
 
 // Kind classifies an error from reading the host, so that expected absences
