@@ -9,6 +9,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -77,16 +78,22 @@ func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Sna
 	}
 	open := c.OpenDM
 	ctlPath := c.FS.RootPath("dev", "mapper", "control")
+	notRead := func(err error) {
+		s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), err))
+		for _, d := range dms {
+			d.DM.TableNotRead = err.Error()
+		}
+	}
 	if open == nil {
 		if !c.FS.Live {
-			s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), c.FS.NotLive()))
+			notRead(c.FS.NotLive())
 			return
 		}
 		open = func() (DMControl, error) { return OpenDMControl(ctlPath) }
 	}
 	ctl, err := open()
 	if err != nil {
-		s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), err))
+		notRead(err)
 		return
 	}
 	defer ctl.Close()
@@ -96,6 +103,9 @@ func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Sna
 			s.AddError("storage.dm", ctlPath+" "+d.Name, e)
 		}
 		d.DM.Targets = targets
+		if len(targets) == 0 && len(errs) > 0 {
+			d.DM.TableNotRead = errors.Join(errs...).Error()
+		}
 	}
 }
 

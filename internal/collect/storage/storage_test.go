@@ -191,6 +191,11 @@ func TestDMControlMissing(t *testing.T) {
 	if msg := s.Manifest.Errors[0].Message; !strings.Contains(msg, "2 device(s)") || !strings.Contains(msg, "dm-mod") {
 		t.Errorf("message does not say what is missing and what to do: %s", msg)
 	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.DM != nil && !strings.Contains(d.DM.TableNotRead, "dm-mod") {
+			t.Errorf("%s: table_not_read %q: want why", d.Name, d.DM.TableNotRead)
+		}
+	}
 }
 
 // TestForeignTreeNoLiveSources: collected from a tree that is not this
@@ -223,8 +228,8 @@ func TestForeignTreeNoLiveSources(t *testing.T) {
 		}
 	}
 	for _, d := range s.Storage.BlockDevices {
-		if d.DM != nil && len(d.DM.Targets) > 0 {
-			t.Errorf("%s: dm table read", d.Name)
+		if d.DM != nil && (len(d.DM.Targets) > 0 || !strings.Contains(d.DM.TableNotRead, "live-only source not used")) {
+			t.Errorf("%s: dm %+v: want no table and why", d.Name, d.DM)
 		}
 		if d.Loop != nil && (d.Loop.BackingDevice != "" || d.Loop.BackingFile != "/data/disk.img" || !d.Loop.DirectIO) {
 			t.Errorf("%s: loop %+v: want the tree's attributes and no device number from this host", d.Name, d.Loop)
