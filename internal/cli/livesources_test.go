@@ -219,3 +219,54 @@ func TestLiveSourcesFlagValues(t *testing.T) {
 		}
 	}
 }
+
+// TestNetForeignTree: `slowpath net` on a foreign tree shows the tree's
+// interfaces without this host's drivers, says what it skipped, and
+// --live-sources on brings the drivers back.
+func TestNetForeignTree(t *testing.T) {
+	dir := foreignTree(t)
+	args := []string{"net", "--format", "json", "--net-interval", "0",
+		"--path.procfs", filepath.Join(dir, "proc"), "--path.sysfs", filepath.Join(dir, "sys"), "--path.rootfs", dir}
+	drivers := func(out string) int {
+		var m struct {
+			Interfaces []struct {
+				Name, Driver string
+			} `json:"interfaces"`
+		}
+		if err := json.Unmarshal([]byte(out), &m); err != nil || len(m.Interfaces) == 0 {
+			t.Fatalf("net JSON: %v, %d interfaces\n%s", err, len(m.Interfaces), out)
+		}
+		n := 0
+		for _, i := range m.Interfaces {
+			if i.Driver != "" {
+				n++
+			}
+		}
+		return n
+	}
+	code, out, stderr := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := drivers(out); n != 0 {
+		t.Errorf("%d interface(s) of the tree carry this host's driver", n)
+	}
+	if !strings.Contains(stderr, "net.ethtool SIOCETHTOOL: live-only source not used") {
+		t.Errorf("stderr does not say ethtool was skipped: %q", stderr)
+	}
+	code, out, stderr = run(t, append(args, "--live-sources", "on")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var live []string
+	if ents, err := os.ReadDir("/sys/class/net"); err == nil {
+		for _, e := range ents {
+			if _, err := os.Stat(filepath.Join("/sys/class/net", e.Name(), "device", "driver")); err == nil {
+				live = append(live, e.Name())
+			}
+		}
+	}
+	if n := drivers(out); len(live) > 0 && n == 0 {
+		t.Errorf("--live-sources on: no driver for %v", live)
+	}
+}
