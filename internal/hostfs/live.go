@@ -87,6 +87,17 @@ func (f FS) NotLive() error {
 	return fmt.Errorf("%w: it would answer for this host, not for the tree read (%s); pass --live-sources on if the tree is this host's", ErrNotLive, why)
 }
 
+// OwnProc reports whether the proc root is this process's own /proc (as a
+// file, like foreignRoot), where "self" means the namespaces slowpath runs in.
+func (f FS) OwnProc() bool {
+	got, err := os.Stat(f.Proc)
+	if err != nil {
+		return false
+	}
+	want, err := os.Stat(Default().Proc)
+	return err == nil && os.SameFile(got, want)
+}
+
 // foreignRoot says which root is not this host's, "" when all three are.
 // Roots are compared as files (device and inode after resolving symlinks),
 // so /proc/ or a symlink to /sys is still live, and a directory named

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -260,5 +261,33 @@ func TestSysBlockFallback(t *testing.T) {
 	wantErrs := []string{"storage.block missing sys/block/md0/dev", "storage.dm skipped dev/mapper/control"}
 	if diff := cmp.Diff(wantErrs, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestMountInfoOfPID1: under a proc root that is not this process's own,
+// self/mountinfo would be this process's mounts (a DaemonSet's container),
+// so PID 1's table is read when the tree has one (node_exporter's captured
+// tree has only proc/1/mountinfo).
+func TestMountInfoOfPID1(t *testing.T) {
+	dir := t.TempDir()
+	fs := hostfs.New(dir)
+	writeFile := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("proc/self/mountinfo", "30 1 0:40 / / rw - overlay overlay rw\n")
+	writeFile("proc/1/mountinfo", "22 1 8:1 / / rw - xfs /dev/sda1 rw\n")
+	mounts, _, err := readMountInfo(fs)
+	if err != nil || len(mounts) != 1 || mounts[0].FSType != "xfs" {
+		t.Errorf("mounts %+v, %v: want PID 1's xfs root", mounts, err)
+	}
+	if got := mountInfoPath(hostfs.Default()); got != "/proc/self/mountinfo" {
+		t.Errorf("own /proc: %s, want self", got)
 	}
 }
