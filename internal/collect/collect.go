@@ -6,8 +6,10 @@ package collect
 
 import (
 	"context"
-	"os"
+	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/host"
@@ -19,12 +21,23 @@ import (
 
 // Options selects what to collect and from where.
 type Options struct {
-	FS      hostfs.FS
-	Version string // slowpath version, recorded in the manifest
-	Cloud   cloud.Options
-	Net     network.Options
+	FS hostfs.FS
+	// LiveSources decides whether the live-only sources run (FS.Live is
+	// set from it): auto (the zero value) when the roots are this host's.
+	LiveSources hostfs.LiveSources
+	Version     string // slowpath version, recorded in the manifest
+	Cloud       cloud.Options
+	Net         network.Options
 	// Now is the clock; tests fix it.
 	Now func() time.Time
+}
+
+// AddFlags registers --live-sources; the cloud and network options add
+// their own.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
+	o.Cloud.AddFlags(fs)
+	o.Net.AddFlags(fs)
 }
 
 // Run collects a full snapshot. It does not fail on missing data: errors are
@@ -39,13 +52,31 @@ func Run(ctx context.Context, o Options) *snapshot.Snapshot {
 		Tool:          "slowpath " + o.Version,
 		CollectedAt:   now().UTC(),
 	}}
-	if h, err := os.Hostname(); err == nil {
+	fs := o.FS.WithLiveSources(o.LiveSources)
+	// The tree's own name (what os.Hostname reads for the live root), not
+	// this machine's.
+	if h, err := hostfs.ReadValue(fs.ProcPath("sys", "kernel", "hostname")); err == nil {
 		s.Manifest.Hostname = h
 	}
-	host.Collect(o.FS, s)
-	storage.Collect(ctx, o.FS, s)
-	cloud.Collect(ctx, o.Cloud, s)
-	network.Collect(ctx, o.FS, o.Net, s)
+	s.Manifest.LiveSources = &snapshot.LiveSources{Mode: o.LiveSources.String(), Used: fs.Live}
+	if err := fs.NotLive(); err != nil {
+		s.Manifest.LiveSources.Reason = err.Error()
+	}
+	// The network collector shares nothing with the others: it runs at
+	// the same time, into its own snapshot (AddError is not safe for
+	// concurrent use), and is merged after. On a 2-CPU host this takes
+	// doctor's collection from the sum of the two to about the longer.
+	ns := &snapshot.Snapshot{}
+	var wg sync.WaitGroup
+	wg.Go(func() { network.Collect(ctx, fs, o.Net, ns) })
+	host.Collect(fs, s)
+	storage.Collect(ctx, fs, s)
+	co := o.Cloud
+	co.NotLive = fs.NotLive()
+	cloud.Collect(ctx, co, s) // after host: it reads the DMI
+	wg.Wait()
+	s.Net = ns.Net
+	s.Manifest.Errors = append(s.Manifest.Errors, ns.Manifest.Errors...)
 	s.SortErrors()
 	return s
 }

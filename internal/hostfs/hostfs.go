@@ -7,10 +7,11 @@ package hostfs
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is a set of host roots. The zero value is not useful; use Default or New.
@@ -18,13 +19,17 @@ type FS struct {
 	Proc string // usually /proc
 	Sys  string // usually /sys
 	Root string // usually /; used for /dev, /etc and backing files
+	// Live allows the live-only sources (live.go): the roots are this
+	// host's. Set by Default, cleared by New, decided by WithLiveSources.
+	Live    bool
+	notLive string // why not, for the manifest
 }
 
 // Default returns the live host roots.
-func Default() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/"} }
+func Default() FS { return FS{Proc: "/proc", Sys: "/sys", Root: "/", Live: true} }
 
 // New roots all three trees under one directory, as fixture trees do:
-// dir/proc, dir/sys and dir itself.
+// dir/proc, dir/sys and dir itself. Live-only sources are off.
 func New(dir string) FS {
 	return FS{Proc: filepath.Join(dir, "proc"), Sys: filepath.Join(dir, "sys"), Root: dir}
 }
@@ -43,14 +48,39 @@ func (f FS) RootPath(elem ...string) string {
 }
 
 // ReadValue reads a one-value kernel file (a sysfs attribute or a sysctl)
-// without its trailing newline. The error is os.ReadFile's, which already
-// names the operation and path, so callers record it as it is.
+// without its trailing newline. Errors are *fs.PathError naming the path,
+// as os.ReadFile's, so callers record them as they are.
+//
+// It makes three syscalls, open, read and close: os.ReadFile adds an
+// fstat, a read that returns 0 and an epoll registration attempt, and
+// doctor reads a few hundred such files, where the syscalls are most of
+// the cost. A sysfs attribute is printed whole into one page
+// (Documentation/filesystems/sysfs.rst, "Reading/Writing Attribute Data"),
+// so a short first read is the whole value; a full buffer reads on.
 func ReadValue(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return "", &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return strings.TrimSpace(string(b)), nil
+	defer unix.Close(fd)
+	var buf [512]byte
+	var out []byte
+	for {
+		n, err := unix.Read(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if out == nil && n < len(buf) {
+			return strings.TrimSpace(string(buf[:n])), nil
+		}
+		out = append(out, buf[:n]...)
+		if n == 0 {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
 }
 
 // Kind classifies an error from reading the host, so that expected absences
@@ -63,6 +93,7 @@ const (
 	KindPermission  Kind = "permission"  // EACCES, EPERM: run as root or grant a capability
 	KindUnsupported Kind = "unsupported" // EOPNOTSUPP, ENOTTY, EINVAL from an ioctl or attribute
 	KindError       Kind = "error"       // anything else, including malformed content
+	KindSkipped     Kind = "skipped"     // ErrNotLive: not read on purpose (a live-only source, foreign roots)
 )
 
 // Classify returns the Kind of err. A nil error has no kind.
@@ -70,6 +101,8 @@ func Classify(err error) Kind {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, ErrNotLive):
+		return KindSkipped
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENXIO):
 		return KindMissing
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):

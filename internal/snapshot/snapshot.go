@@ -41,8 +41,19 @@ type Manifest struct {
 	CollectedAt   time.Time `json:"collected_at,omitzero"`
 	// Fixture is set on hand-written snapshots: where their facts come from.
 	Fixture string `json:"fixture,omitempty"`
+	// LiveSources says whether the live-only sources (ethtool, netlink,
+	// DM and fscrypt ioctls, instance metadata) were used; absent on
+	// fixtures and older snapshots.
+	LiveSources *LiveSources `json:"live_sources,omitempty"`
 	// Errors lists what could not be collected and why.
 	Errors []CollectError `json:"errors,omitempty"`
+}
+
+// LiveSources records the --live-sources decision of a collection.
+type LiveSources struct {
+	Mode   string `json:"mode"`             // auto, on or off
+	Used   bool   `json:"used"`             // the roots were taken as this host's
+	Reason string `json:"reason,omitempty"` // why not, when not used
 }
 
 // CollectError records one thing a collector could not read.

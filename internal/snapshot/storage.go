@@ -93,6 +93,10 @@ type DM struct {
 	Name    string     `json:"name"`
 	UUID    string     `json:"uuid,omitempty"` // e.g. CRYPT-LUKS2-<uuid>-NAME
 	Targets []DMTarget `json:"targets,omitempty"`
+	// TableNotRead says why Targets is unknown (the DM ioctl was not run
+	// or failed); empty when the table was read, so no targets then means
+	// a device without a table.
+	TableNotRead string `json:"table_not_read,omitempty"`
 }
 
 // DMTarget is one line of a dm table.

@@ -23,8 +23,7 @@ type Options struct {
 // AddCollectFlags registers the flags that shape a live collection; doctor
 // shares them so a live doctor and collect+doctor --from see the same host.
 func AddCollectFlags(fs *pflag.FlagSet, o *collect.Options) {
-	o.Cloud.AddFlags(fs)
-	o.Net.AddFlags(fs)
+	o.AddFlags(fs)
 }
 
 // NewCmdCollect builds the command; runF replaces the action in tests.

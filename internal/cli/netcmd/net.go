@@ -15,6 +15,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/netcmd/dropscmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd/watchcmd"
 	"github.com/slowpath/slowpath/internal/collect/network"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -22,9 +23,10 @@ import (
 
 // Options are the flags of `slowpath net`.
 type Options struct {
-	From   string
-	Format string
-	Net    network.Options
+	From        string
+	Format      string
+	LiveSources hostfs.LiveSources
+	Net         network.Options
 }
 
 // NewCmdNet builds `slowpath net` and its subcommands; runF replaces the
@@ -48,6 +50,7 @@ With --from it prints the network model of a saved snapshot.`,
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
 	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	cmd.Flags().Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
 	o.Net.AddFlags(cmd.Flags())
 	cmd.AddCommand(watchcmd.NewCmdWatch(env, nil), dropscmd.NewCmdDrops(env, nil))
 	return cmd
@@ -70,7 +73,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		}
 	} else {
 		s = &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion, CollectedAt: time.Now().UTC()}}
-		network.Collect(ctx, env.FS, o.Net, s)
+		network.Collect(ctx, env.FS.WithLiveSources(o.LiveSources), o.Net, s)
 		for _, e := range s.Manifest.Errors {
 			fmt.Fprintf(env.Stderr, "slowpath: not collected: %s %s: %s\n", e.Collector, e.Path, e.Message)
 		}

@@ -50,6 +50,11 @@ type Options struct {
 	Timeout time.Duration
 	// Client is used for requests; a proxy-free client when nil.
 	Client *http.Client
+	// NotLive, when set, keeps metadata from being fetched and says why:
+	// instance metadata answers for the VM slowpath runs on, not for a
+	// tree from another host (hostfs.FS.NotLive). The provider is still
+	// detected from the tree's DMI.
+	NotLive error
 }
 
 // AddFlags registers the metadata flags on fs.
@@ -118,6 +123,11 @@ func Collect(ctx context.Context, o Options, s *snapshot.Snapshot) {
 	}
 	c := &snapshot.Cloud{Provider: provider, DetectedBy: by}
 	s.Cloud = c
+	if o.NotLive != nil {
+		c.MetadataError = o.NotLive.Error()
+		s.AddError("cloud.metadata", "instance metadata", o.NotLive)
+		return
+	}
 
 	endpoint := o.Endpoint
 	if endpoint == "" {

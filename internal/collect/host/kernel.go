@@ -22,11 +22,11 @@ func collectKernel(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	h.KernelRelease = rel
 
 	// kernel.arch is recent (commit 52826d3b2d1d, kernel/utsname_sysctl.c);
-	// many production kernels lack it. On the live /proc, uname(2) is the
+	// many production kernels lack it. With live roots, uname(2) is the
 	// same kernel's answer; for any other root the absence is recorded.
 	p = fs.ProcPath("sys", "kernel", "arch")
 	arch, err := hostfs.ReadValue(p)
-	if err != nil && fs.Proc == hostfs.Default().Proc && hostfs.Classify(err) == hostfs.KindMissing {
+	if err != nil && fs.Live && hostfs.Classify(err) == hostfs.KindMissing {
 		var u unix.Utsname
 		if uerr := unix.Uname(&u); uerr == nil {
 			arch, err = unix.ByteSliceToString(u.Machine[:]), nil

@@ -1,7 +1,6 @@
 package network
 
 import (
-	"bytes"
 	"os"
 	"strings"
 
@@ -32,13 +31,16 @@ func readDropReasons(f hostfs.FS) *snapshot.DropReasons {
 	}
 	detail := "tracefs not mounted"
 	p := f.SysPath("kernel", "btf", "vmlinux")
-	b, err := os.ReadFile(p)
+	// enum skb_drop_reason came with the reasons (v5.17, commit
+	// c504e5c2f964 "net: skb: introduce kfree_skb_reason()"); only the
+	// BTF string section is searched (btf_vmlinux.go), not the 5 MiB blob.
+	has, err := btfHasName(p, "skb_drop_reason")
 	switch {
 	case err != nil && hostfs.Classify(err) == hostfs.KindMissing:
 		return &snapshot.DropReasons{Status: "unknown", Detail: detail + "; no kernel BTF at " + p}
 	case err != nil:
 		return &snapshot.DropReasons{Status: "unknown", Detail: detail + "; " + err.Error()}
-	case bytes.Contains(b, []byte("\x00skb_drop_reason\x00")):
+	case has:
 		return &snapshot.DropReasons{Status: "yes", Source: p, Detail: detail + "; kernel BTF has enum skb_drop_reason"}
 	default:
 		return &snapshot.DropReasons{Status: "no", Source: p, Detail: detail + "; kernel BTF has no enum skb_drop_reason"}

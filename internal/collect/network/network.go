@@ -27,7 +27,9 @@ type Options struct {
 	// and checks that need rates then report unknown.
 	Interval time.Duration
 	// Ethtool and Netlink answer the non-file requests. Nil means the live
-	// kernel (SIOCETHTOOL ioctl, rtnetlink); tests pass fakes.
+	// kernel (SIOCETHTOOL ioctl, rtnetlink), used only when the roots are
+	// live (hostfs.FS.Live); otherwise they are recorded as skipped. Tests
+	// pass fakes.
 	Ethtool Ethtool
 	Netlink Netlink
 	// Monotonic is the clock for sample timestamps; nil means CLOCK_MONOTONIC.
@@ -50,7 +52,7 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	src, closeSrc := o.sources()
+	src, closeSrc := o.sources(fs)
 	defer closeSrc()
 	n := &snapshot.Net{}
 	s.Net = n
@@ -59,9 +61,17 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 	if err != nil {
 		s.AddError("net.interfaces", fs.SysPath("class", "net"), err)
 	}
-	kinds, err := src.nl.LinkKinds()
-	if err != nil {
-		s.AddError("net.netlink", "RTM_GETLINK", err)
+	var kinds map[string]string
+	if src.nl != nil {
+		if kinds, err = src.nl.LinkKinds(); err != nil {
+			s.AddError("net.netlink", "RTM_GETLINK", err)
+		}
+	} else {
+		// Once for the whole source: per interface it would only repeat.
+		s.AddError("net.netlink", "RTM_GETLINK, RTM_GETQDISC", fs.NotLive())
+	}
+	if src.eth == nil {
+		s.AddError("net.ethtool", "SIOCETHTOOL", fs.NotLive())
 	}
 	irqs, err := readInterrupts(fs)
 	if err != nil {
@@ -74,7 +84,9 @@ func Collect(ctx context.Context, fs hostfs.FS, o Options, s *snapshot.Snapshot)
 			continue
 		}
 		ifc.Kind = kinds[name]
-		addEthtool(src.eth, &ifc, s)
+		if src.eth != nil {
+			addEthtool(src.eth, &ifc, s)
+		}
 		ifc.IRQs = interfaceIRQs(fs, irqs, ifc.Name, ifc.BusInfo)
 		n.Interfaces = append(n.Interfaces, ifc)
 	}
@@ -127,11 +139,16 @@ type sources struct {
 }
 
 // sources returns the ethtool and netlink sources, opening live ones when
-// none were given. A live source that cannot be opened answers every
-// request with the error, so it is recorded per request like any other.
-func (o Options) sources() (sources, func()) {
+// none were given and the roots are live; a nil source is one not used
+// (the roots are another host's). A live source that cannot be opened
+// answers every request with the error, so it is recorded per request
+// like any other.
+func (o Options) sources(fs hostfs.FS) (sources, func()) {
 	src := sources{eth: o.Ethtool, nl: o.Netlink}
 	closeFn := func() {}
+	if !fs.Live {
+		return src, closeFn
+	}
 	if src.eth == nil {
 		e, err := NewLiveEthtool()
 		if err != nil {

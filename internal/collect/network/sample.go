@@ -41,7 +41,7 @@ type Sampler struct {
 
 // NewSampler returns a sampler over the host roots f. The caller closes it.
 func NewSampler(f hostfs.FS, o Options) *Sampler {
-	src, _ := o.sources()
+	src, _ := o.sources(f)
 	return newSampler(f, o, src)
 }
 
@@ -49,7 +49,7 @@ func newSampler(f hostfs.FS, o Options, src sources) *Sampler {
 	return &Sampler{fs: f, src: src, mono: o.monotonic(),
 		// Netlink answers for the caller's own namespace and host: use it
 		// for link counters only when sysfs is the live one too.
-		linkStatsByNetlink: o.Netlink == nil && f.Sys == hostfs.Default().Sys}
+		linkStatsByNetlink: o.Netlink == nil && src.nl != nil}
 }
 
 // Close releases the ethtool socket when the sampler opened it.
@@ -73,9 +73,11 @@ func (s *Sampler) Sample() (snapshot.NetSample, []SampleError) {
 	if err != nil {
 		errs = append(errs, SampleError{"net.interfaces", s.fs.SysPath("class", "net"), err})
 	}
-	qd, err := s.src.nl.RootQdiscs()
-	if err != nil {
-		errs = append(errs, SampleError{"net.qdisc", "RTM_GETQDISC", err})
+	var qd map[string]snapshot.QdiscCounters
+	if s.src.nl != nil {
+		if qd, err = s.src.nl.RootQdiscs(); err != nil {
+			errs = append(errs, SampleError{"net.qdisc", "RTM_GETQDISC", err})
+		}
 	}
 	if s.noStats == nil {
 		s.noStats = map[string]bool{}
@@ -93,7 +95,7 @@ func (s *Sampler) Sample() (snapshot.NetSample, []SampleError) {
 		} else {
 			c.Stats, errs = s.readStatistics(name, errs)
 		}
-		if !s.noStats[name] {
+		if s.src.eth != nil && !s.noStats[name] {
 			all, err := s.src.eth.Stats(name)
 			switch {
 			case err == nil:

@@ -149,6 +149,17 @@ func collectFscrypt(fs hostfs.FS, p FscryptProber, mounts []snapshot.Mount, s *s
 	}
 }
 
+// fscryptCandidates counts the mounts collectFscrypt would ask about.
+func fscryptCandidates(mounts []snapshot.Mount) int {
+	n := 0
+	for _, m := range mounts {
+		if fscryptFSTypes[m.FSType] {
+			n++
+		}
+	}
+	return n
+}
+
 // parseDev turns "MAJOR:MINOR" into a dev_t as stat(2) reports it.
 func parseDev(mm string) (uint64, bool) {
 	var maj, min uint32

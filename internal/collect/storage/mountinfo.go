@@ -13,7 +13,31 @@ import (
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// readMountInfo reads <proc>/self/mountinfo.
+// mountInfoPath names the mount table to read. On this process's own
+// /proc it is self/mountinfo: the mount namespace slowpath runs in. Under
+// any other proc root "self" still resolves to this process (the link is
+// answered by the procfs instance for the reader), so a DaemonSet reading
+// the host's /proc at /host/proc would get the container's mounts: there
+// PID 1's table (the host's init, or what a saved tree holds) is read when
+// present, as node_exporter's filesystem collector does
+// (collector/filesystem_linux.go, GetProcMounts(1), self as the fallback).
+func mountInfoPath(fs hostfs.FS) string {
+	self := fs.ProcPath("self", "mountinfo")
+	if fs.OwnProc() {
+		return self
+	}
+	if p := fs.ProcPath("1", "mountinfo"); fileExists(p) {
+		return p
+	}
+	return self
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// readMountInfo reads the mount table mountInfoPath names.
 // Format: proc_pid_mountinfo(5) and fs/proc_namespace.c show_mountinfo().
 //
 // procfs has a parser (procfs.GetMounts), but it turns option strings into
@@ -22,7 +46,7 @@ import (
 // one bad line. A snapshot wants the kernel's text and partial data, so
 // this reader keeps every good line and reports the bad ones.
 func readMountInfo(fs hostfs.FS) ([]snapshot.Mount, []error, error) {
-	p := fs.ProcPath("self", "mountinfo")
+	p := mountInfoPath(fs)
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", p, err)

@@ -9,6 +9,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -16,7 +17,9 @@ import (
 )
 
 // Collector reads storage facts from the roots in FS. The zero values of
-// OpenDM and Fscrypt use the live kernel interfaces under FS.Root.
+// OpenDM and Fscrypt use the live kernel interfaces under FS.Root, and only
+// when FS.Live: an ioctl on a path under a foreign tree is answered by this
+// host's kernel about this host's devices and filesystems.
 type Collector struct {
 	FS hostfs.FS
 	// OpenDM opens the device-mapper control; it is only called when
@@ -38,16 +41,20 @@ func (c *Collector) Collect(ctx context.Context, s *snapshot.Snapshot) {
 	s.Storage = st
 
 	mounts, lineErrs, err := readMountInfo(c.FS)
-	mi := c.FS.ProcPath("self", "mountinfo")
+	mi := mountInfoPath(c.FS)
 	s.AddError("storage.mounts", mi, err)
 	for _, e := range lineErrs {
 		s.AddError("storage.mounts", mi, e)
 	}
 	prober := c.Fscrypt
-	if prober == nil {
+	if prober == nil && c.FS.Live {
 		prober = ioctlFscrypt{}
 	}
-	collectFscrypt(c.FS, prober, mounts, s)
+	if prober != nil {
+		collectFscrypt(c.FS, prober, mounts, s)
+	} else if n := fscryptCandidates(mounts); n > 0 {
+		s.AddError("storage.fscrypt", "FS_IOC_GET_ENCRYPTION_POLICY_EX", fmt.Errorf("%d mount(s) not checked: %w", n, c.FS.NotLive()))
+	}
 	st.Mounts = mounts
 
 	st.BlockDevices = readBlockDevices(c.FS, s)
@@ -71,12 +78,22 @@ func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Sna
 	}
 	open := c.OpenDM
 	ctlPath := c.FS.RootPath("dev", "mapper", "control")
+	notRead := func(err error) {
+		s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), err))
+		for _, d := range dms {
+			d.DM.TableNotRead = err.Error()
+		}
+	}
 	if open == nil {
+		if !c.FS.Live {
+			notRead(c.FS.NotLive())
+			return
+		}
 		open = func() (DMControl, error) { return OpenDMControl(ctlPath) }
 	}
 	ctl, err := open()
 	if err != nil {
-		s.AddError("storage.dm", ctlPath, fmt.Errorf("dm tables of %d device(s) not read: %w", len(dms), err))
+		notRead(err)
 		return
 	}
 	defer ctl.Close()
@@ -86,6 +103,9 @@ func (c *Collector) collectDMTables(devs []snapshot.BlockDevice, s *snapshot.Sna
 			s.AddError("storage.dm", ctlPath+" "+d.Name, e)
 		}
 		d.DM.Targets = targets
+		if len(targets) == 0 && len(errs) > 0 {
+			d.DM.TableNotRead = errors.Join(errs...).Error()
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +40,9 @@ func boolp(b bool) *bool { return &b }
 
 func TestCollectBareMetal(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
+	// The ioctls are faked; the loop backing file's stat(2) runs for real
+	// on the file in the tree, which only a live root allows.
+	fs.Live = true
 	dm := &dmtest.Control{Payloads: map[string][]byte{
 		"253:0": dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 1952441777, "crypt",
 			"aes-xts-plain64 "+testKey+" 0 259:2 32768 2 no_read_workqueue no_write_workqueue")}),
@@ -178,6 +182,7 @@ func TestCollectMissingTrees(t *testing.T) {
 // machine has no device-mapper), the error says "missing" and names the node.
 func TestDMControlMissing(t *testing.T) {
 	fs := materialise(t, "baremetal.txtar")
+	fs.Live = true // the tree's dev/mapper/control is opened for real
 	var s snapshot.Snapshot
 	(&Collector{FS: fs, Fscrypt: fakeFscrypt{}}).Collect(context.Background(), &s)
 	got := hostfstest.ErrorLines(&s, fs.Root)
@@ -186,5 +191,103 @@ func TestDMControlMissing(t *testing.T) {
 	}
 	if msg := s.Manifest.Errors[0].Message; !strings.Contains(msg, "2 device(s)") || !strings.Contains(msg, "dm-mod") {
 		t.Errorf("message does not say what is missing and what to do: %s", msg)
+	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.DM != nil && !strings.Contains(d.DM.TableNotRead, "dm-mod") {
+			t.Errorf("%s: table_not_read %q: want why", d.Name, d.DM.TableNotRead)
+		}
+	}
+}
+
+// TestForeignTreeNoLiveSources: collected from a tree that is not this
+// host's, with no fakes, the DM and fscrypt ioctls and the loop backing
+// file's stat(2) are not run (they would answer for this host), and each
+// is recorded once as skipped, saying why and what to pass.
+func TestForeignTreeNoLiveSources(t *testing.T) {
+	fs := materialise(t, "baremetal.txtar").WithLiveSources(hostfs.LiveAuto)
+	if fs.Live {
+		t.Fatal("a temporary tree was taken for this host's roots")
+	}
+	var s snapshot.Snapshot
+	(&Collector{FS: fs}).Collect(context.Background(), &s)
+	want := []string{
+		"storage.block skipped data/disk.img",
+		"storage.dm skipped dev/mapper/control",
+		"storage.fscrypt skipped FS_IOC_GET_ENCRYPTION_POLICY_EX",
+	}
+	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	for _, e := range s.Manifest.Errors {
+		if !strings.Contains(e.Message, "--live-sources on") || !strings.Contains(e.Message, "--path.procfs") {
+			t.Errorf("%s: message does not say why and what to pass: %s", e.Collector, e.Message)
+		}
+	}
+	for _, m := range s.Storage.Mounts {
+		if m.FscryptStatus != "" {
+			t.Errorf("%s: fscrypt status %q from an ioctl on this host", m.MountPoint, m.FscryptStatus)
+		}
+	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.DM != nil && (len(d.DM.Targets) > 0 || !strings.Contains(d.DM.TableNotRead, "live-only source not used")) {
+			t.Errorf("%s: dm %+v: want no table and why", d.Name, d.DM)
+		}
+		if d.Loop != nil && (d.Loop.BackingDevice != "" || d.Loop.BackingFile != "/data/disk.img" || !d.Loop.DirectIO) {
+			t.Errorf("%s: loop %+v: want the tree's attributes and no device number from this host", d.Name, d.Loop)
+		}
+	}
+}
+
+// TestSysBlockFallback: a tree without /sys/class/block is read from
+// /sys/block, partitions from the disk's subdirectories.
+func TestSysBlockFallback(t *testing.T) {
+	fs := materialise(t, "sysblock.txtar")
+	var s snapshot.Snapshot
+	(&Collector{FS: fs}).Collect(context.Background(), &s)
+	var got []string
+	for _, d := range s.Storage.BlockDevices {
+		got = append(got, fmt.Sprintf("%s %s %s parent=%s slaves=%v", d.Name, d.MajorMinor, d.Kind, d.Parent, d.Slaves))
+	}
+	want := []string{
+		"dm-5 253:5 dm parent= slaves=[sda1]",
+		"sda 8:0 disk parent= slaves=[]",
+		"sda1 8:1 partition parent=sda slaves=[]",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+	// md0 has no dev (as in the captured fixtures): skipped, and said.
+	// dm-5's table is a live-only source: not read for a tree.
+	wantErrs := []string{"storage.block missing sys/block/md0/dev", "storage.dm skipped dev/mapper/control"}
+	if diff := cmp.Diff(wantErrs, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestMountInfoOfPID1: under a proc root that is not this process's own,
+// self/mountinfo would be this process's mounts (a DaemonSet's container),
+// so PID 1's table is read when the tree has one (node_exporter's captured
+// tree has only proc/1/mountinfo).
+func TestMountInfoOfPID1(t *testing.T) {
+	dir := t.TempDir()
+	fs := hostfs.New(dir)
+	writeFile := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("proc/self/mountinfo", "30 1 0:40 / / rw - overlay overlay rw\n")
+	writeFile("proc/1/mountinfo", "22 1 8:1 / / rw - xfs /dev/sda1 rw\n")
+	mounts, _, err := readMountInfo(fs)
+	if err != nil || len(mounts) != 1 || mounts[0].FSType != "xfs" {
+		t.Errorf("mounts %+v, %v: want PID 1's xfs root", mounts, err)
+	}
+	if got := mountInfoPath(hostfs.Default()); got != "/proc/self/mountinfo" {
+		t.Errorf("own /proc: %s, want self", got)
 	}
 }

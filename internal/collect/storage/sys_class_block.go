@@ -20,14 +20,20 @@ import (
 // stop the others; its problems are recorded under "storage.block".
 func readBlockDevices(fs hostfs.FS, s *snapshot.Snapshot) []snapshot.BlockDevice {
 	dir := fs.SysPath("class", "block")
-	ents, err := os.ReadDir(dir)
+	ents, err := listClassBlock(dir)
+	if hostfs.Classify(err) == hostfs.KindMissing {
+		// Older layout, as captured trees have it (sys_block.go).
+		if alt, altErr := listSysBlock(fs.SysPath("block")); altErr == nil {
+			ents, err = alt, nil
+		}
+	}
 	if err != nil {
 		s.AddError("storage.block", dir, fmt.Errorf("list block devices: %w", err))
 		return nil
 	}
 	var out []snapshot.BlockDevice
 	for _, e := range ents {
-		d, errs := readBlockDevice(fs, e.Name())
+		d, errs := readBlockDevice(fs, e)
 		for _, pe := range errs {
 			s.AddError("storage.block", pe.path, pe.err)
 		}
@@ -109,8 +115,9 @@ func (a *attrReader) exists(name string) bool {
 // readBlockDevice reads /sys/class/block/NAME. It returns nil when even
 // the device number cannot be read: without it nothing can refer to the
 // device.
-func readBlockDevice(fs hostfs.FS, name string) (*snapshot.BlockDevice, []pathError) {
-	a := &attrReader{dir: fs.SysPath("class", "block", name)}
+func readBlockDevice(fs hostfs.FS, e blockEntry) (*snapshot.BlockDevice, []pathError) {
+	name := e.name
+	a := &attrReader{dir: e.dir}
 	mm, ok := a.read("dev", true)
 	if !ok {
 		return nil, a.errs
@@ -137,6 +144,9 @@ func readBlockDevice(fs hostfs.FS, name string) (*snapshot.BlockDevice, []pathEr
 	d.Kind = blockKind(name, a)
 	if d.Kind == snapshot.KindPartition {
 		d.Parent = partitionParent(link)
+		if d.Parent == "" {
+			d.Parent = e.parent // a /sys/block listing knows it
+		}
 		if d.Parent == "" {
 			p := a.dir
 			a.errs = append(a.errs, pathError{p, fmt.Errorf("%s: partition without a parent disk in its sysfs link %q", p, link)})
@@ -282,8 +292,13 @@ func readLoop(fs hostfs.FS, a *attrReader) *snapshot.Loop {
 		return l
 	}
 	// The path is as the process that bound it saw it; under a different
-	// mount namespace this stat can miss.
+	// mount namespace this stat can miss. stat(2) answers with this
+	// kernel's device numbers: only for live roots (hostfs live.go).
 	full := fs.RootPath(path)
+	if !fs.Live {
+		a.errs = append(a.errs, pathError{full, fmt.Errorf("stat backing file: %w", fs.NotLive())})
+		return l
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(full, &st); err != nil {
 		a.errs = append(a.errs, pathError{full, &os.PathError{Op: "stat backing file", Path: full, Err: err}})

@@ -393,6 +393,14 @@ func (b *builder) dmLayer(p *Path, l *Layer, d *snapshot.BlockDevice) {
 		l.Name = d.DM.Name
 	}
 	l.DMUUID = d.DM.UUID
+	if d.DM.TableNotRead != "" {
+		// Unknown, not empty: the layer may encrypt (a CRYPT- uuid says
+		// it does, but not how), and the chain is a lower bound.
+		l.Note = "device-mapper table not read: " + d.DM.TableNotRead
+		l.EncryptionUnknown = true
+		p.Incomplete = append(p.Incomplete, d.Name+": device-mapper table not read")
+		return
+	}
 	types := map[string]bool{}
 	for _, t := range d.DM.Targets {
 		types[t.Type] = true

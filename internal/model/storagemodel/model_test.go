@@ -438,3 +438,31 @@ func TestBuildBoundsSharedBranches(t *testing.T) {
 		t.Fatalf("%d layers, incomplete %v", len(p.Layers), p.Incomplete)
 	}
 }
+
+// TestDMTableNotRead: a dm device whose table was not read (the ioctl was
+// skipped for a foreign tree, or failed) is unknown, not an empty table:
+// the path is incomplete and the layer's encryption unknown, never "0
+// encryption layers" as a fact.
+func TestDMTableNotRead(t *testing.T) {
+	unread := crypt("dm-0", "253:0", "luks-x", "", []string{"sda"})
+	unread.DM.Targets = nil
+	unread.DM.TableNotRead = "live-only source not used"
+	empty := crypt("dm-1", "253:1", "notable", "", []string{"sdb"})
+	empty.DM.Targets = nil
+	m, err := Build(snap([]snapshot.Mount{mount(1, "253:0", "/data", "ext4"), mount(2, "253:1", "/empty", "ext4")},
+		disk("sda", "8:0", "X", 1<<30, "dm-0"), unread, disk("sdb", "8:16", "X", 1<<30, "dm-1"), empty))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pathFor(t, m, "/data")
+	if p.EncryptionLayers != 0 || p.UnknownEncryptionLayers != 1 || len(p.Incomplete) == 0 {
+		t.Errorf("unread table: %d known, %d unknown, incomplete %v; want 0, 1, incomplete", p.EncryptionLayers, p.UnknownEncryptionLayers, p.Incomplete)
+	}
+	if l := p.Layers[1]; !strings.Contains(l.Note, "not read: live-only source not used") || !l.EncryptionUnknown {
+		t.Errorf("layer %+v", l)
+	}
+	// A table read and found empty stays a fact.
+	if p := pathFor(t, m, "/empty"); p.UnknownEncryptionLayers != 0 || len(p.Incomplete) != 0 || p.Layers[1].Note != "device-mapper table is empty" {
+		t.Errorf("empty table: %+v", p)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/network"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -102,7 +103,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	s := network.NewSampler(env.FS, network.Options{})
+	// ethtool and netlink counters only when the roots are this host's.
+	s := network.NewSampler(env.FS.WithLiveSources(hostfs.LiveAuto), network.Options{})
 	defer s.Close()
 	out := newPrinter(env, format)
 	return Loop(ctx, s, o.Interval, out.print)
