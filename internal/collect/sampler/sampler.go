@@ -459,7 +459,20 @@ func Summary(w *benchresult.WhereTime) string {
 		top, bottom := busy[0], busy[len(busy)-1]
 		parts = append(parts, fmt.Sprintf("%s await %s vs %s %s", top.Device, fmtMS(top.AwaitNS), bottom.Device, fmtMS(bottom.AwaitNS)))
 	case len(busy) == 1:
-		parts = append(parts, fmt.Sprintf("%s await %s, %.0f%% busy", busy[0].Device, fmtMS(busy[0].AwaitNS), busy[0].UtilPercent))
+		line := fmt.Sprintf("%s await %s, %.0f%% busy", busy[0].Device, fmtMS(busy[0].AwaitNS), busy[0].UtilPercent)
+		// Devices below that counted nothing: a bio-based driver such as
+		// brd does no I/O accounting (drivers/block/brd.c never calls
+		// bio_start_io_acct; its diskstats stay 0, seen in the VM lab).
+		var idle []string
+		for _, d := range w.Devices {
+			if d.AwaitNS < 0 && d.Depth > busy[0].Depth {
+				idle = append(idle, d.Device)
+			}
+		}
+		if len(idle) > 0 {
+			line += fmt.Sprintf(" (%s counts no I/O)", strings.Join(idle, ", "))
+		}
+		parts = append(parts, line)
 	case len(w.Devices) == 0:
 		parts = append(parts, "no block device on the path (tmpfs or unknown)")
 	default:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 func TestParseTaskStat(t *testing.T) {
@@ -195,7 +196,7 @@ func TestLive(t *testing.T) {
 	}
 	name := devName(t, unix.Major(st.Dev), unix.Minor(st.Dev))
 	if name == "" {
-		t.Skipf("%s is not on a block device in /proc/diskstats", dir)
+		testenv.Unavailable(t, dir+" is not on a block device in /proc/diskstats (set TMPDIR to a disk-backed directory)")
 	}
 	var ru0, ru1 unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru0); err != nil {
