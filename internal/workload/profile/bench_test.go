@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/testenv"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
@@ -25,9 +26,7 @@ import (
 // the per-round IOPS ratios slowpath/direct (target within 3%: 0.97-1.03),
 // and the sampler's CPU share during the slowpath runs.
 func BenchmarkFidelity(b *testing.B) {
-	if _, err := exec.LookPath("fio"); err != nil {
-		b.Skip("fio not installed: apt-get install fio")
-	}
+	testenv.RequireTool(b, "fio", "fio")
 	// A tmpfs: the shared virtual disk of this machine varies by 2x
 	// between seconds with other jobs' I/O, which would drown the
 	// comparison; memory-backed I/O varies far less.
