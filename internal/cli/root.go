@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
@@ -36,6 +37,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
+		agentcmd.NewCmdAgent(env, nil),
 	)
 	return root
 }
