@@ -1,0 +1,54 @@
+// Package agenttest starts `slowpath agent` in the test process on a
+// loopback port, as httptest starts servers: for tests of the agent, fleet
+// and the deployment's rules and dashboard against real scrapes.
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/cli/agentcmd"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/hostfs"
+)
+
+// Start runs the agent with args (plus --web.listen-address 127.0.0.1:0)
+// until the test ends and returns the address it listens on.
+func Start(t testing.TB, args ...string) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "addr")
+	var stderr bytes.Buffer
+	env := &clienv.Env{Stdout: &bytes.Buffer{}, Stderr: &stderr, FS: hostfs.Default(), Version: "test"}
+	cmd := agentcmd.NewCmdAgent(env, nil)
+	cmd.SetArgs(append([]string{"--web.listen-address", "127.0.0.1:0", "--ready-file", ready}, args...))
+	cmd.SetOut(env.Stdout)
+	cmd.SetErr(env.Stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent %v: %v (stderr: %s)", args, err, stderr.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ready); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return strings.TrimSpace(string(b))
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("agent %v exited: %v (stderr: %s)", args, err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("agent %v did not listen within 10 s", args)
+	return ""
+}
