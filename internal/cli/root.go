@@ -11,6 +11,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
+	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
@@ -38,6 +39,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
 		agentcmd.NewCmdAgent(env, nil),
+		fleetcmd.NewCmdFleet(env, nil),
 	)
 	return root
 }
