@@ -74,4 +74,3 @@ func TestFleet(t *testing.T) {
 		t.Errorf("fleet JSON (-want +got):\n%s", d)
 	}
 }
-
