@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
+	"github.com/slowpath/slowpath/internal/cli/diffcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
@@ -40,6 +41,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		netcmd.NewCmdNet(env),
 		agentcmd.NewCmdAgent(env, nil),
 		fleetcmd.NewCmdFleet(env, nil),
+		diffcmd.NewCmdDiff(env, nil),
 	)
 	return root
 }
