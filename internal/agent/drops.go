@@ -28,8 +28,6 @@ type dropTotals struct {
 	last map[[2]string]uint64
 }
 
-var totals = &dropTotals{last: map[[2]string]uint64{}}
-
 // DropCounts sums a capture by reason name, leaving NOT_SPECIFIED out. A
 // kernel without drop reasons (before 5.17) gives nothing: there only the
 // location tells drops apart, and locations are not bounded labels.
@@ -48,7 +46,7 @@ func DropCounts(c *dropreport.Capture) map[string]uint64 {
 	return out
 }
 
-func emitDrops(ch chan<- prometheus.Metric, d DropsReader) bool {
+func (totals *dropTotals) emit(ch chan<- prometheus.Metric, d DropsReader) bool {
 	c, err := d.Read()
 	if err != nil {
 		return false
@@ -56,6 +54,9 @@ func emitDrops(ch chan<- prometheus.Metric, d DropsReader) bool {
 	counts := DropCounts(c)
 	totals.mu.Lock()
 	defer totals.mu.Unlock()
+	if totals.last == nil {
+		totals.last = map[[2]string]uint64{}
+	}
 	for reason, n := range counts {
 		k := [2]string{reason, dropreport.MeaningOf(reason).Layer}
 		if n > totals.last[k] {

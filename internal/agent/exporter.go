@@ -91,6 +91,8 @@ type Exporter struct {
 	Config check.Config
 	// Drops, when set, adds slowpath_skb_drops_total from the eBPF counter.
 	Drops DropsReader
+
+	dropTotals dropTotals
 }
 
 // Describe sends every fixed descriptor.
@@ -115,7 +117,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	if e.Drops != nil {
 		start := time.Now()
-		ok := emitDrops(ch, e.Drops)
+		ok := e.dropTotals.emit(ch, e.Drops)
 		runs = append(runs, CollectorRun{Name: "drops", Success: ok, Duration: time.Since(start)})
 	}
 	errs := map[string]int{}

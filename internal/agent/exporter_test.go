@@ -163,7 +163,6 @@ func TestDropsMonotonic(t *testing.T) {
 		}}
 	}
 	d := &fakeDrops{caps: []*dropreport.Capture{c(100, 7), c(99, 9)}}
-	totals = &dropTotals{last: map[[2]string]uint64{}}
 	e := &Exporter{Source: &Fixed{S: load(t, "plain-host")}, Drops: d}
 	want := `
 # HELP slowpath_skb_drops_total ` + helpOf(t, descSkbDrops) + `
