@@ -28,7 +28,7 @@ type dropTotals struct {
 	last map[[2]string]uint64
 }
 
-// DropCounts sums a capture by reason name, leaving NOT_SPECIFIED out. A
+// DropCounts sums a capture by reason name, leaving out what is not a drop. A
 // kernel without drop reasons (before 5.17) gives nothing: there only the
 // location tells drops apart, and locations are not bounded labels.
 func DropCounts(c *dropreport.Capture) map[string]uint64 {
@@ -36,12 +36,15 @@ func DropCounts(c *dropreport.Capture) map[string]uint64 {
 	if !c.Kernel.HasReasons {
 		return out
 	}
-	unspec, _ := c.Kernel.Unspecified()
 	for _, r := range c.Records {
-		if r.Reason == unspec {
+		name := c.Kernel.Name(r.Reason)
+		// NOT_SPECIFIED frees are mostly not drops (docs/drops.md);
+		// NOT_DROPPED_YET and CONSUMED are not drops at all (a counter
+		// attached to the drop function, not the tracepoint, sees them).
+		if name == "NOT_SPECIFIED" || name == "NOT_DROPPED_YET" || name == "CONSUMED" {
 			continue
 		}
-		out[c.Kernel.Name(r.Reason)] += r.Count
+		out[name] += r.Count
 	}
 	return out
 }

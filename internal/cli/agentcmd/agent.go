@@ -21,7 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/agent"
-	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
+	"github.com/slowpath/slowpath/internal/bpf/reasoncounter"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -115,7 +115,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	exp := &agent.Exporter{Source: src}
 	if o.Drops {
-		t, err := dropcounter.Start(dropcounter.Options{})
+		t, err := reasoncounter.Start(reasoncounter.TPBTF)
 		if err != nil {
 			return fmt.Errorf("--collector.drops: %w", err)
 		}
