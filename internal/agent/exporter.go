@@ -10,6 +10,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,20 +137,15 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectorOf maps a manifest collector ("storage.dm", "net.ethtool.stats")
-// to the exporter's collector names.
+// to the exporter's collector names: the counter readers of every scrape
+// are net.counters, the rest is named by its first element.
 func collectorOf(c string) string {
-	switch {
-	case c == "net.stats" || c == "net.softnet" || c == "net.qdisc" || c == "net.ethtool.stats" || c == "net.snmp":
+	switch c {
+	case "net.stats", "net.softnet", "net.qdisc", "net.ethtool.stats", "net.snmp":
 		return "net.counters"
-	case len(c) >= 3 && c[:3] == "net":
-		return "net"
 	}
-	for i := range c {
-		if c[i] == '.' {
-			return c[:i]
-		}
-	}
-	return c
+	first, _, _ := strings.Cut(c, ".")
+	return first
 }
 
 // errsFor counts manifest errors under name; a saved snapshot has one

@@ -6,9 +6,11 @@ package agenttest
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +24,8 @@ import (
 func Start(t testing.TB, args ...string) string {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "addr")
-	var stderr bytes.Buffer
-	env := &clienv.Env{Stdout: &bytes.Buffer{}, Stderr: &stderr, FS: hostfs.Default(), Version: "test"}
+	stderr := &lockedBuffer{}
+	env := &clienv.Env{Stdout: io.Discard, Stderr: stderr, FS: hostfs.Default(), Version: "test"}
 	cmd := agentcmd.NewCmdAgent(env, nil)
 	cmd.SetArgs(append([]string{"--web.listen-address", "127.0.0.1:0", "--ready-file", ready}, args...))
 	cmd.SetOut(env.Stdout)
@@ -51,4 +53,23 @@ func Start(t testing.TB, args ...string) string {
 	}
 	t.Fatalf("agent %v did not listen within 10 s", args)
 	return ""
+}
+
+// lockedBuffer collects the agent's log lines, which its HTTP server and
+// metrics handler write from their own goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
