@@ -39,6 +39,7 @@ type Options struct {
 	From             string
 	TopologyInterval time.Duration
 	Drops            bool
+	DropsAttach      string
 	ReadyFile        string
 	Cloud            cloud.Options
 }
@@ -67,6 +68,9 @@ Metrics and their labels: docs/agent.md.`,
 			if err := o.Cloud.Validate(); err != nil {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 			}
+			if o.DropsAttach != string(reasoncounter.TPBTF) && o.DropsAttach != string(reasoncounter.Fentry) {
+				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--collector.drops.attach %q: want tp_btf or fentry", o.DropsAttach)}
+			}
 			if o.TopologyInterval <= 0 {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--topology-interval %v: want a positive duration", o.TopologyInterval)}
 			}
@@ -85,6 +89,7 @@ Metrics and their labels: docs/agent.md.`,
 	f.StringVar(&o.From, "from", "", "serve the metrics of a saved snapshot `FILE` instead of this host")
 	f.DurationVar(&o.TopologyInterval, "topology-interval", 5*time.Minute, "how often to read the storage and network topology again (counters are read on every scrape)")
 	f.BoolVar(&o.Drops, "collector.drops", false, "export slowpath_skb_drops_total{reason,layer} from an eBPF counter on skb:kfree_skb")
+	f.StringVar(&o.DropsAttach, "collector.drops.attach", string(reasoncounter.TPBTF), "how the drop counter attaches: tp_btf (skb:kfree_skb) or fentry (the kernel's drop function); docs/drops.md compares them")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the address served on to `FILE` once listening (for scripts; useful with port 0)")
 	o.Cloud.AddFlags(f)
 	return cmd
@@ -115,7 +120,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	exp := &agent.Exporter{Source: src}
 	if o.Drops {
-		t, err := reasoncounter.Start(reasoncounter.TPBTF)
+		t, err := reasoncounter.Start(reasoncounter.Attach(o.DropsAttach))
 		if err != nil {
 			return fmt.Errorf("--collector.drops: %w", err)
 		}
