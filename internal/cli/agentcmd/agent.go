@@ -134,6 +134,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(slog.NewTextHandler(env.Stderr, nil), slog.LevelError),
 		MaxRequestsInFlight: 2,
+		// A scrape is tens of kB; gzip's pooled writers kept 3-4 MB more
+		// resident (peak 30-32 MB against 26.5-27 MB without, measured with
+		// BenchmarkAgentVsNodeExporter) to save a few kB per scrape.
+		DisableCompression: true,
 		Timeout:             30 * time.Second,
 	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
