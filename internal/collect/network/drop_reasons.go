@@ -2,7 +2,6 @@ package network
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"strings"
 
@@ -33,13 +32,13 @@ func readDropReasons(f hostfs.FS) *snapshot.DropReasons {
 	}
 	detail := "tracefs not mounted"
 	p := f.SysPath("kernel", "btf", "vmlinux")
-	found, err := fileContains(p, []byte("\x00skb_drop_reason\x00"))
+	b, err := os.ReadFile(p)
 	switch {
 	case err != nil && hostfs.Classify(err) == hostfs.KindMissing:
 		return &snapshot.DropReasons{Status: "unknown", Detail: detail + "; no kernel BTF at " + p}
 	case err != nil:
 		return &snapshot.DropReasons{Status: "unknown", Detail: detail + "; " + err.Error()}
-	case found:
+	case bytes.Contains(b, []byte("\x00skb_drop_reason\x00")):
 		return &snapshot.DropReasons{Status: "yes", Source: p, Detail: detail + "; kernel BTF has enum skb_drop_reason"}
 	default:
 		return &snapshot.DropReasons{Status: "no", Source: p, Detail: detail + "; kernel BTF has no enum skb_drop_reason"}
@@ -61,34 +60,4 @@ func formatHasReason(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// fileContains reports whether the file at p holds needle, reading it in
-// chunks: kernel BTF is several MB (5.6 MB on 6.18), and reading it whole
-// at every collection was the largest allocation of a long-running
-// `slowpath agent`.
-func fileContains(p string, needle []byte) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	keep := 0 // bytes carried over from the previous chunk
-	for {
-		n, err := f.Read(buf[keep:])
-		if bytes.Contains(buf[:keep+n], needle) {
-			return true, nil
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		// Keep the tail that could start a match across the boundary.
-		tail := min(len(needle)-1, keep+n)
-		copy(buf, buf[keep+n-tail:keep+n])
-		keep = tail
-	}
 }
