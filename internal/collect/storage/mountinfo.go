@@ -13,25 +13,7 @@ import (
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
-// MountInfoPath is the mountinfo file that shows the host's mounts. With
-// the default /proc it is self/mountinfo. A procfs mounted from the host
-// elsewhere (--path.procfs /host/proc in a container, as the DaemonSet
-// runs) is read at 1/mountinfo, the host init's mount namespace, as
-// node_exporter's filesystem collector does: self would be the container's
-// own mounts. It falls back to self when 1/mountinfo cannot be read
-// (hidepid, a fixture tree).
-func MountInfoPath(fs hostfs.FS) string {
-	if fs.Proc != hostfs.Default().Proc {
-		p := fs.ProcPath("1", "mountinfo")
-		if f, err := os.Open(p); err == nil {
-			f.Close()
-			return p
-		}
-	}
-	return fs.ProcPath("self", "mountinfo")
-}
-
-// readMountInfo reads the mountinfo file MountInfoPath names.
+// readMountInfo reads <proc>/self/mountinfo.
 // Format: proc_pid_mountinfo(5) and fs/proc_namespace.c show_mountinfo().
 //
 // procfs has a parser (procfs.GetMounts), but it turns option strings into
@@ -40,7 +22,7 @@ func MountInfoPath(fs hostfs.FS) string {
 // one bad line. A snapshot wants the kernel's text and partial data, so
 // this reader keeps every good line and reports the bad ones.
 func readMountInfo(fs hostfs.FS) ([]snapshot.Mount, []error, error) {
-	p := MountInfoPath(fs)
+	p := fs.ProcPath("self", "mountinfo")
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", p, err)

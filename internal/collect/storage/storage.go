@@ -38,7 +38,7 @@ func (c *Collector) Collect(ctx context.Context, s *snapshot.Snapshot) {
 	s.Storage = st
 
 	mounts, lineErrs, err := readMountInfo(c.FS)
-	mi := MountInfoPath(c.FS)
+	mi := c.FS.ProcPath("self", "mountinfo")
 	s.AddError("storage.mounts", mi, err)
 	for _, e := range lineErrs {
 		s.AddError("storage.mounts", mi, e)
