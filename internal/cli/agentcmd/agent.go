@@ -138,7 +138,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		// resident (peak 30-32 MB against 26.5-27 MB without, measured with
 		// BenchmarkAgentVsNodeExporter) to save a few kB per scrape.
 		DisableCompression: true,
-		Timeout:             30 * time.Second,
+		Timeout:            30 * time.Second,
 	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {

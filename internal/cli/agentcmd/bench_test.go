@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // procCPU is a process's user+system CPU time from /proc/PID/stat (fields
@@ -121,14 +123,8 @@ func (e *exporter) scrape(b *testing.B, n int) {
 // the storage and network topology (re-read every 5 minutes), is a
 // warm-up like node_exporter's first.
 func BenchmarkAgentVsNodeExporter(b *testing.B) {
-	ne, err := exec.LookPath("prometheus-node-exporter")
-	if err != nil {
-		b.Skip("prometheus-node-exporter not installed (apt-get install prometheus-node-exporter)")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Skip("go not found")
-	}
+	ne := testenv.RequireTool(b, "prometheus-node-exporter", "prometheus-node-exporter")
+	goTool := testenv.RequireTool(b, "go", "golang")
 	bin := filepath.Join(b.TempDir(), "slowpath")
 	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
