@@ -10,7 +10,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 xz-utils gcc make file chromium
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 xz-utils gcc make file chromium prometheus prometheus-node-exporter
 
 .PHONY: all build run test unit lint fuzz bench generate deps-test clean vm
 

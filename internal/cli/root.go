@@ -7,12 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/benchcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/comparecmd"
+	"github.com/slowpath/slowpath/internal/cli/diffcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
 	"github.com/slowpath/slowpath/internal/cli/fixcmd"
+	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
@@ -42,6 +45,9 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		fixcmd.NewCmdFix(env, nil),
 		benchcmd.NewCmdBench(env, nil),
 		comparecmd.NewCmdCompare(env, nil),
+		agentcmd.NewCmdAgent(env, nil),
+		fleetcmd.NewCmdFleet(env, nil),
+		diffcmd.NewCmdDiff(env, nil),
 	)
 	return root
 }

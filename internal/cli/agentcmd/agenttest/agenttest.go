@@ -1,0 +1,75 @@
+// Package agenttest starts `slowpath agent` in the test process on a
+// loopback port, as httptest starts servers: for tests of the agent, fleet
+// and the deployment's rules and dashboard against real scrapes.
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/cli/agentcmd"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/hostfs"
+)
+
+// Start runs the agent with args (plus --web.listen-address 127.0.0.1:0)
+// until the test ends and returns the address it listens on.
+func Start(t testing.TB, args ...string) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "addr")
+	stderr := &lockedBuffer{}
+	env := &clienv.Env{Stdout: io.Discard, Stderr: stderr, FS: hostfs.Default(), Version: "test"}
+	cmd := agentcmd.NewCmdAgent(env, nil)
+	cmd.SetArgs(append([]string{"--web.listen-address", "127.0.0.1:0", "--ready-file", ready}, args...))
+	cmd.SetOut(env.Stdout)
+	cmd.SetErr(env.Stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent %v: %v (stderr: %s)", args, err, stderr.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ready); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return strings.TrimSpace(string(b))
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("agent %v exited: %v (stderr: %s)", args, err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("agent %v did not listen within 10 s", args)
+	return ""
+}
+
+// lockedBuffer collects the agent's log lines, which its HTTP server and
+// metrics handler write from their own goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,161 @@
+package agentcmd_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+// procCPU is a process's user+system CPU time from /proc/PID/stat (fields
+// 14 and 15, in clock ticks of 1/100 s: proc_pid_stat(5)).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name may hold spaces: fields start after the last ')'.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// procRSS returns VmRSS and VmHWM (peak) of pid in bytes.
+func procRSS(b *testing.B, pid int) (rss, hwm float64) {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fs[1], 64)
+		switch fs[0] {
+		case "VmRSS:":
+			rss = kb * 1024
+		case "VmHWM:":
+			hwm = kb * 1024
+		}
+	}
+	return rss, hwm
+}
+
+func freePort(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type exporter struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	cpu  time.Duration
+}
+
+func startExporter(b *testing.B, name, addr string, argv ...string) *exporter {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	e := &exporter{name: name, url: "http://" + addr + "/metrics", cmd: cmd}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if resp, err := http.Get(e.url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s did not serve %s", name, e.url)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *exporter) scrape(b *testing.B, n int) {
+	b.Helper()
+	before := procCPU(b, e.cmd.Process.Pid)
+	for i := 0; i < n; i++ {
+		resp, err := http.Get(e.url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: status %d", e.name, resp.StatusCode)
+		}
+	}
+	e.cpu += procCPU(b, e.cmd.Process.Pid) - before
+}
+
+// BenchmarkAgentVsNodeExporter scrapes the live agent and Debian's
+// prometheus-node-exporter restricted to the collectors that read the same
+// kind of data (netdev, softnet, ethtool, diskstats) the same number of
+// times, alternating in rounds, and reports CPU per scrape of each server
+// process, their ratio (target ≤ 1.0) and the agent's resident memory
+// (target ≤ 30 MB). Steady state: the agent's first scrape, which reads
+// the storage and network topology (re-read every 5 minutes), is a
+// warm-up like node_exporter's first.
+func BenchmarkAgentVsNodeExporter(b *testing.B) {
+	ne := testenv.RequireTool(b, "prometheus-node-exporter", "prometheus-node-exporter")
+	goTool := testenv.RequireTool(b, "go", "golang")
+	bin := filepath.Join(b.TempDir(), "slowpath")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	aAddr, nAddr := freePort(b), freePort(b)
+	agent := startExporter(b, "slowpath agent", aAddr, bin, "agent", "--web.listen-address", aAddr, "--cloud", "none")
+	nodeExp := startExporter(b, "node_exporter", nAddr, ne, "--web.listen-address", nAddr, "--collector.disable-defaults",
+		"--collector.netdev", "--collector.softnet", "--collector.ethtool", "--collector.diskstats")
+	const warmup, rounds, perRound = 5, 10, 30
+	agent.scrape(b, warmup)
+	nodeExp.scrape(b, warmup)
+	agent.cpu, nodeExp.cpu = 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < rounds; r++ {
+			agent.scrape(b, perRound)
+			nodeExp.scrape(b, perRound)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * rounds * perRound)
+	a := float64(agent.cpu.Microseconds()) / n
+	ref := float64(nodeExp.cpu.Microseconds()) / n
+	rss, hwm := procRSS(b, agent.cmd.Process.Pid)
+	nrss, _ := procRSS(b, nodeExp.cmd.Process.Pid)
+	b.ReportMetric(a, "agent-cpu-µs/scrape")
+	b.ReportMetric(ref, "node-exporter-cpu-µs/scrape")
+	if ref > 0 {
+		b.ReportMetric(a/ref, "cpu-ratio")
+	}
+	b.ReportMetric(rss/1e6, "agent-rss-MB")
+	b.ReportMetric(hwm/1e6, "agent-peak-rss-MB")
+	b.ReportMetric(nrss/1e6, "node-exporter-rss-MB")
+}
