@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
+	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
@@ -36,6 +37,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
+		labcmd.NewCmdLab(env),
 	)
 	return root
 }
