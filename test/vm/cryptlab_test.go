@@ -20,18 +20,25 @@ import (
 // losetup, fio, modprobe and rmmod.
 const cryptLabScript = `set -e
 lab() { env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab "$@"; }
+# Runs that get a signal are started without the function, so that $! is
+# slowpath itself (env execs it) and not a subshell. A background process
+# of a non-interactive shell starts with SIGINT ignored; slowpath's
+# signal.NotifyContext installs its handler anyway.
 waitfor() { i=0; until grep -q "$1" "$2"; do sleep 0.2; i=$((i+1)); [ $i -lt 600 ] || { echo "timeout waiting for $1 in $2"; cat "$2"; exit 1; }; done; }
-blocks() { ls /sys/block | grep -E '^(dm-|ram|loop)' | while read n; do case $n in loop*) [ -e /sys/block/$n/loop/backing_file ] && echo $n;; *) echo $n;; esac; done; }
+blocks() { ls /sys/block | grep -E '^(dm-|ram|loop)' | while read n; do case $n in loop*) if [ -e /sys/block/$n/loop/backing_file ]; then echo $n; fi;; *) echo $n;; esac; done; }
 
+touch /tmp/.start
+stamp() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /results/times; }
 dd if=/dev/zero of=/tmp/canary.img bs=1M count=8 2>/dev/null
 CL=$(losetup -f --show /tmp/canary.img)
 dmsetup create sp-crypt-canary --uuid CANARY-not-a-lab --table "0 $(blockdev --getsz $CL) linear $CL 0"
 blocks > /results/blocks-before
 
-lab crypto-limit > /results/limit.txt
+lab crypto-limit > /results/limit.txt 2>&1 || { cat /results/limit.txt; exit 1; }
 lab crypto-limit --format json > /results/limit.json
 grep -m1 'model name' /proc/cpuinfo > /results/cpu.txt
 
+stamp "1: the def"
 # 1: the default matrix, to its end.
 lab crypt --backing ram:32M --runs 2 --runtime 1s --html /results/matrix.html > /results/matrix.txt 2> /results/matrix.err &
 pid=$!
@@ -43,8 +50,9 @@ echo $rc > /results/matrix.rc
 blocks > /results/blocks-after-matrix
 ls /run/slowpath/cryptlab > /results/state-after-matrix
 
+stamp "2: SIGINT"
 # 2: SIGINT in the middle of a run.
-lab crypt --backing ram:32M --runs 3 --runtime 2s --variants default,no_workqueue > /results/int.txt 2> /results/int.err &
+env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab crypt --backing ram:32M --runs 3 --runtime 2s --variants default,no_workqueue > /results/int.txt 2> /results/int.err &
 pid=$!
 waitfor 'run 2/' /results/int.err
 sleep 0.5
@@ -54,8 +62,9 @@ echo $rc > /results/int.rc
 blocks > /results/blocks-after-int
 ls /run/slowpath/cryptlab > /results/state-after-int
 
+stamp "3: SIGKILL"
 # 3: SIGKILL in the middle of a run, over a loop file.
-lab crypt --backing file:/tmp/lab.img:32M --runs 3 --runtime 2s --variants default,stacked > /results/kill.txt 2> /results/kill.err &
+env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab crypt --backing file:/tmp/lab.img:32M --runs 3 --runtime 2s --variants default,stacked > /results/kill.txt 2> /results/kill.err &
 pid=$!
 waitfor 'run 2/' /results/kill.err
 kill -KILL $pid
@@ -66,28 +75,32 @@ cat /run/slowpath/cryptlab/lab-*.json > /results/state-kill.json 2>/dev/null || 
 # Whatever was still running on the lab's devices (fio) dies with its
 # runtime; the next run waits for the devices to be free.
 
+stamp "4: the nex"
 # 4: the next run cleans up the killed one and then runs.
 lab crypt --backing ram:32M --runs 1 --runtime 1s --variants default > /results/next.txt 2> /results/next.err
 blocks > /results/blocks-after-next
 ls /run/slowpath/cryptlab > /results/state-after-next
 [ -e /tmp/lab.img ] && echo present > /results/labimg-after-next || echo gone > /results/labimg-after-next
 
+stamp "Refusals."
 # Refusals.
 rc=0; lab crypt --variants turbo 2> /results/refuse-variant.err || rc=$?; echo $rc > /results/refuse-variant.rc
 rc=0; lab crypt --backing file:/tmp/canary.img:32M --runs 1 --runtime 1s --variants default 2> /results/refuse-file.err || rc=$?; echo $rc > /results/refuse-file.rc
 
+stamp "The canary"
 # The canary survived everything.
 dmsetup info -c --noheadings -o name,uuid sp-crypt-canary > /results/canary.txt
 losetup $CL > /results/canary-loop.txt
 
-# Every file on the guest's root filesystem except the test's own captures
-# is searched for the keys (the runs wrote their state, outputs and the
-# backing file there).
-find / -xdev -type f ! -path '/results/*' > /tmp/files
-n=0; while read f; do if grep -qiF -f /results/keys.txt "$f" 2>/dev/null; then echo "$f"; fi; done < /tmp/files > /results/files-with-keys || true
+# Every file written since the script started (on the root filesystem,
+# /tmp and /run: state, outputs, backing files) is searched for the keys;
+# the files of the initramfs are older and were not written by the runs.
+find / /tmp /run -xdev -type f -newer /tmp/.start ! -path '/results/*' > /tmp/files
+while read f; do if grep -qiF -f /results/keys.txt "$f" 2>/dev/null; then echo "$f"; fi; done < /tmp/files > /results/files-with-keys || true
 for f in /results/*; do case $f in */keys.txt) ;; *) grep -liF -f /results/keys.txt "$f" || true;; esac; done >> /results/files-with-keys
 wc -l < /tmp/files > /results/files-searched
 
+stamp end
 dmsetup remove sp-crypt-canary
 losetup -d $CL
 `
@@ -110,6 +123,7 @@ func TestCryptLab(t *testing.T) {
 	}
 	trim := func(n string) string { return strings.TrimSpace(file(n)) }
 	before := file("blocks-before")
+	t.Logf("guest phase start times (s since boot):\n%s", file("times"))
 
 	t.Run("crypto-limit", func(t *testing.T) {
 		limit := file("limit.txt")
@@ -228,7 +242,7 @@ func TestCryptLab(t *testing.T) {
 		if f := trim("files-with-keys"); f != "" {
 			t.Errorf("files holding a lab key:\n%s", f)
 		}
-		t.Logf("searched %s files on the guest's root filesystem", trim("files-searched"))
+		t.Logf("searched %s files written during the scenario", trim("files-searched"))
 		for _, k := range strings.Fields(file("keys.txt")) {
 			for n, b := range res.Files {
 				if n != "keys.txt" && bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(k))) {

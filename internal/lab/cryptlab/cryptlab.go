@@ -230,11 +230,20 @@ func (l *Lab) makeBacking(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("allocate %s: %w", b.Path, err)
 		}
-		out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", "--direct-io=on", b.Path).Output()
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "losetup", "--find", "--show", b.Path)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("%w: losetup %s: %w (CONFIG_BLK_DEV_LOOP, modprobe loop)", ErrNoBacking, b.Path, err)
+			return fmt.Errorf("%w: losetup %s: %w: %s (CONFIG_BLK_DEV_LOOP, modprobe loop)", ErrNoBacking, b.Path, err, bytes.TrimSpace(stderr.Bytes()))
 		}
 		l.BackingPath = strings.TrimSpace(string(out))
+		// Direct I/O from the loop device to the file keeps the page cache
+		// out of the measurement; filesystems without O_DIRECT (tmpfs before
+		// 6.6) refuse it, and the lab goes on with buffered I/O.
+		if out, err := exec.CommandContext(ctx, "losetup", "--direct-io=on", l.BackingPath).CombinedOutput(); err != nil {
+			l.log("cryptlab %s: %s stays buffered: losetup --direct-io=on: %s", l.ID, l.BackingPath, bytes.TrimSpace(out))
+		}
 		dev, err := devNumber(l.BackingPath)
 		if err != nil {
 			return err

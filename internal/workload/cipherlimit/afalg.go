@@ -31,8 +31,12 @@ func newAFALG(key []byte) (*afalg, error) {
 		unix.Close(tfm)
 		return nil, fmt.Errorf("AF_ALG set key: %w", err)
 	}
-	op, _, err := unix.Accept(tfm)
-	if err != nil {
+	// accept4 by hand: x/sys/unix.Accept turns the empty peer address an
+	// AF_ALG socket returns into ECONNABORTED.
+	r, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(tfm), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+	op := int(r)
+	if errno != 0 {
+		err = errno
 		unix.Close(tfm)
 		return nil, fmt.Errorf("AF_ALG accept: %w", err)
 	}
