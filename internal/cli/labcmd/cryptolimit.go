@@ -87,7 +87,7 @@ func WriteLimit(w io.Writer, r *cipherlimit.Result, emulated bool) {
 		fmt.Fprintf(w, "AF_ALG:                 unavailable: %s\n", r.AFALG)
 	}
 	fmt.Fprintf(w, "one core:               %s\n", rate(r.PerCore))
-	fmt.Fprintf(w, "all %d cores:            %s\n", r.Cores, rate(r.AllCores))
+	fmt.Fprintf(w, "all cores (%d):          %s\n", r.Cores, rate(r.AllCores))
 	if r.PipelinedAES > 0 {
 		fmt.Fprintf(w, "pipelined AES, 1 core:  %s (AES-CTR keystream: several blocks in flight, as the kernel's XTS does)\n", rate(r.PipelinedAES))
 	}

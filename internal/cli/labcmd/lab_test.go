@@ -144,7 +144,7 @@ func TestCryptoLimitText(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"xts(aes), 512-bit key, 512-byte sectors", "user-space bound, not the kernel", "one core:", "all ", "cipher time per 4 KiB"} {
+	for _, want := range []string{"xts(aes), 512-bit key, 512-byte sectors", "user-space bound, not the kernel", "one core:", "all cores (", "cipher time per 4 KiB"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
