@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/cli/benchcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
+	"github.com/slowpath/slowpath/internal/cli/comparecmd"
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
 	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
@@ -37,6 +39,8 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
 		netcmd.NewCmdNet(env),
+		benchcmd.NewCmdBench(env, nil),
+		comparecmd.NewCmdCompare(env, nil),
 		labcmd.NewCmdLab(env),
 	)
 	return root

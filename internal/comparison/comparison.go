@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/stats"
@@ -46,8 +47,11 @@ type Point struct {
 
 // Run is one bench run as the comparison sees it.
 type Run struct {
-	Label    string
-	Metrics  map[string]Measure
+	Label   string
+	Metrics map[string]Measure
+	// Order is the order the result listed its metrics in; rows follow it
+	// within a rank (metricRank).
+	Order    []string
 	Timeline map[string][]Point // per-second series by name (e.g. "read IOPS")
 	// Loads are index loads (T: when, V: seconds) for search-index's
 	// slow-load scatter; SlowLoadThreshold the run's --slow-load.
@@ -155,15 +159,36 @@ type Result struct {
 // JSONVersion is the version of Result's JSON shape.
 const JSONVersion = 1
 
-// metricOrder is the seed table's order: what the incident tables showed.
-var metricOrder = []string{
-	"read IOPS", "write IOPS", "IOPS", "read bandwidth", "write bandwidth", "bandwidth",
-	"read p50", "read p99", "read p99.9", "write p50", "write p99", "write p99.9",
-	"p50", "p99", "p99.9",
-	"load p50", "load p99", "load max", "slow loads",
-	"commit p50", "commit p99", "commit p99.9",
-	"ops/s", "checkpoint p50", "checkpoint max",
-	"CPU", "crypto CPU",
+// metricRank orders rows as the incident tables did: throughput, bandwidth,
+// latency percentiles (low to high), index loads and slow loads, CPU, then
+// the rest. Names are matched loosely so both bench's figure names
+// (read_iops, load_p99) and display names (read IOPS) sort alike.
+func metricRank(name string) int {
+	n := strings.ToLower(name)
+	switch {
+	case strings.Contains(n, "cpu") && (strings.Contains(n, "crypt") || strings.Contains(n, "kworker") || strings.Contains(n, "softirq")):
+		return 9
+	case strings.Contains(n, "cpu"):
+		return 8
+	case strings.Contains(n, "slow"):
+		return 7
+	case strings.Contains(n, "iops") || strings.Contains(n, "ops/s") || strings.Contains(n, "ops_per_sec"):
+		return 0
+	case strings.Contains(n, "bandwidth") || strings.Contains(n, "bytes_per_sec") || strings.HasSuffix(n, "_bw") || strings.Contains(n, "throughput"):
+		return 1
+	case strings.Contains(n, "p50") || strings.Contains(n, "median"):
+		return 2
+	case strings.Contains(n, "p99.9") || strings.Contains(n, "p999") || strings.Contains(n, "p99_9"):
+		return 4
+	case strings.Contains(n, "p99"):
+		return 3
+	case strings.Contains(n, "max"):
+		return 5
+	case strings.Contains(n, "load") || strings.Contains(n, "commit") || strings.Contains(n, "checkpoint"):
+		return 6
+	default:
+		return 10
+	}
 }
 
 // Compare builds the comparison of sides; the first side is the baseline.
@@ -205,29 +230,36 @@ func Compare(sides []Side, o Options) (*Result, error) {
 	return r, nil
 }
 
-// metricNames lists every metric any side measured, seed order first.
+// metricNames lists every metric any side measured: by metricRank, then in
+// the order the runs list them (Run.Order), then by name.
 func metricNames(sides []Side) []string {
-	seen := map[string]bool{}
+	first := map[string]int{}
+	var out []string
+	note := func(m string) {
+		if _, ok := first[m]; !ok {
+			first[m] = len(first)
+			out = append(out, m)
+		}
+	}
 	for _, s := range sides {
 		for _, run := range s.Runs {
+			for _, m := range run.Order {
+				if _, ok := run.Metrics[m]; ok {
+					note(m)
+				}
+			}
+			rest := make([]string, 0, len(run.Metrics))
 			for m := range run.Metrics {
-				seen[m] = true
+				rest = append(rest, m)
+			}
+			sort.Strings(rest)
+			for _, m := range rest {
+				note(m)
 			}
 		}
 	}
-	var out []string
-	for _, m := range metricOrder {
-		if seen[m] {
-			out = append(out, m)
-			delete(seen, m)
-		}
-	}
-	rest := make([]string, 0, len(seen))
-	for m := range seen {
-		rest = append(rest, m)
-	}
-	sort.Strings(rest)
-	return append(out, rest...)
+	sort.SliceStable(out, func(i, j int) bool { return metricRank(out[i]) < metricRank(out[j]) })
+	return out
 }
 
 func compareMetric(name string, sides []Side, o Options) Row {
@@ -278,7 +310,7 @@ func compareMetric(name string, sides []Side, o Options) Row {
 			c.WithinRun = withinRun(name, sides[0], sides[i], o)
 			significant = c.WithinRun != nil && c.WithinRun.Significant
 		}
-		if significant && c.Median != base.Median {
+		if significant && c.Median != base.Median && (row.Better == HigherIsBetter || row.Better == LowerIsBetter) {
 			up := c.Median > base.Median
 			if up == (row.Better == HigherIsBetter) {
 				c.Change = "better"

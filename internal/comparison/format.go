@@ -15,6 +15,8 @@ const (
 	UnitSeconds     = "s"     // latencies and durations
 	UnitCount       = "count" // e.g. slow loads
 	UnitCPU         = "cpu"   // CPUs busy: 1 is one whole CPU
+	UnitBytes       = "bytes"
+	UnitPercent     = "%"
 )
 
 // sig3 prints v with three significant digits, no exponent.
@@ -76,6 +78,18 @@ func FormatValue(v float64, unit string) string {
 		return sig3(v)
 	case UnitCPU:
 		return sig3(v*100) + "% CPU"
+	case UnitPercent:
+		return sig3(v) + "%"
+	case UnitBytes:
+		for _, u := range []struct {
+			div  float64
+			name string
+		}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+			if a >= u.div {
+				return sig3(v/u.div) + " " + u.name
+			}
+		}
+		return sig3(v) + " B"
 	default:
 		if unit == "" {
 			return sig3(v)

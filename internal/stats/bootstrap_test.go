@@ -111,3 +111,21 @@ func TestBinomialUpperTail(t *testing.T) {
 		}
 	}
 }
+
+func TestBinomialUpperTailLargeN(t *testing.T) {
+	// n = 1e12 would take ~1e7 terms summed exactly; the approximation
+	// must answer at once and stay a probability that is ~0.5 at the mean.
+	got := binomialUpperTail(1e12, 0.5, 5e11)
+	if math.Abs(got-0.5) > 1e-3 {
+		t.Errorf("P(X >= mean) = %v, want ~0.5", got)
+	}
+	if got := binomialUpperTail(1e12, 0.5, 5e11+1e7); got > 1e-9 {
+		t.Errorf("20 sigma above the mean: %v", got)
+	}
+	// Either side of the switch agrees: v just below and above 1e6.
+	below := binomialUpperTail(4_000_000, 0.5, 2_001_000) // v = 1e6
+	above := binomialUpperTail(4_000_004, 0.5, 2_001_002) // v > 1e6
+	if math.Abs(below-above) > 2e-3 {
+		t.Errorf("exact %v vs approximation %v", below, above)
+	}
+}

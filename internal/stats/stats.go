@@ -81,10 +81,13 @@ func Compare(a, b []float64, alpha float64) Comparison {
 	// that is "no difference", which is what we want.
 	c.P = benchmath.AssumeNothing.Compare(sa, sb).P
 	switch {
+	case c.MinP > alpha:
+		// Checked first: no arrangement of these sizes is rarer than
+		// MinP, so a smaller p (go-moremath's exact distribution with
+		// ties in tiny samples gives some) cannot be a verdict.
+		c.Verdict = TooFewRuns
 	case c.P <= alpha:
 		c.Verdict = Significant
-	case c.MinP > alpha:
-		c.Verdict = TooFewRuns
 	default:
 		c.Verdict = NoDifference
 	}
@@ -105,19 +108,26 @@ func MinP(n1, n2 int) float64 {
 	return math.Min(1, 2*math.Exp(-(lc-l1-l2)))
 }
 
-// uStatistic counts pairs with a > b, ties as one half. O(n1·n2) is fine:
-// a side holds runs, not samples.
+// uStatistic counts pairs with a > b, ties as one half, by merging sorted
+// copies: O(n log n), since pooled per-second samples of long runs can be
+// tens of thousands.
 func uStatistic(a, b []float64) float64 {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
 	u := 0.0
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case x > y:
-				u++
-			case x == y:
-				u += 0.5
-			}
+	lo, hi := 0, 0 // y[:lo] < v, y[:hi] <= v
+	for _, v := range x {
+		for lo < len(y) && y[lo] < v {
+			lo++
 		}
+		if hi < lo {
+			hi = lo
+		}
+		for hi < len(y) && y[hi] <= v {
+			hi++
+		}
+		u += float64(lo) + 0.5*float64(hi-lo)
 	}
 	return u
 }

@@ -122,6 +122,12 @@ func TestVerdicts(t *testing.T) {
 	if v := Compare([]float64{1, 2, 3}, []float64{4, 5, 6}, 0.15).Verdict; v != Significant {
 		t.Errorf("3 runs at 0.15: %v", v)
 	}
+	// Ties in tiny samples (CPU shares of 0.001, 0.001 vs 0, as real bench
+	// results had) can make the exact p-value smaller than any arrangement
+	// allows; still no verdict.
+	if c := Compare([]float64{0.001, 0.001}, []float64{0}, 0.05); c.Verdict != TooFewRuns {
+		t.Errorf("2+1 with ties: %v (p=%v), want too few runs", c.Verdict, c.P)
+	}
 	// Identical constant runs: no difference, not an error.
 	if v := Compare([]float64{5, 5, 5, 5}, []float64{5, 5, 5, 5}, 0.05).Verdict; v != NoDifference {
 		t.Errorf("constant: %v", v)
@@ -143,5 +149,15 @@ func TestSummarize(t *testing.T) {
 	}
 	if _, err := Summarize(nil, 0.95); err == nil {
 		t.Error("no error for no values")
+	}
+}
+
+func TestUStatisticTies(t *testing.T) {
+	// Pairs (a > b) with ties as one half, counted by hand: each a=2
+	// beats b=1 and ties both b=2 (1 + 0.5 + 0.5 = 2), a=3 beats 1, 2, 2
+	// (3): 2 + 2 + 3 = 7. scipy.stats.mannwhitneyu([2,2,3], [1,2,2,4])
+	// gives statistic 7.0 too.
+	if u := uStatistic([]float64{2, 2, 3}, []float64{1, 2, 2, 4}); u != 7 {
+		t.Errorf("U = %v, want 7", u)
 	}
 }

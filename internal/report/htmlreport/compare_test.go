@@ -34,15 +34,15 @@ func TestCompareHTMLInChromium(t *testing.T) {
 		t.Errorf("report is %d bytes, over the 2 MB budget", buf.Len())
 	}
 	out := buf.String()
-	for _, want := range []string{"read IOPS", "-25.", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
+	for _, want := range []string{"read_iops", "-25.", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compare HTML lacks %q", want)
 		}
 	}
 	p := openInChromium(t, buf.Bytes())
-	// Table, CDF, timeline, scatter, two storage paths.
-	if p.ChartsTotal != 5 {
-		t.Errorf("%d charts, want 5 (CDF, timeline, loads, 2 storage paths)", p.ChartsTotal)
+	// Two CDFs (reads, index loads), timeline, scatter, two storage paths.
+	if p.ChartsTotal != 6 {
+		t.Errorf("%d charts, want 6 (read and load CDFs, timeline, loads, 2 storage paths)", p.ChartsTotal)
 	}
 	t.Logf("%d bytes, first contentful paint %v", buf.Len(), p.FirstContentfulPaint)
 }

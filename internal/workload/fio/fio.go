@@ -115,9 +115,10 @@ func (j *Job) JobFile() ([]byte, error) {
 }
 
 // Args is fio's command line (without "fio") for a job file and the path of
-// the JSON result. --eta=never: the progress line would go to stdout.
+// the JSON result. json+ adds the latency histogram bins; --eta=never: the
+// progress line would go to stdout.
 func Args(jobFile, output string) []string {
-	return []string{"--output-format=json", "--output=" + output, "--eta=never", jobFile}
+	return []string{"--output-format=json+", "--output=" + output, "--eta=never", jobFile}
 }
 
 // ErrNotFound is returned when fio is not installed.

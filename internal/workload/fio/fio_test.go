@@ -184,7 +184,7 @@ group_reporting=1
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("job file (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"--output-format=json", "--output=/r.json", "--eta=never", "/j.fio"}, Args("/j.fio", "/r.json")); diff != "" {
+	if diff := cmp.Diff([]string{"--output-format=json+", "--output=/r.json", "--eta=never", "/j.fio"}, Args("/j.fio", "/r.json")); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
 }

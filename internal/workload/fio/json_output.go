@@ -30,6 +30,20 @@ type JobResult struct {
 	Error int // errno of the first error, 0 when the job succeeded
 	Read  Direction
 	Write Direction
+	// Sync is the "sync" object: fsync/fdatasync calls (fsync=N,
+	// fdatasync=N) and their latency, which is what a commit or checkpoint
+	// waits for. Zero when the job issued none.
+	Sync Sync
+	// RuntimeNS is job_runtime (ms in the JSON): how long the job ran.
+	Runtime time.Duration
+	// UsrCPU and SysCPU are usr_cpu and sys_cpu: percent of one CPU.
+	UsrCPU, SysCPU float64
+}
+
+// Sync is a job's "sync" object.
+type Sync struct {
+	Count uint64  // calls: total_ios, or lat_ns N where fio leaves total_ios 0
+	Lat   Latency // lat_ns
 }
 
 // Direction is a job's "read" or "write" object.
@@ -48,6 +62,17 @@ type Latency struct {
 	Min, Max, Mean time.Duration
 	Percentiles    []Percentile // ascending by P; empty when Count is 0
 	StddevNanosecs float64
+	// Bins are clat_ns.bins of --output-format=json+: every completion in
+	// fio's logarithmic buckets, ascending by Value (fio stat.h,
+	// FIO_IO_U_PLAT_BITS 6: at most 1/64 relative error). Empty with plain
+	// json output.
+	Bins []Bin
+}
+
+// Bin is one json+ latency bucket: Count completions of about Value.
+type Bin struct {
+	Value time.Duration
+	Count uint64
 }
 
 // Percentile is one entry of clat_ns.percentile: P percent of completions
@@ -91,10 +116,19 @@ type jsonDoc struct {
 }
 
 type jsonJob struct {
-	Name  string   `json:"jobname"`
-	Error int      `json:"error"`
-	Read  *jsonDir `json:"read"`
-	Write *jsonDir `json:"write"`
+	Name       string    `json:"jobname"`
+	Error      int       `json:"error"`
+	Read       *jsonDir  `json:"read"`
+	Write      *jsonDir  `json:"write"`
+	Sync       *jsonSync `json:"sync"`
+	JobRuntime int64     `json:"job_runtime"` // ms
+	UsrCPU     float64   `json:"usr_cpu"`
+	SysCPU     float64   `json:"sys_cpu"`
+}
+
+type jsonSync struct {
+	TotalIOs uint64   `json:"total_ios"`
+	Lat      *jsonLat `json:"lat_ns"`
 }
 
 type jsonDir struct {
@@ -113,6 +147,7 @@ type jsonLat struct {
 	Stddev     float64            `json:"stddev"`
 	N          uint64             `json:"N"`
 	Percentile map[string]float64 `json:"percentile"`
+	Bins       map[string]uint64  `json:"bins"`
 }
 
 // Parse reads one fio JSON document (fio 3.x, which reports latencies in
@@ -154,7 +189,19 @@ func Parse(r io.Reader) (*Result, error) {
 	}
 	res := &Result{Version: *d.Version, Jobs: []JobResult{}, Messages: messages}
 	for i, j := range d.Jobs {
-		jr := JobResult{Name: j.Name, Error: j.Error}
+		jr := JobResult{Name: j.Name, Error: j.Error, Runtime: time.Duration(j.JobRuntime) * time.Millisecond, UsrCPU: j.UsrCPU, SysCPU: j.SysCPU}
+		if j.JobRuntime < 0 {
+			return nil, fmt.Errorf("fio job %d (%s): negative job_runtime", i, j.Name)
+		}
+		if j.Sync != nil && j.Sync.Lat != nil {
+			l, err := convertLat(j.Sync.Lat)
+			if err != nil {
+				return nil, fmt.Errorf("fio job %d (%s) sync: %w", i, j.Name, err)
+			}
+			// fio 3.33 leaves sync total_ios at 0 for fsync=N/fdatasync=N
+			// (it counts only rw=sync jobs there); lat_ns N counts the calls.
+			jr.Sync = Sync{Count: max(j.Sync.TotalIOs, l.Count), Lat: l}
+		}
 		var err error
 		if jr.Read, err = convertDir(j.Read); err != nil {
 			return nil, fmt.Errorf("fio job %d (%s) read: %w", i, j.Name, err)
@@ -188,25 +235,46 @@ func convertDir(d *jsonDir) (Direction, error) {
 		IOs: d.TotalIOs, Bytes: d.IOBytes, IOPS: d.IOPS, BandwidthBytes: d.BWBytes,
 		Runtime: time.Duration(d.Runtime) * time.Millisecond,
 	}
-	for _, v := range []float64{d.IOPS, d.BWBytes, d.Clat.Min, d.Clat.Max, d.Clat.Mean} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return Direction{}, fmt.Errorf("invalid value %v", v)
+	if d.IOPS < 0 || math.IsNaN(d.IOPS) || math.IsInf(d.IOPS, 0) || d.BWBytes < 0 || math.IsNaN(d.BWBytes) || math.IsInf(d.BWBytes, 0) {
+		return Direction{}, fmt.Errorf("invalid value %v / %v", d.IOPS, d.BWBytes)
+	}
+	l, err := convertLat(d.Clat)
+	if err != nil {
+		return Direction{}, err
+	}
+	out.Clat = l
+	return out, nil
+}
+
+func convertLat(c *jsonLat) (Latency, error) {
+	for _, v := range []float64{c.Min, c.Max, c.Mean} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > math.MaxInt64/2 {
+			return Latency{}, fmt.Errorf("invalid value %v", v)
 		}
 	}
 	l := Latency{
-		Count: d.Clat.N, Min: ns(d.Clat.Min), Max: ns(d.Clat.Max), Mean: ns(d.Clat.Mean),
-		StddevNanosecs: d.Clat.Stddev,
+		Count: c.N, Min: ns(c.Min), Max: ns(c.Max), Mean: ns(c.Mean),
+		StddevNanosecs: c.Stddev,
 	}
-	for k, v := range d.Clat.Percentile {
+	for k, v := range c.Percentile {
 		p, err := strconv.ParseFloat(k, 64)
-		if err != nil || p < 0 || p > 100 || v < 0 {
-			return Direction{}, fmt.Errorf("bad clat percentile %q: %v", k, v)
+		if err != nil || p < 0 || p > 100 || v < 0 || v > math.MaxInt64/2 {
+			return Latency{}, fmt.Errorf("bad clat percentile %q: %v", k, v)
 		}
 		l.Percentiles = append(l.Percentiles, Percentile{P: p, Value: ns(v)})
 	}
 	sort.Slice(l.Percentiles, func(i, j int) bool { return l.Percentiles[i].P < l.Percentiles[j].P })
-	out.Clat = l
-	return out, nil
+	for k, c := range c.Bins {
+		v, err := strconv.ParseInt(k, 10, 64)
+		if err != nil || v < 0 {
+			return Latency{}, fmt.Errorf("bad latency bin %q", k)
+		}
+		if c > 0 {
+			l.Bins = append(l.Bins, Bin{Value: time.Duration(v), Count: c})
+		}
+	}
+	sort.Slice(l.Bins, func(i, j int) bool { return l.Bins[i].Value < l.Bins[j].Value })
+	return l, nil
 }
 
 func ns(v float64) time.Duration { return time.Duration(math.Round(v)) }

@@ -1,0 +1,602 @@
+// Package benchresult is the on-disk format of one `slowpath bench` run
+// (`-o result.json`), read back by `slowpath compare`. One file holds one
+// run; compare loads several files per side. docs/bench.md describes every
+// field.
+//
+// Stability: within SchemaVersion fields are only added, never renamed,
+// removed or given another meaning. Readers ignore fields they do not know,
+// so a file written by a newer slowpath with the same schema version reads
+// in an older one. A change that is not additive raises SchemaVersion, and
+// Read refuses a version it does not know with a clear error.
+package benchresult
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// Kind is the value of "kind" in every result file: it tells a bench result
+// from any other JSON document (a doctor report, an fio output).
+const Kind = "slowpath-bench-result"
+
+// SchemaVersion is the version of this format that this package writes and
+// reads.
+const SchemaVersion = 1
+
+// Status of a run.
+const (
+	StatusComplete    = "complete"    // every phase ran to its end
+	StatusInterrupted = "interrupted" // SIGINT/SIGTERM: the phases so far, the last one partial
+	StatusFailed      = "failed"      // an error stopped the run; Error says which
+)
+
+// Units of figures, timelines and histograms. A figure's unit is always one
+// of these, so compare never converts.
+const (
+	UnitIOPS         = "iops"     // completed I/Os per second
+	UnitBytesPerSec  = "bytes/s"  // bytes per second (not bits)
+	UnitOpsPerSec    = "ops/s"    // application operations per second (appends, commits)
+	UnitNanoseconds  = "ns"       // a duration
+	UnitBytes        = "bytes"    // a size
+	UnitCount        = "count"    // a number of events (slow loads, I/Os)
+	UnitPercent      = "percent"  // 0-100 (device utilisation)
+	UnitCPUs         = "cpus"     // CPU time per wall time: 0.38 is 38% of one CPU
+	UnitRequests     = "requests" // a queue depth (requests in flight, averaged)
+	UnitSeconds      = "s"        // wall-clock seconds (timeline offsets use ms)
+	UnitFraction     = "fraction" // 0-1
+	UnitMilliseconds = "ms"       // only where the kernel counts in ms (diskstats ticks)
+)
+
+// Better says which direction of a figure is an improvement, so compare can
+// say "worse" without knowing every figure's meaning.
+const (
+	HigherIsBetter = "higher"
+	LowerIsBetter  = "lower"
+	NoBetter       = "" // informational (sizes, counts of things done)
+)
+
+// Result is one run of one profile.
+type Result struct {
+	Kind            string `json:"kind"`           // always Kind
+	SchemaVersion   int    `json:"schema_version"` // always SchemaVersion when written
+	SlowpathVersion string `json:"slowpath_version,omitempty"`
+	// Profile is search-index, db-commit, telemetry-ingest or "fio:NAME"
+	// (NAME is the job file's base name).
+	Profile    string     `json:"profile"`
+	Parameters Parameters `json:"parameters"`
+	// Started is when the first phase began (UTC); DurationNS the whole
+	// run's wall time including setup (laying out files).
+	Started    time.Time `json:"started"`
+	DurationNS int64     `json:"duration_ns"`
+	Status     string    `json:"status"`          // StatusComplete, StatusInterrupted, StatusFailed
+	Error      string    `json:"error,omitempty"` // why the run failed or was interrupted
+	// Environment says where the run happened, so two machines' results
+	// can be told apart and compared.
+	Environment Environment `json:"environment"`
+	// Figures are the headline numbers, each with its unit: what the
+	// summary table prints and compare compares. Keys (Figure.Name plus
+	// Figure.Phase) are stable per profile (docs/bench.md lists them).
+	Figures []Figure `json:"figures"`
+	// Phases are the workloads the profile ran, in order: one fio
+	// invocation or one native workload each.
+	Phases []Phase `json:"phases"`
+	// LoadTimes are the native index loader's loads (search-index only).
+	LoadTimes *LoadTimes `json:"load_times,omitempty"`
+	// WhereTime is what the sampler saw during the whole run.
+	WhereTime *WhereTime `json:"where_time,omitempty"`
+}
+
+// Parameters are the inputs of the run, enough to repeat it.
+type Parameters struct {
+	Scale     float64 `json:"scale"`      // --scale; 1 is the default size for this machine
+	RuntimeNS int64   `json:"runtime_ns"` // --runtime per timed phase
+	// Target is the --dir or the block device the run used (the path
+	// given, before slowpath's own subdirectory).
+	Target string `json:"target"`
+	// TargetKind is "dir" or "block".
+	TargetKind string `json:"target_kind"`
+	// SlowLoadNS is --slow-load (search-index): loads above it are slow.
+	SlowLoadNS int64 `json:"slow_load_ns,omitempty"`
+	// JobFile is the fio job file a fio:FILE profile ran, verbatim.
+	JobFile string `json:"job_file,omitempty"`
+	// Settings are profile-specific values after scaling (writers, file
+	// size, block sizes, checkpoint interval ...), as strings with units
+	// as fio spells them ("4m", "8k").
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// Environment is the machine and the target's storage path.
+type Environment struct {
+	Hostname   string          `json:"hostname,omitempty"`
+	Host       *snapshot.Host  `json:"host,omitempty"`  // kernel, CPU model and flags, DMI, crypto drivers
+	Cloud      *snapshot.Cloud `json:"cloud,omitempty"` // provider, instance type, region: nil off cloud
+	FioVersion string          `json:"fio_version,omitempty"`
+	GoVersion  string          `json:"go_version,omitempty"`
+	// Target is the doctor storage model of the path the run wrote to:
+	// filesystem → dm → md → loop → disk (→ cloud disk).
+	Target *TargetPath `json:"target,omitempty"`
+	// Problems name what could not be learnt about the environment.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// TargetPath is the target's place in the storage model.
+type TargetPath struct {
+	Path       string `json:"path"`                 // the directory or device benchmarked
+	MountPoint string `json:"mountpoint,omitempty"` // the filesystem holding Path
+	FSType     string `json:"fstype,omitempty"`
+	// FreeBytes is the free space before the run (statfs f_bavail).
+	FreeBytes uint64 `json:"free_bytes,omitempty"`
+	// Storage is the doctor model's path for MountPoint (or the device):
+	// its layers top first, with encryption and where it runs.
+	Storage *storagemodel.Path `json:"storage,omitempty"`
+}
+
+// Figure is one headline number.
+type Figure struct {
+	Name   string  `json:"name"`            // e.g. read_iops, load_p99, commit_p99
+	Phase  string  `json:"phase,omitempty"` // the Phase it came from; "" for run-wide figures
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`             // one of the Unit constants
+	Better string  `json:"better,omitempty"` // HigherIsBetter, LowerIsBetter or ""
+}
+
+// Phase is one workload of the profile.
+type Phase struct {
+	Name string `json:"name"` // e.g. "pair", "direct-4k", "commit-1", "ingest"
+	// Engine is "fio" or "native" (slowpath's own Go code).
+	Engine string `json:"engine"`
+	// StartNS is the phase's start as an offset from Result.Started, so
+	// phase timelines line up with WhereTime samples.
+	StartNS    int64 `json:"start_ns"`
+	DurationNS int64 `json:"duration_ns"`
+	// Partial is set when the run was interrupted inside this phase: its
+	// numbers cover only the time it ran.
+	Partial bool `json:"partial,omitempty"`
+	// JobFile is the fio job file this phase ran, verbatim (fio phases).
+	JobFile string `json:"job_file,omitempty"`
+	// Streams are the phase's measured I/O streams.
+	Streams []Stream `json:"streams"`
+}
+
+// Stream is one direction of one group of jobs (fio with
+// group_reporting) or one native operation: "readers" reading, "writers"
+// writing, "loader" loading, "ingest" checkpointing.
+type Stream struct {
+	Name string `json:"name"` // the fio job name or native stream name
+	// Op is "read", "write", "load", "commit", "append" or "checkpoint".
+	Op          string  `json:"op"`
+	Jobs        int     `json:"jobs,omitempty"` // threads/processes in the group
+	Ops         uint64  `json:"ops"`            // completed operations (fio total_ios)
+	Bytes       uint64  `json:"bytes"`
+	RuntimeNS   int64   `json:"runtime_ns"`
+	OpsPerSec   float64 `json:"ops_per_sec"`   // fio iops
+	BytesPerSec float64 `json:"bytes_per_sec"` // fio bw_bytes
+	// Latency is completion latency (fio clat_ns; for native streams the
+	// operation's wall time).
+	Latency *Latency `json:"latency,omitempty"`
+	// Timeline is per-second throughput while the stream ran.
+	Timeline []Point `json:"timeline,omitempty"`
+}
+
+// Latency summarises and keeps the distribution of one stream's latency.
+type Latency struct {
+	Count  uint64  `json:"count"`
+	MinNS  int64   `json:"min_ns"`
+	MeanNS float64 `json:"mean_ns"`
+	MaxNS  int64   `json:"max_ns"`
+	// Percentiles as the engine computed them (fio: 1 ... 99.99).
+	Percentiles []Percentile `json:"percentiles,omitempty"`
+	// Histogram holds every completion (fio json+ clat_ns.bins), enough to
+	// draw a CDF and recompute any percentile, also over several runs
+	// merged (Histogram.Merge).
+	Histogram *Histogram `json:"histogram,omitempty"`
+}
+
+// Percentile is P percent of operations completing within ValueNS.
+type Percentile struct {
+	P       float64 `json:"p"`
+	ValueNS int64   `json:"value_ns"`
+}
+
+// Histogram is a latency distribution in nanoseconds. Each bin holds Count
+// operations whose latency fio (or the native engine) recorded as ValueNS.
+// fio's bins are logarithmic with at most 1/64 relative error (fio
+// stat.h, FIO_IO_U_PLAT_BITS 6); ValueNS is fio's representative value
+// of the bin (plat_idx_to_val), the key of clat_ns.bins in json+ output.
+// Native histograms use exact nanoseconds (one bin per distinct value) or
+// the same scheme.
+type Histogram struct {
+	Bins []Bin `json:"bins"` // ascending by ValueNS, counts > 0
+}
+
+// Bin is one histogram bucket.
+type Bin struct {
+	ValueNS int64  `json:"value_ns"`
+	Count   uint64 `json:"count"`
+}
+
+// Point is one timeline sample: the mean rate over the second (or
+// interval) ending at TMS milliseconds after the phase start.
+type Point struct {
+	TMS   int64   `json:"t_ms"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// LoadTimes are the native index loader's measurements.
+type LoadTimes struct {
+	// SlowNS is the threshold above which a load counts as slow.
+	SlowNS int64 `json:"slow_ns"`
+	Slow   int   `json:"slow"` // loads above SlowNS
+	Count  int   `json:"count"`
+	P50NS  int64 `json:"p50_ns"`
+	P99NS  int64 `json:"p99_ns"`
+	MaxNS  int64 `json:"max_ns"`
+	// PageBytesPerSec is bytes loaded over the sum of load times: the
+	// loader's page-read throughput.
+	PageBytesPerSec float64 `json:"page_bytes_per_sec"`
+	// Loads are every load in order, so the distribution can be redrawn
+	// and merged exactly.
+	Loads []Load `json:"loads"`
+}
+
+// Load is one index load: map a finished file and touch every page.
+type Load struct {
+	StartNS    int64  `json:"start_ns"` // offset from Result.Started
+	DurationNS int64  `json:"duration_ns"`
+	Bytes      uint64 `json:"bytes"`
+	File       string `json:"file"` // base name
+}
+
+// WhereTime is what the sampler saw: devices on the target's path and CPU
+// per thread group, sampled every IntervalNS.
+type WhereTime struct {
+	IntervalNS int64 `json:"interval_ns"`
+	// Summary is the one-line answer, e.g. "dm-0 await 18 ms vs sda
+	// 0.4 ms; 38% of a CPU in kcryptd".
+	Summary string        `json:"summary"`
+	Devices []DeviceTime  `json:"devices"`
+	Threads []ThreadGroup `json:"threads"`
+	// SamplerCPUNS is the CPU time the sampler itself used.
+	SamplerCPUNS int64 `json:"sampler_cpu_ns,omitempty"`
+	// Problems name what could not be sampled (a device that vanished, a
+	// /proc file unreadable).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// DeviceTime is one block device of the target's path over the run, from
+// /proc/diskstats (Documentation/admin-guide/iostats.rst).
+type DeviceTime struct {
+	Device string `json:"device"` // kernel name: dm-0, sda, ram0
+	Layer  string `json:"layer"`  // storage model layer kind: dm-crypt, disk, ...
+	Depth  int    `json:"depth"`  // storage model depth: 0 is nearest the filesystem
+	// Whole-run figures, iostat -x style.
+	ReadIOPS         float64 `json:"read_iops"`
+	WriteIOPS        float64 `json:"write_iops"`
+	ReadBytesPerSec  float64 `json:"read_bytes_per_sec"`
+	WriteBytesPerSec float64 `json:"write_bytes_per_sec"`
+	// AwaitNS is the mean time per completed I/O, queue plus service
+	// ((read ticks + write ticks) / (reads + writes)), -1 with no I/O.
+	AwaitNS      float64 `json:"await_ns"`
+	ReadAwaitNS  float64 `json:"read_await_ns"`
+	WriteAwaitNS float64 `json:"write_await_ns"`
+	// UtilPercent is io_ticks over wall time (100 = always busy).
+	UtilPercent float64 `json:"util_percent"`
+	// QueueDepth is the mean number of requests in flight (weighted
+	// io_ticks / wall time, iostat's aqu-sz).
+	QueueDepth float64 `json:"queue_depth"`
+	// Samples are the raw per-interval deltas, enough to recompute every
+	// figure above for any window.
+	Samples []DeviceSample `json:"samples"`
+}
+
+// DeviceSample is one interval's /proc/diskstats deltas for one device.
+type DeviceSample struct {
+	TMS          int64  `json:"t_ms"` // end of the interval, from Result.Started
+	IntervalMS   int64  `json:"interval_ms"`
+	Reads        uint64 `json:"reads"`
+	Writes       uint64 `json:"writes"`
+	ReadBytes    uint64 `json:"read_bytes"`
+	WriteBytes   uint64 `json:"write_bytes"`
+	ReadTicksMS  uint64 `json:"read_ticks_ms"`
+	WriteTicksMS uint64 `json:"write_ticks_ms"`
+	IOTicksMS    uint64 `json:"io_ticks_ms"`
+	QueueTicksMS uint64 `json:"queue_ticks_ms"` // weighted time in queue
+	InFlight     uint64 `json:"in_flight"`      // at the end of the interval
+}
+
+// Thread groups of WhereTime.Threads.
+const (
+	GroupWorkload     = "workload"      // fio and slowpath's own loader threads
+	GroupKcryptd      = "kcryptd"       // dm-crypt's crypto workqueue (kcryptd/*)
+	GroupDmcryptWrite = "dmcrypt_write" // dm-crypt's write submission thread
+	GroupKworker      = "kworker"       // kernel workqueue workers (crypto may run here)
+	GroupKsoftirqd    = "ksoftirqd"     // deferred softirqs (block completion)
+)
+
+// ThreadGroup is CPU time of one group of threads over the run, from
+// /proc/PID/task/TID/stat utime+stime (proc(5)).
+type ThreadGroup struct {
+	Group string `json:"group"` // one of the Group constants
+	// Threads is how many distinct threads were seen in the group.
+	Threads int   `json:"threads"`
+	CPUNS   int64 `json:"cpu_ns"` // CPU time consumed during the run
+	// CPUs is CPUNS over the run's wall time: 0.38 is 38% of one CPU.
+	CPUs float64 `json:"cpus"`
+	// Timeline is CPUs per interval.
+	Timeline []Point `json:"timeline,omitempty"`
+	// Top names the busiest threads of the group (comm), busiest first.
+	Top []ThreadCPU `json:"top,omitempty"`
+}
+
+// ThreadCPU is one thread's share.
+type ThreadCPU struct {
+	Comm  string `json:"comm"`
+	CPUNS int64  `json:"cpu_ns"`
+}
+
+// ErrVersion is wrapped by Read's error for a schema version it cannot read.
+var ErrVersion = errors.New("unsupported bench result schema version")
+
+// Figure returns the figure with name in phase ("" for run-wide).
+func (r *Result) Figure(phase, name string) (Figure, bool) {
+	for _, f := range r.Figures {
+		if f.Phase == phase && f.Name == name {
+			return f, true
+		}
+	}
+	return Figure{}, false
+}
+
+// Validate checks what every reader relies on.
+func (r *Result) Validate() error {
+	if r.Kind != Kind {
+		return fmt.Errorf("not a slowpath bench result (kind %q, want %q)", r.Kind, Kind)
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("%w %d: this slowpath reads version %d", ErrVersion, r.SchemaVersion, SchemaVersion)
+	}
+	if r.Profile == "" {
+		return errors.New("bench result has no profile")
+	}
+	switch r.Status {
+	case StatusComplete, StatusInterrupted, StatusFailed:
+	default:
+		return fmt.Errorf("bench result has unknown status %q", r.Status)
+	}
+	for _, f := range r.Figures {
+		if f.Name == "" || f.Unit == "" {
+			return fmt.Errorf("bench result figure %+v has no name or unit", f)
+		}
+		if math.IsNaN(f.Value) || math.IsInf(f.Value, 0) {
+			return fmt.Errorf("bench result figure %s is not a number", f.Name)
+		}
+	}
+	for _, p := range r.Phases {
+		for _, s := range p.Streams {
+			if s.Latency != nil && s.Latency.Histogram != nil {
+				if err := s.Latency.Histogram.validate(); err != nil {
+					return fmt.Errorf("phase %s stream %s: %w", p.Name, s.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Write encodes r as indented JSON, setting Kind and SchemaVersion.
+func Write(w io.Writer, r *Result) error {
+	r.Kind, r.SchemaVersion = Kind, SchemaVersion
+	if r.Figures == nil {
+		r.Figures = []Figure{}
+	}
+	if r.Phases == nil {
+		r.Phases = []Phase{}
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteFile writes r to path atomically (a temporary file in the same
+// directory, renamed), so an interrupted write never leaves half a result.
+func WriteFile(path string, r *Result) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".bench-result-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if err := Write(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read decodes one result and validates it. A truncated file, a document
+// that is not a bench result and a schema version this slowpath does not
+// read are distinct, clear errors (errors.Is(err, ErrVersion) for the last).
+func Read(r io.Reader) (*Result, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read bench result: %w", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, errors.New("bench result is empty")
+	}
+	// The envelope first: a newer schema may not decode into these types.
+	var env struct {
+		Kind          *string `json:"kind"`
+		SchemaVersion *int    `json:"schema_version"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, decodeError(err)
+	}
+	if env.Kind == nil || *env.Kind != Kind {
+		return nil, fmt.Errorf("not a slowpath bench result (no \"kind\": %q)", Kind)
+	}
+	if env.SchemaVersion == nil {
+		return nil, errors.New("bench result has no schema_version")
+	}
+	if *env.SchemaVersion != SchemaVersion {
+		newer := "an older"
+		if *env.SchemaVersion > SchemaVersion {
+			newer = "a newer"
+		}
+		return nil, fmt.Errorf("%w %d (written by %s slowpath): this slowpath reads version %d", ErrVersion, *env.SchemaVersion, newer, SchemaVersion)
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, decodeError(err)
+	}
+	if err := res.Validate(); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ReadFile reads one result file; the error names the path.
+func ReadFile(path string) (*Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}
+
+func decodeError(err error) error {
+	var se *json.SyntaxError
+	if errors.Is(err, io.ErrUnexpectedEOF) || (errors.As(err, &se) && se.Error() == "unexpected end of JSON input") {
+		return errors.New("bench result is truncated (incomplete JSON): the run may have been killed while writing")
+	}
+	return fmt.Errorf("bench result is not valid JSON: %w", err)
+}
+
+func (h *Histogram) validate() error {
+	for i, b := range h.Bins {
+		if b.ValueNS < 0 {
+			return fmt.Errorf("histogram bin %d has negative value", i)
+		}
+		if i > 0 && b.ValueNS <= h.Bins[i-1].ValueNS {
+			return fmt.Errorf("histogram bins not strictly ascending at %d", i)
+		}
+	}
+	return nil
+}
+
+// Count is the number of operations in h.
+func (h *Histogram) Count() uint64 {
+	var n uint64
+	for _, b := range h.Bins {
+		n += b.Count
+	}
+	return n
+}
+
+// Percentile returns the smallest bin value at or below which at least p
+// percent of operations fall (fio's definition for its clat percentiles);
+// false when h is empty or p is outside 0-100.
+func (h *Histogram) Percentile(p float64) (int64, bool) {
+	n := h.Count()
+	if n == 0 || p < 0 || p > 100 || math.IsNaN(p) {
+		return 0, false
+	}
+	// The rank of the p-th percentile, at least the first operation.
+	rank := uint64(math.Ceil(p / 100 * float64(n)))
+	if rank == 0 {
+		rank = 1
+	}
+	var seen uint64
+	for _, b := range h.Bins {
+		seen += b.Count
+		if seen >= rank {
+			return b.ValueNS, true
+		}
+	}
+	return h.Bins[len(h.Bins)-1].ValueNS, true
+}
+
+// CDFPoint is one step of a cumulative distribution.
+type CDFPoint struct {
+	ValueNS  int64
+	Fraction float64 // of operations at or below ValueNS
+}
+
+// CDF returns, per bin, the fraction of operations at or below its value:
+// the points of a cumulative distribution plot.
+func (h *Histogram) CDF() []CDFPoint {
+	n := h.Count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]CDFPoint, 0, len(h.Bins))
+	var seen uint64
+	for _, b := range h.Bins {
+		seen += b.Count
+		out = append(out, CDFPoint{ValueNS: b.ValueNS, Fraction: float64(seen) / float64(n)})
+	}
+	return out
+}
+
+// Merge returns the sum of histograms (several runs of one side). Bins with
+// the same value add up; fio's bin values are the same on every machine, so
+// fio histograms merge exactly.
+func Merge(hs ...*Histogram) *Histogram {
+	sum := map[int64]uint64{}
+	for _, h := range hs {
+		if h == nil {
+			continue
+		}
+		for _, b := range h.Bins {
+			sum[b.ValueNS] += b.Count
+		}
+	}
+	out := &Histogram{Bins: make([]Bin, 0, len(sum))}
+	for v, c := range sum {
+		if c > 0 {
+			out.Bins = append(out.Bins, Bin{ValueNS: v, Count: c})
+		}
+	}
+	sort.Slice(out.Bins, func(i, j int) bool { return out.Bins[i].ValueNS < out.Bins[j].ValueNS })
+	return out
+}
+
+// FromDurations builds an exact histogram (one bin per distinct value).
+func FromDurations(ds []time.Duration) *Histogram {
+	sum := map[int64]uint64{}
+	for _, d := range ds {
+		sum[int64(d)]++
+	}
+	out := &Histogram{Bins: make([]Bin, 0, len(sum))}
+	for v, c := range sum {
+		out.Bins = append(out.Bins, Bin{ValueNS: v, Count: c})
+	}
+	sort.Slice(out.Bins, func(i, j int) bool { return out.Bins[i].ValueNS < out.Bins[j].ValueNS })
+	return out
+}

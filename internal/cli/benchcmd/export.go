@@ -1,0 +1,228 @@
+package benchcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/workload/profile"
+)
+
+// ExportOptions are the flags of `slowpath bench export`.
+type ExportOptions struct {
+	Profile  string
+	Output   string
+	Scale    float64
+	Runtime  time.Duration
+	SlowLoad time.Duration
+	Result   string
+}
+
+func newCmdExport(env *clienv.Env, runF func(context.Context, *ExportOptions) error) *cobra.Command {
+	o := &ExportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export PROFILE -o DIR",
+		Short: "Write a reproduction that runs without slowpath: fio job files, a POSIX sh script, a README, the environment and this machine's result",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Profile = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runExport(env, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Output, "output", "o", "", "write the reproduction into the new directory `DIR`")
+	f.Float64Var(&o.Scale, "scale", 1, "as for bench")
+	f.DurationVar(&o.Runtime, "runtime", profile.DefaultRuntime, "as for bench")
+	f.DurationVar(&o.SlowLoad, "slow-load", 10*time.Millisecond, "as for bench")
+	f.StringVar(&o.Result, "result", "", "include this machine's result `FILE` (from bench -o) and its environment")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+// The exported job files use this placeholder for the directory; run.sh
+// substitutes the directory given to it.
+const dirPlaceholder = "@DIR@"
+
+func runExport(env *clienv.Env, o *ExportOptions) error {
+	if err := profile.ParseScale(o.Scale); err != nil {
+		return usageErr(err)
+	}
+	if o.Runtime <= 0 {
+		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
+	}
+	if !known(o.Profile) {
+		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names, ", ")))
+	}
+	jobFile, err := readJobFile(o.Profile)
+	if err != nil {
+		return err
+	}
+	name := o.Profile
+	if strings.HasPrefix(name, profile.FioPrefix) {
+		name = profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))
+	}
+	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: dirPlaceholder, SlowLoad: o.SlowLoad,
+		JobFile: jobFile, NumCPU: runtime.NumCPU()})
+	if err != nil {
+		return usageErr(err)
+	}
+	var res *benchresult.Result
+	if o.Result != "" {
+		if res, err = benchresult.ReadFile(o.Result); err != nil {
+			return usageErr(err)
+		}
+		if res.Profile != name {
+			return usageErr(fmt.Errorf("--result %s is a %s run, not %s", o.Result, res.Profile, name))
+		}
+	}
+	if err := os.Mkdir(o.Output, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return usageErr(fmt.Errorf("-o %s exists: give a new directory", o.Output))
+		}
+		return usageErr(err)
+	}
+	files := map[string][]byte{}
+	var jobNames []string
+	for i, ph := range plan.Phases {
+		n := fmt.Sprintf("%d-%s.fio", i+1, ph.Name)
+		files[n] = ph.JobFile
+		jobNames = append(jobNames, n)
+	}
+	files["run.sh"] = []byte(script(plan, jobNames))
+	files["README.md"] = []byte(readme(plan, jobNames, res, o))
+	if res != nil {
+		files["result.json"], err = os.ReadFile(o.Result)
+		if err != nil {
+			return err
+		}
+	}
+	for n, b := range files {
+		mode := os.FileMode(0o644)
+		if n == "run.sh" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(o.Output, n), b, mode); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: %s, run.sh, README.md%s\n", o.Output, strings.Join(jobNames, ", "), map[bool]string{true: ", result.json"}[res != nil])
+	return nil
+}
+
+// script is a POSIX sh reproduction: it substitutes the directory into
+// the job files, runs each with fio's JSON+ output and, for search-index,
+// the index loads as a shell loop (dd of each finished file after evicting
+// it is the closest plain-tool equivalent of mapping and reading it).
+func script(plan *profile.Plan, jobs []string) string {
+	var b strings.Builder
+	b.WriteString(`#!/bin/sh
+# Reproduction of slowpath bench ` + plan.Profile + ` without slowpath.
+# Usage: ./run.sh DIR   (DIR on the filesystem to test; a subdirectory is
+# created there and removed afterwards). Needs fio (apt-get install fio).
+set -eu
+[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "$1/slowpath-repro.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+out="$here/results"
+mkdir -p "$out"
+`)
+	for i, j := range jobs {
+		ph := plan.Phases[i]
+		fmt.Fprintf(&b, "\n# Phase %d: %s\nsed \"s|%s|$work|g\" \"$here/%s\" > \"$work/%s\"\n", i+1, ph.Name, dirPlaceholder, j, j)
+		if ph.Loader != nil {
+			fmt.Fprintf(&b, `# Index loads: each writer file that reached %d bytes is evicted and read
+# once, at most 4 per second, timed in ms (GNU date).
+(
+  while :; do
+    for f in "$work"/%s*; do
+      [ -f "$f" ] || continue
+      [ "$(stat -c %%s "$f")" -ge %d ] || continue
+      grep -qxF "$f" "$work/loaded" 2>/dev/null && continue
+      echo "$f" >> "$work/loaded"
+      dd if="$f" iflag=nocache count=0 2>/dev/null || true
+      s=$(date +%%s%%N); dd if="$f" of=/dev/null bs=1M 2>/dev/null; e=$(date +%%s%%N)
+      echo "$(basename "$f") $(( (e - s) / 1000000 ))" >> "$out/loads.txt"
+      break
+    done
+    sleep 0.25
+  done
+) &
+loader=$!
+`, ph.Loader.FileSize, ph.Loader.Prefix, ph.Loader.FileSize)
+		}
+		fmt.Fprintf(&b, "(cd \"$work\" && fio --output-format=json+ --output=\"$out/%s.json\" --eta=never %s)\n", strings.TrimSuffix(j, ".fio"), j)
+		if ph.Loader != nil {
+			b.WriteString("kill $loader 2>/dev/null || true\nwait $loader 2>/dev/null || true\n")
+			b.WriteString("echo \"index loads (file, ms):\"; cat \"$out/loads.txt\" 2>/dev/null || echo none\n")
+		}
+		fmt.Fprintf(&b, "rm -f \"$work\"/*\n")
+	}
+	b.WriteString("echo \"fio results in $out\"\n")
+	return b.String()
+}
+
+func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *ExportOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Reproduction: %s\n\n", plan.Profile)
+	fmt.Fprintf(&b, "Written by `slowpath bench export %s --scale %g --runtime %v`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", plan.Profile, o.Scale, o.Runtime)
+	b.WriteString("Each job file is run with `fio --output-format=json+`; results land in `results/`.\n\n## Job files\n\n")
+	for i, j := range jobs {
+		fmt.Fprintf(&b, "- `%s`: phase %s\n", j, plan.Phases[i].Name)
+	}
+	b.WriteString("\n## Settings\n\n")
+	for _, k := range sortedKeys(plan.Settings) {
+		fmt.Fprintf(&b, "- %s: %s\n", k, plan.Settings[k])
+	}
+	if plan.Profile == profile.SearchIndex {
+		b.WriteString("\nIndex loads: while the writers write, each finished file (`writers.*` at its full size) is evicted from the page cache and read once, at most 4 per second; run.sh times each with `dd` and lists them in `results/loads.txt` (slowpath maps the file and touches every page instead).\n")
+	}
+	if res != nil {
+		b.WriteString("\n## This machine's result (`result.json`)\n\n")
+		if h := res.Environment.Host; h != nil {
+			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", h.KernelRelease, h.NumCPU, h.CPUModel)
+		}
+		if c := res.Environment.Cloud; c != nil {
+			fmt.Fprintf(&b, "- cloud %s %s %s\n", c.Provider, c.InstanceType, c.Region)
+		}
+		if t := res.Environment.Target; t != nil && t.Storage != nil {
+			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", pathLine(t.Storage), t.Storage.EncryptionLayers)
+		}
+		b.WriteString("\n| phase | figure | value |\n|---|---|---|\n")
+		for _, f := range res.Figures {
+			if f.Phase != "" {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Phase, f.Name, formatValue(f.Value, f.Unit))
+			}
+		}
+		if res.WhereTime != nil {
+			fmt.Fprintf(&b, "\nWhere the time went: %s\n", res.WhereTime.Summary)
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}

@@ -1,0 +1,304 @@
+package benchcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/blocksig"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
+	"github.com/slowpath/slowpath/internal/collect/host"
+	"github.com/slowpath/slowpath/internal/collect/sampler"
+	"github.com/slowpath/slowpath/internal/collect/storage"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/workload/fio"
+)
+
+// target is where a run writes: its own subdirectory of --dir, or a
+// block device.
+type target struct {
+	given   string // --dir or --device as given
+	kind    string // "dir" or "block"
+	workDir string // the run's own directory of data files ("" for a device)
+	// phaseDir holds job files, fio's JSON and logs: workDir, or a private
+	// temporary directory for a device.
+	phaseDir string
+	device   string // /dev/NAME for a device run
+	devName  string
+	dev      uint64 // st_dev of the directory, st_rdev of the device
+	devices  []sampler.Device
+	snap     *snapshot.Snapshot
+
+	once       sync.Once
+	cleanupErr error
+}
+
+func prepareTarget(env *clienv.Env, o *Options) (*target, error) {
+	if o.Device != "" {
+		return prepareDevice(env, o)
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--dir: %w", err))
+	}
+	if !fi.IsDir() {
+		return nil, usageErr(fmt.Errorf("--dir %s is not a directory", dir))
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, usageErr(fmt.Errorf("--dir: %w", err))
+	}
+	work, err := os.MkdirTemp(dir, "slowpath-bench-")
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("create the run's directory in %s: %w", dir, err))
+	}
+	return &target{given: o.Dir, kind: "dir", workDir: work, phaseDir: work, dev: st.Dev}, nil
+}
+
+// prepareDevice checks that a device is expendable: refused when mounted,
+// holding a signature, part of a dm/md stack or the root disk.
+func prepareDevice(env *clienv.Env, o *Options) (*target, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(o.Device, &st); err != nil {
+		return nil, usageErr(fmt.Errorf("--device: %w", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return nil, usageErr(fmt.Errorf("--device %s is not a block device", o.Device))
+	}
+	s := &snapshot.Snapshot{}
+	storage.Collect(context.Background(), env.FS, s)
+	mm := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	sig, sigErr := blocksig.ProbeDevice(o.Device)
+	if err := refuseDevice(s, mm, sig, sigErr); err != nil {
+		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+	}
+	tmp, err := os.MkdirTemp("", "slowpath-bench-")
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	for _, d := range s.Storage.BlockDevices {
+		if d.MajorMinor == mm {
+			name = d.Name
+		}
+	}
+	return &target{given: o.Device, kind: "block", phaseDir: tmp, device: o.Device, devName: name, dev: st.Rdev, snap: s}, nil
+}
+
+// refuseDevice is the policy: why the device with major:minor mm must not
+// be overwritten, or nil.
+func refuseDevice(s *snapshot.Snapshot, mm, sig string, sigErr error) error {
+	if s.Storage == nil {
+		return errors.New("the storage collector read nothing: cannot tell whether the device is in use")
+	}
+	var dev *snapshot.BlockDevice
+	byName := map[string]*snapshot.BlockDevice{}
+	for i := range s.Storage.BlockDevices {
+		d := &s.Storage.BlockDevices[i]
+		byName[d.Name] = d
+		if d.MajorMinor == mm {
+			dev = d
+		}
+	}
+	if dev == nil {
+		return fmt.Errorf("device %s is not in /sys/block", mm)
+	}
+	// The device and its partitions.
+	family := map[string]bool{dev.Name: true}
+	for _, d := range s.Storage.BlockDevices {
+		if d.Parent == dev.Name {
+			family[d.Name] = true
+		}
+	}
+	for _, m := range s.Storage.Mounts {
+		for n := range family {
+			if d := byName[n]; d != nil && d.MajorMinor == m.MajorMinor {
+				return fmt.Errorf("%s is mounted at %s", n, m.MountPoint)
+			}
+		}
+	}
+	if root := rootDisks(s); root[dev.Name] || (dev.Parent != "" && root[dev.Parent]) {
+		return fmt.Errorf("%s holds the root filesystem", dev.Name)
+	}
+	for n := range family {
+		d := byName[n]
+		if len(d.Holders) > 0 {
+			return fmt.Errorf("%s is part of a device-mapper or md stack (held by %s)", n, strings.Join(d.Holders, ", "))
+		}
+		if n != dev.Name {
+			return fmt.Errorf("%s has partitions (%s)", dev.Name, n)
+		}
+	}
+	if len(dev.Slaves) > 0 || dev.DM != nil || dev.MD != nil {
+		return fmt.Errorf("%s is a device-mapper or md device built on %s: benchmark a directory on it instead", dev.Name, strings.Join(dev.Slaves, ", "))
+	}
+	if sigErr != nil {
+		return fmt.Errorf("cannot read its first bytes to look for a filesystem: %w", sigErr)
+	}
+	if sig != "" {
+		return fmt.Errorf("%s holds a %s (wipe it first if it is really expendable: wipefs -a /dev/%s)", dev.Name, sig, dev.Name)
+	}
+	return nil
+}
+
+// rootDisks names every device under the root filesystem, down to disks.
+func rootDisks(s *snapshot.Snapshot) map[string]bool {
+	out := map[string]bool{}
+	m, err := storagemodel.Build(s)
+	if err != nil {
+		return out
+	}
+	for _, p := range m.Paths {
+		if p.MountPoint != "/" {
+			continue
+		}
+		for _, l := range p.Layers {
+			if l.Device != "" {
+				out[l.Device] = true
+			}
+		}
+	}
+	// Whole disks of root partitions too.
+	for _, d := range s.Storage.BlockDevices {
+		if out[d.Name] && d.Parent != "" {
+			out[d.Parent] = true
+		}
+	}
+	return out
+}
+
+// checkSpace refuses a run that would not fit, with the numbers.
+func (t *target) checkSpace(need uint64) error {
+	if need == 0 {
+		return nil
+	}
+	if t.kind == "block" {
+		for _, d := range t.snap.Storage.BlockDevices {
+			if d.Name == t.devName && d.SizeBytes < need {
+				return usageErr(fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need)))
+			}
+		}
+		return nil
+	}
+	free, err := freeBytes(t.workDir)
+	if err != nil {
+		return err
+	}
+	// 5% and 64 MiB to spare: the filesystem's metadata and other writers.
+	want := need + need/20 + 64<<20
+	if free < want {
+		return usageErr(fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: lower --scale or free space",
+			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free)))
+	}
+	return nil
+}
+
+func freeBytes(dir string) (uint64, error) {
+	var sf unix.Statfs_t
+	if err := unix.Statfs(dir, &sf); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return sf.Bavail * uint64(sf.Bsize), nil
+}
+
+// cleanup removes the run's directory once; safe to call again.
+func (t *target) cleanup() error {
+	t.once.Do(func() {
+		dir := t.workDir
+		if dir == "" {
+			dir = t.phaseDir
+		}
+		if dir != "" {
+			t.cleanupErr = os.RemoveAll(dir)
+		}
+	})
+	return t.cleanupErr
+}
+
+// environment gathers the facts for the result: host, cloud and the
+// storage model's path of the target, whose block devices the sampler
+// watches.
+func environment(ctx context.Context, env *clienv.Env, o *Options, t *target) benchresult.Environment {
+	e := benchresult.Environment{GoVersion: runtime.Version()}
+	e.Hostname, _ = os.Hostname()
+	if v, err := fio.Version(ctx); err == nil {
+		e.FioVersion = v
+	}
+	s := t.snap
+	if s == nil {
+		s = &snapshot.Snapshot{}
+		storage.Collect(ctx, env.FS, s)
+	}
+	host.Collect(env.FS, s)
+	cloud.Collect(ctx, o.Cloud, s)
+	e.Host, e.Cloud = s.Host, s.Cloud
+	for _, me := range s.Manifest.Errors {
+		if strings.HasPrefix(me.Collector, "cloud") {
+			e.Problems = append(e.Problems, fmt.Sprintf("%s: %s", me.Path, me.Message))
+		}
+	}
+	tp := &benchresult.TargetPath{Path: t.given}
+	if t.workDir != "" {
+		tp.Path, _ = filepath.Abs(t.given)
+		tp.FreeBytes, _ = freeBytes(t.workDir)
+	}
+	m, _ := storagemodel.Build(s)
+	mm := fmt.Sprintf("%d:%d", unix.Major(t.dev), unix.Minor(t.dev))
+	if m != nil {
+		for i := range m.Paths {
+			p := &m.Paths[i]
+			if match(p, t, mm) {
+				tp.Storage = p
+				tp.MountPoint = p.MountPoint
+				for _, l := range p.Layers {
+					if l.Kind == storagemodel.LayerFilesystem {
+						tp.FSType = l.FSType
+					}
+					if l.Device != "" {
+						t.devices = append(t.devices, sampler.Device{Name: l.Device, Layer: l.Kind, Depth: l.Depth})
+					}
+				}
+				break
+			}
+		}
+	}
+	if tp.Storage == nil && s.Storage != nil {
+		// A virtual filesystem (tmpfs) has no device path; say what it is.
+		for _, mt := range s.Storage.Mounts {
+			if mt.MajorMinor == mm && strings.HasPrefix(tp.Path+"/", strings.TrimSuffix(mt.MountPoint, "/")+"/") && len(mt.MountPoint) >= len(tp.MountPoint) {
+				tp.MountPoint, tp.FSType = mt.MountPoint, mt.FSType
+			}
+		}
+		e.Problems = append(e.Problems, fmt.Sprintf("no block device path for %s (%s): where the time went has CPU only", t.given, tp.FSType))
+	}
+	sort.SliceStable(t.devices, func(i, j int) bool { return t.devices[i].Depth < t.devices[j].Depth })
+	e.Target = tp
+	return e
+}
+
+func match(p *storagemodel.Path, t *target, mm string) bool {
+	if t.kind == "block" {
+		return p.MountPoint == "" && p.Device == t.devName
+	}
+	for _, l := range p.Layers {
+		if l.Kind == storagemodel.LayerFilesystem && l.MajorMinor == mm {
+			return true
+		}
+	}
+	return false
+}

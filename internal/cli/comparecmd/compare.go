@@ -1,0 +1,211 @@
+// Package comparecmd implements `slowpath compare`: saved bench results (or
+// runs it makes itself, interleaved) compared side by side with
+// significance, as text, Markdown, JSON and a self-contained HTML report.
+package comparecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/report/htmlreport"
+	"github.com/slowpath/slowpath/internal/stats"
+)
+
+// Target is one --target NAME=DIR.
+type Target struct{ Name, Dir string }
+
+// Options are the flags of `slowpath compare`.
+type Options struct {
+	Sides      []string // positional: [NAME=]FILE[,FILE...]
+	Format     string
+	HTML       string
+	Alpha      float64
+	Confidence float64
+	// Interleaved runs.
+	Profile string
+	Targets []string
+	Runs    int
+	Save    string // keep the interleaved runs' result files here
+	Bench   BenchFlags
+}
+
+// NewCmdCompare builds the command; runF replaces the action in tests.
+func NewCmdCompare(env *clienv.Env, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "compare [NAME=]RESULT.json[,RESULT.json...] ... | --profile P --target NAME=DIR --target NAME=DIR",
+		Short: "Compare bench results side by side: which differences are significant, and charts",
+		Long: `Compare reads saved bench results, one side per argument (NAME=a.json,b.json
+gives a side several runs), or with --profile and two or more --target runs the
+bench on each target itself, interleaved (A B B A ...) --runs times.
+
+Per metric it prints each side's median, the change against the first side and
+whether it is significant (Mann-Whitney U over runs at --alpha): "~" when not,
+"too few runs" when no verdict is possible with that many runs. The environment
+facts that differ between sides are listed below. --html FILE also writes a
+self-contained HTML report with charts. See docs/compare.md.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Sides = args
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return run(cmd.Context(), env, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Format, "format", "text", "output format: text, markdown or json")
+	f.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report to `FILE`")
+	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the Mann-Whitney U test")
+	f.Float64Var(&o.Confidence, "confidence", 0.95, "confidence level of the intervals")
+	f.StringVar(&o.Profile, "profile", "", "bench `PROFILE` to run on every --target (interleaved runs)")
+	f.StringArrayVar(&o.Targets, "target", nil, "`NAME=DIR` to bench (repeat; with --profile)")
+	f.IntVar(&o.Runs, "runs", 5, "runs per target with --target (a verdict at alpha 0.05 needs 4)")
+	f.StringVar(&o.Save, "save", "", "keep the result files of --target runs in `DIR` (NAME-N.json)")
+	o.Bench.AddFlags(f)
+	return cmd
+}
+
+func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
+
+// validate checks the flags before anything runs, so a typo never costs a
+// bench run.
+func (o *Options) validate() ([]Target, error) {
+	switch o.Format {
+	case "text", "markdown", "md", "json":
+	default:
+		return nil, fmt.Errorf("unknown --format %q: use text, markdown or json", o.Format)
+	}
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		return nil, fmt.Errorf("--alpha %v outside (0, 1)", o.Alpha)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return nil, fmt.Errorf("--confidence %v outside (0, 1)", o.Confidence)
+	}
+	if len(o.Targets) > 0 || o.Profile != "" {
+		if len(o.Sides) > 0 {
+			return nil, errors.New("give result files or --profile with --target, not both")
+		}
+		if o.Profile == "" {
+			return nil, errors.New("--target needs --profile")
+		}
+		if len(o.Targets) < 2 {
+			return nil, errors.New("give at least two --target NAME=DIR")
+		}
+		if o.Runs < 1 {
+			return nil, fmt.Errorf("--runs %d: need at least 1", o.Runs)
+		}
+		var ts []Target
+		seen := map[string]bool{}
+		for _, t := range o.Targets {
+			name, dir, ok := strings.Cut(t, "=")
+			if !ok || name == "" || dir == "" {
+				return nil, fmt.Errorf("--target %q: want NAME=DIR", t)
+			}
+			if seen[name] {
+				return nil, fmt.Errorf("--target name %q given twice", name)
+			}
+			seen[name] = true
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return nil, fmt.Errorf("--target %s: %s is not a directory", name, dir)
+			}
+			ts = append(ts, Target{Name: name, Dir: dir})
+		}
+		return ts, nil
+	}
+	if len(o.Sides) < 2 {
+		return nil, errors.New("give at least two results to compare (or --profile with --target NAME=DIR twice)")
+	}
+	return nil, nil
+}
+
+// parseSide splits [NAME=]FILE[,FILE...]; the name defaults to the first
+// file's base name without .json.
+func parseSide(arg string) (name string, files []string) {
+	name, list, ok := strings.Cut(arg, "=")
+	if !ok {
+		list, name = arg, ""
+	}
+	for _, f := range strings.Split(list, ",") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if name == "" && len(files) > 0 {
+		name = strings.TrimSuffix(filepath.Base(files[0]), ".json")
+	}
+	return name, files
+}
+
+func run(ctx context.Context, env *clienv.Env, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	targets, err := o.validate()
+	if err != nil {
+		return usageErr(err)
+	}
+	var sides []comparison.Side
+	if len(targets) > 0 {
+		if sides, err = runInterleaved(ctx, env, o, targets); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		for _, arg := range o.Sides {
+			name, files := parseSide(arg)
+			if len(files) == 0 {
+				return usageErr(fmt.Errorf("side %q names no file", arg))
+			}
+			s, err := loadSide(name, files)
+			if err != nil {
+				return usageErr(err)
+			}
+			sides = append(sides, s)
+		}
+	}
+	res, err := comparison.Compare(sides, comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence})
+	if err != nil {
+		return usageErr(err)
+	}
+	if o.HTML != "" {
+		if err := writeHTML(o.HTML, res, sides); err != nil {
+			return usageErr(err)
+		}
+	}
+	if err := comparereport.Write(env.Stdout, res, o.Format); err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
+
+// writeHTML writes the report through a temporary file, so a failed render
+// never leaves half a report under the requested name.
+func writeHTML(path string, res *comparison.Result, sides []comparison.Side) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-compare-*.html")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := htmlreport.WriteCompare(tmp, res, sides); err != nil {
+		tmp.Close()
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package sampler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// taskStat is what the sampler needs of /proc/PID/stat or
+// /proc/PID/task/TID/stat (proc(5); fs/proc/array.c do_task_stat).
+type taskStat struct {
+	PID   int
+	Comm  string
+	PPID  int
+	Ticks uint64 // utime + stime, in USER_HZ ticks
+	Start uint64 // starttime: tells a reused PID apart
+}
+
+// userHZ is the unit of utime/stime: USER_HZ, 100 on every Linux
+// architecture's user ABI (include/asm-generic/param.h; procfs assumes the
+// same).
+const userHZ = 100
+
+// parseTaskStat parses one stat line. comm may hold spaces and
+// parentheses, so it ends at the last ')'. For a workqueue worker the
+// kernel prints the worker's current or last workqueue after a '-'
+// ("kworker/u4:2-kcryptd/253:0"; fs/proc/array.c proc_task_name calls
+// wq_worker_comm since Linux 4.18).
+func parseTaskStat(b []byte) (taskStat, error) {
+	open := bytes.IndexByte(b, '(')
+	closeIdx := bytes.LastIndexByte(b, ')')
+	if open < 1 || closeIdx < open {
+		return taskStat{}, errors.New("stat: no (comm)")
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil || pid <= 0 {
+		return taskStat{}, fmt.Errorf("stat: bad pid %q", b[:open])
+	}
+	f := bytes.Fields(b[closeIdx+1:])
+	// After comm: state(3) ppid(4) ... utime(14) stime(15) ... starttime(22).
+	if len(f) < 20 {
+		return taskStat{}, fmt.Errorf("stat: %d fields after comm, want at least 20", len(f))
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	ut, err2 := strconv.ParseUint(string(f[11]), 10, 64)
+	st, err3 := strconv.ParseUint(string(f[12]), 10, 64)
+	start, err4 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return taskStat{}, fmt.Errorf("stat: %w", err)
+	}
+	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), PPID: ppid, Ticks: ut + st, Start: start}, nil
+}

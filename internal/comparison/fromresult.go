@@ -1,0 +1,350 @@
+package comparison
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/stats"
+)
+
+// FromResults makes a side of bench results (one run each), sources naming
+// them for the report. Facts are the first run's; Mixed lists facts that
+// differ between runs (a side that mixes kernels is worth knowing about).
+func FromResults(name string, sources []string, results []*benchresult.Result) (Side, error) {
+	if len(results) == 0 {
+		return Side{}, fmt.Errorf("side %q has no results", name)
+	}
+	s := Side{Name: name, Sources: sources}
+	var facts [][]Fact
+	for i, r := range results {
+		run, err := runFromResult(r)
+		if err != nil {
+			src := ""
+			if i < len(sources) {
+				src = sources[i] + ": "
+			}
+			return Side{}, fmt.Errorf("%s%w", src, err)
+		}
+		if i < len(sources) {
+			run.Label = strings.TrimSuffix(baseName(sources[i]), ".json")
+		}
+		s.Runs = append(s.Runs, run)
+		facts = append(facts, resultFacts(r))
+	}
+	s.Facts = facts[0]
+	first := map[string]string{}
+	for _, f := range facts[0] {
+		first[f.Key] = f.Value
+	}
+	mixed := map[string]bool{}
+	for _, fs := range facts[1:] {
+		seen := map[string]bool{}
+		for _, f := range fs {
+			seen[f.Key] = true
+			if first[f.Key] != f.Value {
+				mixed[f.Key] = true
+			}
+		}
+		for k := range first {
+			if !seen[k] {
+				mixed[k] = true
+			}
+		}
+	}
+	for k := range mixed {
+		s.Mixed = append(s.Mixed, k)
+	}
+	sort.Strings(s.Mixed)
+	if t := results[0].Environment.Target; t != nil && t.Storage != nil {
+		s.Storage = append(s.Storage, *t.Storage)
+	}
+	return s, nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// convert maps a bench unit to the comparison's and the factor to apply.
+func convert(unit string) (string, float64) {
+	switch unit {
+	case benchresult.UnitIOPS, benchresult.UnitOpsPerSec:
+		return UnitOpsPerSec, 1
+	case benchresult.UnitBytesPerSec:
+		return UnitBytesPerSec, 1
+	case benchresult.UnitNanoseconds:
+		return UnitSeconds, 1e-9
+	case benchresult.UnitMilliseconds:
+		return UnitSeconds, 1e-3
+	case benchresult.UnitSeconds:
+		return UnitSeconds, 1
+	case benchresult.UnitCPUs:
+		return UnitCPU, 1
+	case benchresult.UnitBytes:
+		return UnitBytes, 1
+	case benchresult.UnitPercent:
+		return UnitPercent, 1
+	default: // count, requests, fraction: shown as numbers with their unit
+		return unit, 1
+	}
+}
+
+// percentileName matches bench's percentile figures: read_p99, commit_p999,
+// load_p50 (p999 is the 99.9th).
+var percentileName = regexp.MustCompile(`^([a-z]+)_p([0-9]+)$`)
+
+func quantileOf(digits string) (float64, bool) {
+	if len(digits) < 2 {
+		return 0, false
+	}
+	// p50 → 0.50, p99 → 0.99, p999 → 0.999, p9999 → 0.9999.
+	q, err := strconv.ParseFloat("0."+digits, 64)
+	return q, err == nil && q > 0 && q < 1
+}
+
+// throughputOp matches figures with a per-second timeline: read_iops,
+// write_bytes_per_sec, commit_ops_per_sec.
+var throughputOp = regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
+
+func histogramOf(h *benchresult.Histogram) *stats.Histogram {
+	if h == nil || len(h.Bins) == 0 {
+		return nil
+	}
+	out := &stats.Histogram{Values: make([]float64, len(h.Bins)), Counts: make([]uint64, len(h.Bins))}
+	for i, b := range h.Bins {
+		out.Values[i] = float64(b.ValueNS) * 1e-9
+		out.Counts[i] = b.Count
+	}
+	return out
+}
+
+func runFromResult(r *benchresult.Result) (Run, error) {
+	run := Run{Metrics: map[string]Measure{}, Timeline: map[string][]Point{}, Latencies: map[string]stats.Histogram{}}
+	phases := map[string]*benchresult.Phase{}
+	named := 0
+	for i := range r.Phases {
+		phases[r.Phases[i].Name] = &r.Phases[i]
+	}
+	seenPhase := map[string]bool{}
+	for _, f := range r.Figures {
+		if f.Phase != "" && !seenPhase[f.Phase] {
+			seenPhase[f.Phase] = true
+			named++
+		}
+	}
+	// With one workload phase the phase adds nothing to a row's name.
+	key := func(f benchresult.Figure) string {
+		if f.Phase == "" || named <= 1 {
+			return f.Name
+		}
+		return f.Phase + " " + f.Name
+	}
+	var loads *stats.Histogram
+	if lt := r.LoadTimes; lt != nil && len(lt.Loads) > 0 {
+		ds := make([]time.Duration, len(lt.Loads))
+		for i, l := range lt.Loads {
+			ds[i] = time.Duration(l.DurationNS)
+			run.Loads = append(run.Loads, Point{T: float64(l.StartNS) * 1e-9, V: float64(l.DurationNS) * 1e-9})
+		}
+		loads = histogramOf(benchresult.FromDurations(ds))
+		run.Latencies["index load"] = *loads
+		run.SlowLoadThreshold = float64(lt.SlowNS) * 1e-9
+	}
+	for _, p := range r.Phases {
+		for _, st := range p.Streams {
+			if st.Latency == nil {
+				continue
+			}
+			if h := histogramOf(st.Latency.Histogram); h != nil {
+				name := st.Op
+				if len(r.Phases) > 1 {
+					name = p.Name + " " + st.Op
+				}
+				if prev, ok := run.Latencies[name]; ok {
+					merged := mergeHistograms(prev, *h)
+					h = &merged
+				}
+				run.Latencies[name] = *h
+			}
+		}
+	}
+	type streamKey struct{ phase, op string }
+	hists := map[streamKey]*stats.Histogram{}
+	for _, f := range r.Figures {
+		k := key(f)
+		unit, factor := convert(f.Unit)
+		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
+		if sm := percentileName.FindStringSubmatch(f.Name); sm != nil {
+			if q, ok := quantileOf(sm[2]); ok {
+				m.Quantile = q
+				if sm[1] == "load" {
+					m.Latency = loads
+				} else if ph := phases[f.Phase]; ph != nil {
+					sk := streamKey{f.Phase, sm[1]}
+					h, ok := hists[sk]
+					if !ok {
+						h = streamHistogram(ph, sm[1])
+						hists[sk] = h
+					}
+					m.Latency = h
+				}
+			}
+		}
+		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
+			if ph := phases[f.Phase]; ph != nil {
+				if tl := streamTimeline(ph, sm[1], f.Unit); len(tl) > 0 {
+					run.Timeline[k] = tl
+				}
+			}
+		}
+		run.Metrics[k] = m
+		run.Order = append(run.Order, k)
+	}
+	return run, nil
+}
+
+// syncOps are figure prefixes whose latency is fio's "sync" stream: a
+// commit and a checkpoint are timed by their fdatasync/fsync (bench's
+// workload/profile takes commit_p99 and checkpoint_p50 from it).
+var syncOps = map[string]bool{"commit": true, "checkpoint": true}
+
+// streamHistogram is the latency histogram of the phase's streams doing op,
+// merged when several groups do it.
+func streamHistogram(p *benchresult.Phase, op string) *stats.Histogram {
+	var hs []*benchresult.Histogram
+	for _, want := range []string{op, "sync"} {
+		for _, s := range p.Streams {
+			if s.Op == want && s.Latency != nil && s.Latency.Histogram != nil {
+				hs = append(hs, s.Latency.Histogram)
+			}
+		}
+		if len(hs) > 0 || !syncOps[op] {
+			break
+		}
+	}
+	switch len(hs) {
+	case 0:
+		return nil
+	case 1:
+		return histogramOf(hs[0])
+	}
+	return histogramOf(benchresult.Merge(hs...))
+}
+
+// streamTimeline is the per-second timeline of the phase's stream doing op
+// in unit; the first stream that has one.
+func streamTimeline(p *benchresult.Phase, op, unit string) []Point {
+	for _, s := range p.Streams {
+		if s.Op != op || len(s.Timeline) == 0 {
+			continue
+		}
+		var out []Point
+		for _, pt := range s.Timeline {
+			if pt.Unit != "" && pt.Unit != unit {
+				continue
+			}
+			out = append(out, Point{T: float64(pt.TMS) / 1e3, V: pt.Value})
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+func mergeHistograms(a, b stats.Histogram) stats.Histogram {
+	counts := map[float64]uint64{}
+	for _, h := range []stats.Histogram{a, b} {
+		for i, v := range h.Values {
+			counts[v] += h.Counts[i]
+		}
+	}
+	var out stats.Histogram
+	for v := range counts {
+		out.Values = append(out.Values, v)
+	}
+	sort.Float64s(out.Values)
+	for _, v := range out.Values {
+		out.Counts = append(out.Counts, counts[v])
+	}
+	return out
+}
+
+// resultFacts are the environment facts of one result: what the run was,
+// the machine, and the target's storage path.
+func resultFacts(r *benchresult.Result) []Fact {
+	var out []Fact
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, Fact{Key: k, Value: v})
+		}
+	}
+	add("profile", r.Profile)
+	p := r.Parameters
+	add("scale", strconv.FormatFloat(p.Scale, 'g', -1, 64))
+	if p.RuntimeNS > 0 {
+		add("runtime", time.Duration(p.RuntimeNS).String())
+	}
+	add("target kind", p.TargetKind)
+	settings := make([]string, 0, len(p.Settings))
+	for k := range p.Settings {
+		settings = append(settings, k)
+	}
+	sort.Strings(settings)
+	for _, k := range settings {
+		add("setting "+k, p.Settings[k])
+	}
+	if r.Status != benchresult.StatusComplete {
+		add("status", r.Status)
+	}
+	e := r.Environment
+	add("machine", e.Hostname)
+	if h := e.Host; h != nil {
+		add("kernel", h.KernelRelease)
+		cpu := h.CPUModel
+		if h.NumCPU > 0 {
+			cpu = fmt.Sprintf("%s × %d", cpu, h.NumCPU)
+		}
+		add("cpu", strings.TrimSpace(cpu))
+		best := map[string]struct {
+			driver string
+			prio   int
+		}{}
+		for _, c := range h.Crypto {
+			if b, ok := best[c.Name]; !ok || c.Priority > b.prio {
+				best[c.Name] = struct {
+					driver string
+					prio   int
+				}{c.Driver, c.Priority}
+			}
+		}
+		algs := make([]string, 0, len(best))
+		for a := range best {
+			algs = append(algs, a)
+		}
+		sort.Strings(algs)
+		for _, a := range algs {
+			add("crypto "+a, best[a].driver)
+		}
+	}
+	if c := e.Cloud; c != nil {
+		add("cloud", strings.TrimSpace(strings.Join([]string{c.Provider, c.InstanceType, c.Region}, " ")))
+	}
+	add("fio", e.FioVersion)
+	if t := e.Target; t != nil {
+		if t.Storage != nil {
+			out = append(out, StorageFacts(*t.Storage)...)
+		} else {
+			add("filesystem", t.FSType)
+		}
+	}
+	return out
+}
