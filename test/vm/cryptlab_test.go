@@ -50,6 +50,9 @@ echo $rc > /results/matrix.rc
 blocks > /results/blocks-after-matrix
 ls /run/slowpath/cryptlab > /results/state-after-matrix
 
+# 1b: slowpath bench's db-commit profile through the lab.
+lab crypt --profile db-commit --backing ram:160M --runs 1 --runtime 1s --variants default > /results/dbcommit.txt 2> /results/dbcommit.err || { cat /results/dbcommit.err; exit 1; }
+
 stamp "2: SIGINT"
 # 2: SIGINT in the middle of a run.
 env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab crypt --backing ram:32M --runs 3 --runtime 2s --variants default,no_workqueue > /results/int.txt 2> /results/int.err &
@@ -179,6 +182,16 @@ func TestCryptLab(t *testing.T) {
 		}
 		if s := trim("state-after-matrix"); s != "lock" {
 			t.Errorf("state dir after the matrix: %q", s)
+		}
+	})
+
+	t.Run("db-commit", func(t *testing.T) {
+		out := file("dbcommit.txt")
+		t.Logf("guest lab crypt --profile db-commit (TCG):\n%s", out)
+		for _, want := range []string{"profile db-commit", "plain", "default", "commit_p99", "direct-4k", "crypto CPU", "functional (emulated CPU)", "Encryption tax"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("db-commit table has no %q", want)
+			}
 		}
 	})
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/comparison"
@@ -27,6 +28,7 @@ import (
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 	"github.com/slowpath/slowpath/internal/workload/fio"
+	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // CryptOptions are the flags of `slowpath lab crypt`.
@@ -48,16 +50,22 @@ type Profile struct {
 	RWMixRead         int
 	BlockSize         int
 	IODepth           int
+	// Bench names a `slowpath bench` profile (internal/workload/profile)
+	// run on the device instead of the single fio job above; BlockSize and
+	// IODepth then describe its I/O-shaped phase for the tax.
+	Bench string
 }
 
 // Profiles are the lab's workloads: fio jobs on the raw device, direct I/O
 // so the page cache does not hide the device.
 var Profiles = []Profile{
-	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8},
-	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8},
-	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8},
-	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1},
-	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4},
+	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8, ""},
+	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8, ""},
+	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8, ""},
+	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1, ""},
+	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4, ""},
+	{"db-commit", "slowpath bench's db-commit: 4 KiB direct random 50/50, then 8 KiB write+fdatasync commits with 1 and N jobs", "", 0, 4096, 1, profile.DBCommit},
+	{"telemetry-ingest", "slowpath bench's telemetry-ingest: 64 KiB appends with a checkpoint fsync every 8 MiB", "", 0, 65536, 1, profile.TelemetryIngest},
 }
 
 func profileNames() string {
@@ -141,6 +149,8 @@ func Order(targets, runs int) []int {
 // sample is one run of one target.
 type sample struct {
 	iops, bytesPerSec, readP99, writeP99, cpu, kthreadCPU float64
+	// result is a bench profile's run, for comparison.FromResults.
+	result *benchresult.Result
 }
 
 type target struct {
@@ -202,6 +212,15 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 		}
 		targets = append(targets, &target{name: m.Variant.Name, path: m.Path, layers: layers})
 	}
+	if prof.Bench != "" {
+		plan, err := profile.New(prof.Bench, profile.Params{Scale: 1, Runtime: o.Runtime, Dir: os.TempDir(), Device: lab.BackingPath, NumCPU: runtime.NumCPU()})
+		if err != nil {
+			return err
+		}
+		if have := lab.Sectors * 512; plan.SpaceBytes > have {
+			return fmt.Errorf("profile %s writes up to %d MiB and the backing has %d MiB: use a larger --backing", prof.Name, plan.SpaceBytes>>20, have>>20)
+		}
+	}
 	order := Order(len(targets), o.Runs)
 	for i, ti := range order {
 		t := targets[ti]
@@ -216,6 +235,25 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	var sides []comparison.Side
 	for _, t := range targets {
 		side := comparison.Side{Name: t.name, Sources: []string{t.path}}
+		if prof.Bench != "" {
+			var results []*benchresult.Result
+			for _, s := range t.samples {
+				results = append(results, s.result)
+			}
+			var err error
+			if side, err = comparison.FromResults(t.name, nil, results); err != nil {
+				return err
+			}
+			side.Sources = []string{t.path}
+			for i, s := range t.samples {
+				side.Runs[i].Label = fmt.Sprintf("%s #%d", t.name, i+1)
+				side.Runs[i].Metrics["CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu}
+				side.Runs[i].Metrics["crypto CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU}
+			}
+			side.Facts = append(side.Facts, comparison.Fact{Key: "encryption layers", Value: fmt.Sprint(t.layers)})
+			sides = append(sides, side)
+			continue
+		}
 		for i, s := range t.samples {
 			m := map[string]comparison.Measure{
 				"IOPS":       {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: s.iops},
@@ -349,13 +387,34 @@ func runOnce(ctx context.Context, env *clienv.Env, p *Profile, path string, leng
 		return sample{}, err
 	}
 	t0 := time.Now()
-	res, err := fio.Run(ctx, job)
+	var s sample
+	if p.Bench != "" {
+		s, err = runBench(ctx, p, path, length)
+	} else {
+		s, err = runFio(ctx, job)
+	}
 	if err != nil {
-		return sample{}, err
+		return s, err
 	}
 	wall := time.Since(t0).Seconds()
 	c1, _ := host.ReadCPUTicks(env.FS)
 	k1, _ := host.KernelThreadTicks(env.FS)
+	// /proc/stat's total counts every CPU: busy/total is the busy share,
+	// times the number of CPUs gives CPUs busy.
+	if dt := c1.Total - c0.Total; dt > 0 {
+		s.cpu = float64(c1.Busy-c0.Busy) / float64(dt) * float64(runtime.NumCPU())
+	}
+	if k1 >= k0 {
+		s.kthreadCPU = float64(k1-k0) / host.UserHZ / wall
+	}
+	return s, nil
+}
+
+func runFio(ctx context.Context, job fio.Job) (sample, error) {
+	res, err := fio.Run(ctx, job)
+	if err != nil {
+		return sample{}, err
+	}
 	if len(res.Jobs) != 1 {
 		return sample{}, fmt.Errorf("fio returned %d jobs", len(res.Jobs))
 	}
@@ -367,13 +426,37 @@ func runOnce(ctx context.Context, env *clienv.Env, p *Profile, path string, leng
 	if p99, ok := j.Write.Clat.Percentile(99); ok {
 		s.writeP99 = p99.Seconds()
 	}
-	// /proc/stat's total counts every CPU: busy/total is the busy share,
-	// times the number of CPUs gives CPUs busy.
-	if dt := c1.Total - c0.Total; dt > 0 {
-		s.cpu = float64(c1.Busy-c0.Busy) / float64(dt) * float64(runtime.NumCPU())
+	return s, nil
+}
+
+// runBench runs a bench profile on the device in a scratch directory (fio
+// writes its logs there) and keeps its figures; the tax uses the IOPS of
+// its direct-4k phase (db-commit), where there is one.
+func runBench(ctx context.Context, p *Profile, device string, length time.Duration) (sample, error) {
+	dir, err := os.MkdirTemp("", "slowpath-lab-")
+	if err != nil {
+		return sample{}, err
 	}
-	if k1 >= k0 {
-		s.kthreadCPU = float64(k1-k0) / host.UserHZ / wall
+	defer os.RemoveAll(dir)
+	plan, err := profile.New(p.Bench, profile.Params{Scale: 1, Runtime: length, Dir: dir, Device: device, NumCPU: runtime.NumCPU()})
+	if err != nil {
+		return sample{}, err
 	}
+	start := time.Now()
+	phases, _, err := plan.Run(ctx, dir, profile.Hooks{Start: start})
+	if err != nil {
+		return sample{}, err
+	}
+	r := &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: p.Bench,
+		Started: start.UTC(), DurationNS: int64(time.Since(start)), Status: benchresult.StatusComplete,
+		Parameters: benchresult.Parameters{Scale: 1, RuntimeNS: int64(length), Target: device, TargetKind: "device"},
+		Figures:    plan.Figures(phases, nil), Phases: phases}
+	s := sample{result: r}
+	for _, f := range r.Figures {
+		if f.Phase == "direct-4k" && (f.Name == "read_iops" || f.Name == "write_iops") {
+			s.iops += f.Value
+		}
+	}
+	s.bytesPerSec = s.iops * float64(p.BlockSize)
 	return s, nil
 }
