@@ -273,7 +273,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	}
 	w := env.Stdout
 	if o.Format != "json" {
-		fmt.Fprintf(w, "slowpath lab crypt: profile %s (%s) on %s (%s), dm-crypt target %s, %d runs × %v per target, interleaved\n",
+		fmt.Fprintf(w, "slowpath lab crypt: profile %s (%s) on %s (%s), dm-crypt target %s, %d run(s) × %v per target, interleaved\n",
 			prof.Name, prof.Description, lab.Backing, lab.BackingPath, lab.CryptVersion, o.Runs, o.Runtime)
 		if emulated {
 			fmt.Fprintf(w, "%s\n", EmulatedLabel)
