@@ -424,6 +424,10 @@ func WriteFile(path string, r *Result) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -193,7 +193,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return err
 	}
 	bar := newProgress(env, plan)
-	phases, loads, runErr := plan.Run(sctx, t.phaseDir, profile.Hooks{Start: start, FioStarted: smp.AddWorkload, Phase: bar.phase})
+	phases, loads, runErr := plan.Run(sctx, t.phaseDir, profile.Hooks{Start: start, FioStarted: smp.AddWorkload, FioExited: smp.AddWorkloadCPU, Phase: bar.phase})
 	bar.done(runErr == nil)
 	res.WhereTime = smp.Stop()
 	res.DurationNS = int64(time.Since(start))

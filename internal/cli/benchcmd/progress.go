@@ -16,7 +16,7 @@ type bar struct {
 	tracker *progress.Tracker
 	plan    *profile.Plan
 	quit    chan struct{}
-	stopped   chan struct{}
+	stopped chan struct{}
 }
 
 func newProgress(env *clienv.Env, plan *profile.Plan) *bar {

@@ -105,6 +105,9 @@ type Invocation struct {
 	// Started, when set, is called with fio's pid once it runs, so a
 	// sampler can attribute its threads.
 	Started func(pid int)
+	// Exited, when set, is called with fio's pid and CPU time (its own and
+	// its job processes', from wait4) once it exited.
+	Exited func(pid int, cpu time.Duration)
 	// Stop is how long fio may take to write its result after being
 	// interrupted; 10 s when zero.
 	Stop time.Duration
@@ -145,7 +148,13 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		inv.Started(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		if inv.Exited != nil && cmd.ProcessState != nil {
+			inv.Exited(cmd.Process.Pid, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
+		done <- err
+	}()
 	var runErr, ctxErr error
 	select {
 	case runErr = <-done:

@@ -128,9 +128,8 @@ func clampInt(v float64, lo, hi int) int {
 }
 
 func clampBytes(v float64, lo, hi, align int64) int64 {
-	n := int64(v)
-	n = min(max(n, lo), hi)
-	return n / align * align
+	n := int64(math.Round(v/float64(align))) * align
+	return min(max(n, lo), hi) / align * align
 }
 
 // size spells bytes as fio does.
@@ -168,7 +167,9 @@ func searchIndex(p Params) (*Plan, error) {
 	fileSize := perWriter / int64(files) / mib * mib
 	bs := min(int64(4*mib), fileSize)
 	readers := clampInt(8*s, 1, 8)
-	blob := clampBytes(256*mib*s, 16*mib, 50*gib, mib)
+	// The blob grows faster than the rest so that scale 32 is the
+	// incident's 50 GiB: 256 MiB × s^(log 200 / log 32).
+	blob := clampBytes(256*mib*math.Pow(s, math.Log(200)/math.Log(32)), 16*mib, 50*gib, mib)
 	f := fio.File{
 		Global: []fio.Option{{Key: "directory", Value: p.Dir}, {Key: "group_reporting"}, {Key: "log_avg_msec", Value: "1000"},
 			{Key: "runtime", Value: secs(p.Runtime)}, {Key: "invalidate", Value: "1"}},
@@ -297,8 +298,10 @@ func fioFile(name string, p Params) (*Plan, error) {
 type Hooks struct {
 	// Phase is called as phase i starts.
 	Phase func(i int, name string)
-	// FioStarted is called with each fio process's pid.
+	// FioStarted is called with each fio process's pid, FioExited with
+	// its CPU time once it exited.
 	FioStarted func(pid int)
+	FioExited  func(pid int, cpu time.Duration)
 	// Start is the run's start: phase offsets and load times are from it.
 	Start time.Time
 }
@@ -355,7 +358,7 @@ func (pl *Plan) runPhase(ctx context.Context, pp PhasePlan, pdir string, h Hooks
 			loads, loadErr = indexload.Watch(lctx, o)
 		}()
 	}
-	res, err := fio.Invocation{JobFile: pp.JobFile, Dir: pdir, Started: h.FioStarted}.Run(ctx)
+	res, err := fio.Invocation{JobFile: pp.JobFile, Dir: pdir, Started: h.FioStarted, Exited: h.FioExited}.Run(ctx)
 	stopLoader()
 	wg.Wait()
 	if res != nil {

@@ -47,7 +47,7 @@ func TestScaling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.Settings["writers"] != "30" || pl.Settings["writer_bytes"] != "2g" || pl.Settings["blob"] != "8g" && pl.Settings["blob"] != "50g" || pl.Settings["readers"] != "8" {
+	if pl.Settings["writers"] != "30" || pl.Settings["writer_bytes"] != "2g" || pl.Settings["blob"] != "50g" || pl.Settings["readers"] != "8" {
 		t.Errorf("scale 32: %v", pl.Settings)
 	}
 	jf := string(pl.Phases[0].JobFile)

@@ -1,0 +1,339 @@
+package benchcmd_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/cli"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &clienv.Env{Stdout: &out, Stderr: &errb, FS: hostfs.Default(), Version: "test"}
+	code = cli.Run(env, args)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "search", "--dir", dir}, `unknown profile "search": use one of search-index, db-commit, telemetry-ingest, fio:FILE`},
+		{[]string{"bench", "db-commit", "--dir", dir, "--scale", "0"}, "--scale 0"},
+		{[]string{"bench", "db-commit", "--dir", dir, "--scale", "1000"}, "--scale 1000"},
+		{[]string{"bench", "db-commit", "--dir", dir, "--scale", "abc"}, "invalid argument"},
+		{[]string{"bench", "db-commit"}, "give --dir DIR"},
+		{[]string{"bench", "db-commit", "--dir", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"bench", "db-commit", "--device", "/dev/null"}, "add --destroy-data"},
+		{[]string{"bench", "db-commit", "--device", "/dev/null", "--destroy-data"}, "is not a block device"},
+		{[]string{"bench", "search-index", "--device", "/dev/null", "--destroy-data"}, "needs a filesystem"},
+		{[]string{"bench", "fio:" + filepath.Join(dir, "missing.fio"), "--dir", dir}, "missing.fio"},
+		{[]string{"bench", "export", "nope", "-o", filepath.Join(dir, "x")}, "unknown profile"},
+	} {
+		code, _, stderr := run(t, tt.args...)
+		if code != clienv.ExitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused runs left %v", ents)
+	}
+}
+
+// TestFioMissing: without fio on PATH the error says how to install it.
+func TestFioMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, _, stderr := run(t, "bench", "db-commit", "--dir", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "apt-get install fio") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
+
+// TestNoSpace: the incident-sized search-index (about 110 GiB) does not
+// fit; the refusal has the numbers and leaves nothing behind.
+func TestNoSpace(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	dir := t.TempDir()
+	code, _, stderr := run(t, "bench", "search-index", "--dir", dir, "--scale", "64")
+	if code != 2 || !strings.Contains(stderr, "not enough free space in "+dir+": this run writes up to 110") || !strings.Contains(stderr, "free: lower --scale") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left %v", ents)
+	}
+}
+
+// tmpfsDir is a directory on a tmpfs: /dev/shm.
+func tmpfsDir(t *testing.T) string {
+	t.Helper()
+	var sf syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &sf); err != nil || sf.Type != 0x01021994 { // TMPFS_MAGIC, include/uapi/linux/magic.h
+		testenv.Unavailable(t, "/dev/shm is not a tmpfs")
+	}
+	d, err := os.MkdirTemp("/dev/shm", "slowpath-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func figure(t *testing.T, r *benchresult.Result, phase, name string) float64 {
+	t.Helper()
+	f, ok := r.Figure(phase, name)
+	if !ok {
+		t.Errorf("%s: no figure %s/%s", r.Profile, phase, name)
+	}
+	return f.Value
+}
+
+func stream(r *benchresult.Result, phase, name, op string) *benchresult.Stream {
+	for _, p := range r.Phases {
+		if p.Name != phase {
+			continue
+		}
+		for i := range p.Streams {
+			if p.Streams[i].Name == name && p.Streams[i].Op == op {
+				return &p.Streams[i]
+			}
+		}
+	}
+	return nil
+}
+
+// TestProfiles runs every profile at a small scale for 2 s per phase on a
+// directory of the root filesystem and on a tmpfs, and checks the figures
+// against what the profiles wrote.
+func TestProfiles(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	if testing.Short() {
+		t.Skip("real fio runs")
+	}
+	jobFile := filepath.Join(t.TempDir(), "mine.fio")
+	if err := os.WriteFile(jobFile, []byte("[seqread]\nrw=read\nbs=128k\nsize=8m\nfilename=data\nioengine=psync\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fsys := range []struct{ name, dir string }{{"rootfs", t.TempDir()}, {"tmpfs", tmpfsDir(t)}} {
+		for _, prof := range []string{"search-index", "db-commit", "telemetry-ingest", "fio:" + jobFile} {
+			t.Run(fsys.name+"/"+filepath.Base(prof), func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "r.json")
+				code, stdout, stderr := run(t, "bench", prof, "--dir", fsys.dir, "--scale", "0.05", "--runtime", "2s", "--interval", "500ms", "-o", out)
+				if code != 0 {
+					t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+				}
+				if ents, _ := os.ReadDir(fsys.dir); len(ents) != 0 {
+					t.Errorf("left behind in %s: %v", fsys.dir, ents)
+				}
+				r, err := benchresult.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Status != benchresult.StatusComplete || r.Environment.Host == nil || r.Environment.Target == nil || r.WhereTime == nil {
+					t.Fatalf("result %s: status %s, env %+v", out, r.Status, r.Environment)
+				}
+				wt := r.WhereTime
+				if fsys.name == "rootfs" {
+					if r.Environment.Target.Storage == nil || len(wt.Devices) == 0 || !strings.Contains(stdout, "where the time went: "+wt.Devices[0].Device) {
+						t.Errorf("rootfs: no device path: %+v; %q", r.Environment.Target, wt.Summary)
+					}
+				} else if r.Environment.Target.FSType != "tmpfs" || len(wt.Devices) != 0 {
+					t.Errorf("tmpfs: target %+v, devices %+v", r.Environment.Target, wt.Devices)
+				}
+				if wt.Threads[0].Group != benchresult.GroupWorkload || wt.Threads[0].CPUNS <= 0 {
+					t.Errorf("workload CPU %+v", wt.Threads[0])
+				}
+				checkProfile(t, r)
+				t.Logf("%s", strings.SplitN(stdout, "where the time went", 2)[1][:min(200, len(strings.SplitN(stdout, "where the time went", 2)[1]))])
+			})
+		}
+	}
+}
+
+// checkProfile asserts each profile's figures are real: non-zero and
+// consistent with the sizes it wrote.
+func checkProfile(t *testing.T, r *benchresult.Result) {
+	t.Helper()
+	near := func(what string, got, want, tol float64) {
+		if got < want*(1-tol) || got > want*(1+tol) {
+			t.Errorf("%s: %g, want %g ±%.0f%%", what, got, want, tol*100)
+		}
+	}
+	switch {
+	case r.Profile == "search-index":
+		if figure(t, r, "pair", "read_iops") <= 0 || figure(t, r, "pair", "read_p99") < figure(t, r, "pair", "read_p50") {
+			t.Errorf("readers: %+v", r.Figures)
+		}
+		rd := stream(r, "pair", "readers", "read")
+		// 4 KiB-1 MiB reads: bytes per read between the two.
+		if per := float64(rd.Bytes) / float64(rd.Ops); per < 4096 || per > 1<<20 {
+			t.Errorf("readers: %.0f bytes per read", per)
+		}
+		lt := r.LoadTimes
+		if lt == nil || lt.Count == 0 || lt.Slow > lt.Count || lt.P50NS <= 0 || lt.MaxNS < lt.P99NS || lt.PageBytesPerSec <= 0 {
+			t.Fatalf("load times %+v", lt)
+		}
+		for _, l := range lt.Loads {
+			if l.Bytes != 2<<20 { // file_size at scale 0.05
+				t.Errorf("load %+v: want 2 MiB", l)
+			}
+		}
+		w := stream(r, "pair", "writers", "write")
+		if w.Bytes < uint64(lt.Count)*(2<<20) || w.Bytes > 8<<20 || w.Bytes%(2<<20) != 0 {
+			t.Errorf("writers wrote %d bytes for %d loads of 2 MiB (8 MiB planned)", w.Bytes, lt.Count)
+		}
+	case r.Profile == "db-commit":
+		for _, op := range []string{"read", "write"} {
+			s := stream(r, "direct-4k", "direct", op)
+			if s == nil || s.Ops == 0 || s.Bytes != s.Ops*4096 {
+				t.Errorf("direct %s: %+v", op, s)
+				continue
+			}
+			near("direct "+op+" IOPS vs ops/runtime", s.OpsPerSec, float64(s.Ops)/time.Duration(s.RuntimeNS).Seconds(), 0.05)
+			if s.Latency.Histogram.Count() != s.Ops {
+				t.Errorf("direct %s: histogram holds %d of %d", op, s.Latency.Histogram.Count(), s.Ops)
+			}
+		}
+		for _, ph := range []string{"commit-1", "commit-N"} {
+			w, s := stream(r, ph, "commit", "write"), stream(r, ph, "commit", "sync")
+			if w == nil || s == nil || w.Bytes != w.Ops*8192 || figure(t, r, ph, "commit_ops_per_sec") <= 0 {
+				t.Errorf("%s: write %+v sync %+v", ph, w, s)
+				continue
+			}
+			// One fdatasync per 8 KiB write.
+			near(ph+" syncs vs writes", float64(s.Ops), float64(w.Ops), 0.02)
+			if figure(t, r, ph, "commit_p99") < figure(t, r, ph, "commit_p50") {
+				t.Errorf("%s: p99 below p50", ph)
+			}
+		}
+	case r.Profile == "telemetry-ingest":
+		w, s := stream(r, "ingest", "ingest", "write"), stream(r, "ingest", "ingest", "sync")
+		if w == nil || s == nil || w.Bytes != w.Ops*65536 {
+			t.Fatalf("ingest: write %+v sync %+v", w, s)
+		}
+		// A checkpoint every 8 MiB (128 appends).
+		if want := w.Ops / 128; s.Ops < want-1 || s.Ops > want+1 {
+			t.Errorf("%d checkpoints for %d appends, want %d", s.Ops, w.Ops, want)
+		}
+		if figure(t, r, "ingest", "checkpoint_max") < figure(t, r, "ingest", "checkpoint_p50") || figure(t, r, "ingest", "append_ops_per_sec") <= 0 {
+			t.Errorf("figures %+v", r.Figures)
+		}
+	case strings.HasPrefix(r.Profile, "fio:"):
+		s := stream(r, "fio", "seqread", "read")
+		if s == nil || s.Bytes != 8<<20 || s.Ops != 64 || figure(t, r, "seqread", "read_bytes_per_sec") <= 0 {
+			t.Errorf("fio file: %+v", s)
+		}
+		if !strings.Contains(r.Parameters.JobFile, "[seqread]") {
+			t.Errorf("job file not recorded")
+		}
+	default:
+		t.Errorf("unexpected profile %s", r.Profile)
+	}
+}
+
+// TestInterrupt sends SIGINT to the real binary mid-run: it stops within
+// seconds, prints and saves the partial result, exits 2 and leaves no file.
+func TestInterrupt(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	if testing.Short() {
+		t.Skip("real fio runs")
+	}
+	bin := filepath.Join(t.TempDir(), "slowpath")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, out)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		dir := t.TempDir()
+		out := filepath.Join(t.TempDir(), "r.json")
+		cmd := exec.Command(bin, "bench", "search-index", "--dir", dir, "--scale", "0.05", "--runtime", "60s", "-o", out)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		ents, _ := os.ReadDir(dir)
+		if len(ents) != 1 {
+			t.Errorf("%v: running: %v in %s, want the run's directory", sig, ents, dir)
+		}
+		sent := time.Now()
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		if took := time.Since(sent); took > 15*time.Second {
+			t.Errorf("%v: stopped after %v", sig, took)
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			t.Errorf("%v: exit %v, want 2; stderr %s", sig, err, stderr.String())
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%v: left %v", sig, ents)
+		}
+		if !strings.Contains(stdout.String(), "search-index on "+dir+": interrupted") || !strings.Contains(stdout.String(), "read_iops") ||
+			!strings.Contains(stderr.String(), "interrupted: the result above is partial") {
+			t.Errorf("%v: stdout %s\nstderr %s", sig, stdout.String(), stderr.String())
+		}
+		r, err := benchresult.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != benchresult.StatusInterrupted || len(r.Phases) != 1 || !r.Phases[0].Partial || figure(t, r, "pair", "read_iops") <= 0 {
+			t.Errorf("%v: partial result: status %s phases %+v", sig, r.Status, len(r.Phases))
+		}
+	}
+}
+
+// TestExport writes a reproduction and runs its script with sh on a tmp
+// directory: fio results appear and the script cleans up.
+func TestExport(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	if testing.Short() {
+		t.Skip("real fio runs")
+	}
+	res := filepath.Join(t.TempDir(), "r.json")
+	dir := t.TempDir()
+	if code, _, stderr := run(t, "bench", "telemetry-ingest", "--dir", dir, "--scale", "0.05", "--runtime", "1s", "-o", res); code != 0 {
+		t.Fatal(stderr)
+	}
+	out := filepath.Join(t.TempDir(), "repro")
+	code, stdout, stderr := run(t, "bench", "export", "telemetry-ingest", "--scale", "0.05", "--runtime", "1s", "-o", out, "--result", res)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"1-ingest.fio", "run.sh", "README.md", "result.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	readme, _ := os.ReadFile(filepath.Join(out, "README.md"))
+	if !strings.Contains(string(readme), "append_ops_per_sec") || !strings.Contains(string(readme), "./run.sh") {
+		t.Errorf("README:\n%s", readme)
+	}
+	if code, _, _ := run(t, "bench", "export", "telemetry-ingest", "-o", out); code != 2 {
+		t.Error("export over an existing directory accepted")
+	}
+	target := t.TempDir()
+	cmd := exec.Command("sh", filepath.Join(out, "run.sh"), target)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run.sh: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results", "1-ingest.json"))
+	if err != nil || !bytes.Contains(b, []byte(`"jobname" : "ingest"`)) {
+		t.Errorf("run.sh result: %v %.200s", err, b)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("run.sh left %v", ents)
+	}
+	t.Logf("%s", stdout)
+}
