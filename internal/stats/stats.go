@@ -47,6 +47,17 @@ func (v Verdict) String() string {
 // MarshalText makes a verdict a readable JSON string.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText reads a verdict back, so compare's JSON round-trips.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	for _, c := range []Verdict{NoDifference, Significant, TooFewRuns, NoData} {
+		if c.String() == string(b) {
+			*v = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown verdict %q", b)
+}
+
 // Comparison is the outcome of comparing the runs of side A with side B.
 type Comparison struct {
 	N1 int `json:"n1"`

@@ -161,3 +161,17 @@ func TestUStatisticTies(t *testing.T) {
 		t.Errorf("U = %v, want 7", u)
 	}
 }
+
+func TestVerdictText(t *testing.T) {
+	for _, v := range []Verdict{NoDifference, Significant, TooFewRuns, NoData} {
+		b, _ := v.MarshalText()
+		var back Verdict
+		if err := back.UnmarshalText(b); err != nil || back != v {
+			t.Errorf("%v: round trip gave %v, %v", v, back, err)
+		}
+	}
+	var v Verdict
+	if err := v.UnmarshalText([]byte("maybe")); err == nil {
+		t.Error("no error for an unknown verdict")
+	}
+}

@@ -262,7 +262,9 @@ func timelineBlocks(sides []comparison.Side) []Block {
 					label += fmt.Sprintf(" run %d", ri+1)
 				}
 				series = append(series, map[string]any{
-					"type": "line", "name": label, "data": data, "showSymbol": false,
+					// Short runs have a few seconds: without symbols a
+					// single point would not show at all.
+					"type": "line", "name": label, "data": data, "showSymbol": len(data) < 20,
 					// One colour per side, so runs of a side read as one band.
 					"lineStyle": map[string]any{"width": 1.5, "color": palette[si%len(palette)]},
 					"itemStyle": map[string]any{"color": palette[si%len(palette)]},

@@ -1,0 +1,154 @@
+package comparecmd
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+// e2eProfile is the bench profile of the end-to-end test: commits with
+// fdatasync, which a disk must make durable and a tmpfs answers at once.
+const e2eProfile = "db-commit"
+
+// TestEndToEndRootVersusTmpfs runs the real bench twice on a directory of the
+// root filesystem and once on a tmpfs, compares the results with the real
+// binary, and checks the comparison finds tmpfs significantly faster, in
+// the direction physics says, while two runs of one configuration show no
+// significant difference.
+func TestEndToEndRootVersusTmpfs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the bench three times")
+	}
+	testenv.RequireRoot(t) // mounting the tmpfs
+	testenv.RequireTool(t, "fio", "fio")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "slowpath")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath").CombinedOutput(); err != nil {
+		t.Fatalf("build slowpath: %v: %s", err, out)
+	}
+	// t.TempDir is on the root filesystem here (/tmp is not a tmpfs on
+	// this image); the test checks rather than assumes it.
+	rootDir := filepath.Join(dir, "root")
+	tmpfsDir := filepath.Join(dir, "tmpfs")
+	for _, d := range []string{rootDir, tmpfsDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(rootDir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		testenv.Unavailable(t, "the test directory is on a tmpfs: set TMPDIR to a directory of the root filesystem")
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512m", "slowpath-compare-e2e", tmpfsDir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	// Shared, so copies made by concurrent `ip netns exec` in other test
+	// packages go away with our unmount (see internal/collect/storage's
+	// sharedArena).
+	_ = exec.Command("mount", "--make-shared", tmpfsDir).Run()
+	t.Cleanup(func() {
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if err = unix.Unmount(tmpfsDir, 0); !errors.Is(err, unix.EBUSY) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("umount %s: %v", tmpfsDir, err)
+		}
+	})
+
+	bench := func(target, out string) {
+		t.Helper()
+		// 4 s per phase: 4+8 per-second samples of IOPS, enough for the
+		// within-run U test (smallest p 2/C(12,4) = 0.004).
+		cmd := exec.Command(bin, "bench", e2eProfile, "--dir", target, "--runtime", "4s", "--cloud", "none", "-o", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("slowpath bench on %s: %v\n%s", target, err, b)
+		}
+	}
+	a1, a2, b1 := filepath.Join(dir, "root-1.json"), filepath.Join(dir, "root-2.json"), filepath.Join(dir, "tmpfs-1.json")
+	bench(rootDir, a1)
+	bench(tmpfsDir, b1)
+	bench(rootDir, a2)
+
+	compare := func(args ...string) *comparison.Result {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"compare", "--format", "json"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("slowpath compare %v: %v", args, err)
+		}
+		var r comparison.Result
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("decode compare output: %v\n%s", err, out)
+		}
+		return &r
+	}
+	html := filepath.Join(dir, "report.html")
+	r := compare("--html", html, "root="+a1+","+a2, "tmpfs="+b1)
+	better, worse := 0, 0
+	for _, row := range r.Rows {
+		c := row.Cells[1]
+		if c.Comparison == nil {
+			continue
+		}
+		if c.Comparison.Verdict != stats.TooFewRuns {
+			t.Errorf("%s: verdict %v with 2+1 runs, want too few runs", row.Metric, c.Comparison.Verdict)
+		}
+		if c.WithinRun != nil && c.WithinRun.Significant {
+			t.Logf("%s: root %v, tmpfs %v: %s (%s)", row.Metric, row.Cells[0].Median, c.Median, c.Change, c.WithinRun.Method)
+			switch c.Change {
+			case "better":
+				better++
+			case "worse":
+				worse++
+			}
+		}
+	}
+	if better == 0 || worse > 0 {
+		t.Errorf("tmpfs: %d figures significantly better and %d worse than the root filesystem, want some better and none worse", better, worse)
+	}
+	found := false
+	for _, d := range r.Environment {
+		if d.Key == "filesystem" && strings.Contains(strings.Join(d.Values, " "), "tmpfs") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("environment differences do not name the filesystems: %+v", r.Environment)
+	}
+	if st, err := os.Stat(html); err != nil || st.Size() == 0 {
+		t.Errorf("no HTML report: %v", err)
+	}
+
+	// The interleaved form runs the same bench itself: one short run per
+	// target, results kept with --save.
+	saved := filepath.Join(dir, "saved")
+	out, err := exec.Command(bin, "compare", "--format", "json", "--profile", e2eProfile, "--runs", "1", "--runtime", "1s", "--cloud", "none",
+		"--save", saved, "--target", "root="+rootDir, "--target", "tmpfs="+tmpfsDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compare --target: %v\n%s", err, out)
+	}
+	for _, f := range []string{"root-1.json", "tmpfs-1.json"} {
+		if _, err := os.Stat(filepath.Join(saved, f)); err != nil {
+			t.Errorf("interleaved run did not keep %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(string(out), "compare: run 2/2: tmpfs") {
+		t.Errorf("no progress for the second run in:\n%s", out)
+	}
+}
