@@ -294,9 +294,24 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 	// which is the backing's.
 	table := v.Table(l.Sectors, lower, hexKey)
 	defer clear(table)
+	// The table goes through a pipe whose read end is dmsetup's stdin: with
+	// an *os.File as Stdin, os/exec copies nothing through a buffer of its
+	// own. 64 KiB of pipe capacity holds the table, so the write does not
+	// wait for dmsetup.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	_, werr := pw.Write(table)
+	pw.Close()
+	if werr != nil {
+		pr.Close()
+		return fmt.Errorf("pipe the table to dmsetup: %w", werr)
+	}
 	cmd := exec.CommandContext(ctx, "dmsetup", "create", name, "--uuid", uuid)
-	cmd.Stdin = bytes.NewReader(table)
+	cmd.Stdin = pr
 	out, err := cmd.CombinedOutput()
+	pr.Close()
 	// dmsetup does not echo tables, but never let a key into an error.
 	out = bytes.ReplaceAll(out, hexKey, []byte("<key>"))
 	if err != nil {

@@ -55,7 +55,9 @@ type Variant struct {
 // path) of sectors 512-byte sectors, with hexKey as the key. The result
 // holds the key: the caller passes it to dmsetup on a pipe and clears it.
 func (v Variant) Table(sectors uint64, dev string, hexKey []byte) []byte {
-	var b []byte
+	// Sized once, so no append leaves a copy of the key in a buffer
+	// that is not cleared.
+	b := make([]byte, 0, 256+len(v.Cipher)+len(dev)+len(hexKey)+16*len(v.Flags))
 	b = fmt.Appendf(b, "0 %d crypt %s ", sectors, v.Cipher)
 	b = append(b, hexKey...)
 	b = fmt.Appendf(b, " 0 %s 0", dev)
