@@ -323,6 +323,10 @@ func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.
 		fmt.Fprintf(w, "  %s\n", EmulatedLabel)
 	}
 	plain := targets[0]
+	if !(median(plain.samples, func(s sample) float64 { return s.iops }) > 0) {
+		fmt.Fprintf(w, "  not computed: profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)\n", prof.Name)
+		return
+	}
 	pIOPS, pBps, pCPU := median(plain.samples, func(s sample) float64 { return s.iops }), median(plain.samples, func(s sample) float64 { return s.bytesPerSec }), median(plain.samples, func(s sample) float64 { return s.cpu })
 	for _, t := range targets[1:] {
 		obs := cryptotax.Observation{
