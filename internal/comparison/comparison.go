@@ -99,7 +99,8 @@ type Cell struct {
 	// Versus the first side; nil on the first side itself.
 	DeltaPct   *float64          `json:"delta_pct,omitempty"`
 	Comparison *stats.Comparison `json:"comparison,omitempty"`
-	// Change is "better", "worse" or "" (not significant, or first side).
+	// Change is "better", "worse" or "" (not significant across runs, or
+	// first side). Evidence inside runs never sets it (WithinRun.Change).
 	Change string `json:"change,omitempty"`
 	// WithinRun is the evidence inside the runs when there are too few
 	// runs for a verdict across them.
@@ -109,13 +110,19 @@ type Cell struct {
 // WithinRun is a comparison made inside runs rather than across them: for a
 // latency percentile, whether the bootstrap intervals of the two sides
 // (histograms of all their runs pooled) are disjoint; for a rate with a
-// per-second timeline, a Mann-Whitney U test over the seconds. Seconds of one
-// run are not independent the way separate runs are, so this is weaker
-// evidence than a verdict across runs and is reported apart from it.
+// per-second timeline, a Mann-Whitney U test over the seconds. It measures
+// only the sampling noise inside a run, not the drift between runs: two runs
+// of one disk on a shared machine differ beyond it (measured here: read p99
+// 123 µs vs 65 µs, both on the root filesystem). So it is reported apart
+// from the verdict and never marks a cell better or worse: it can show that
+// tmpfs is not a disk, not settle whether a tuning helped.
 type WithinRun struct {
 	Method      string   `json:"method"` // "bootstrap intervals" or "U over seconds"
 	P           *float64 `json:"p,omitempty"`
 	Significant bool     `json:"significant"`
+	// Change is "better" or "worse" when Significant and the metric has a
+	// direction.
+	Change string `json:"change,omitempty"`
 	// Lo and Hi are the two sides' intervals for the bootstrap method:
 	// [baseline lo, baseline hi, this lo, this hi].
 	Intervals []float64 `json:"intervals,omitempty"`
@@ -305,21 +312,29 @@ func compareMetric(name string, sides []Side, o Options) Row {
 		if base.Median != 0 {
 			c.DeltaPct = ptr((c.Median/base.Median - 1) * 100)
 		}
-		significant := cmp.Verdict == stats.Significant
+		if cmp.Verdict == stats.Significant {
+			c.Change = direction(row.Better, base.Median, c.Median)
+		}
 		if cmp.Verdict == stats.TooFewRuns {
 			c.WithinRun = withinRun(name, sides[0], sides[i], o)
-			significant = c.WithinRun != nil && c.WithinRun.Significant
-		}
-		if significant && c.Median != base.Median && (row.Better == HigherIsBetter || row.Better == LowerIsBetter) {
-			up := c.Median > base.Median
-			if up == (row.Better == HigherIsBetter) {
-				c.Change = "better"
-			} else {
-				c.Change = "worse"
+			if w := c.WithinRun; w != nil && w.Significant {
+				w.Change = direction(row.Better, base.Median, c.Median)
 			}
 		}
 	}
 	return row
+}
+
+// direction names a change from base to v as better or worse by the
+// metric's direction; "" when it has none or nothing moved.
+func direction(b Better, base, v float64) string {
+	if v == base || (b != HigherIsBetter && b != LowerIsBetter) {
+		return ""
+	}
+	if (v > base) == (b == HigherIsBetter) {
+		return "better"
+	}
+	return "worse"
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -38,8 +38,11 @@ func TestWithinRunEvidence(t *testing.T) {
 				if c.Comparison.Verdict != stats.TooFewRuns {
 					t.Errorf("%s: verdict %v, want too few runs", row.Metric, c.Comparison.Verdict)
 				}
-				if c.WithinRun == nil || c.WithinRun.Significant != tc.signif || c.Change != tc.change {
-					t.Errorf("%s: within run %+v change %q, want significant=%v change %q", row.Metric, c.WithinRun, c.Change, tc.signif, tc.change)
+				if c.WithinRun == nil || c.WithinRun.Significant != tc.signif || c.WithinRun.Change != tc.change {
+					t.Errorf("%s: within run %+v, want significant=%v change %q", row.Metric, c.WithinRun, tc.signif, tc.change)
+				}
+				if c.Change != "" {
+					t.Errorf("%s: evidence inside runs marked the cell %q", row.Metric, c.Change)
 				}
 			}
 		})

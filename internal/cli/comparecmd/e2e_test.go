@@ -109,9 +109,12 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 		if c.Comparison.Verdict != stats.TooFewRuns {
 			t.Errorf("%s: verdict %v with 2+1 runs, want too few runs", row.Metric, c.Comparison.Verdict)
 		}
-		if c.WithinRun != nil && c.WithinRun.Significant {
-			t.Logf("%s: root %v, tmpfs %v: %s (%s)", row.Metric, row.Cells[0].Median, c.Median, c.Change, c.WithinRun.Method)
-			switch c.Change {
+		if c.Change != "" {
+			t.Errorf("%s: marked %q with 2+1 runs", row.Metric, c.Change)
+		}
+		if w := c.WithinRun; w != nil && w.Significant {
+			t.Logf("%s: root %v, tmpfs %v: %s (%s)", row.Metric, row.Cells[0].Median, c.Median, w.Change, w.Method)
+			switch w.Change {
 			case "better":
 				better++
 			case "worse":
