@@ -33,8 +33,8 @@ func newProgress(env *clienv.Env, plan *profile.Plan) *bar {
 	b.pw.SetAutoStop(false)
 	b.pw.SetTrackerLength(30)
 	b.pw.SetMessageLength(32)
-	b.pw.ShowETA(true)
-	b.pw.ShowValue(false)
+	b.pw.Style().Visibility.ETA = true
+	b.pw.Style().Visibility.Value = false
 	b.pw.SetUpdateFrequency(200 * time.Millisecond)
 	b.pw.Style().Visibility.Percentage = true
 	b.tracker = &progress.Tracker{Message: plan.Profile, Total: int64(total / time.Millisecond), Units: progress.UnitsDefault}

@@ -137,6 +137,10 @@ func TestProfiles(t *testing.T) {
 				if ents, _ := os.ReadDir(fsys.dir); len(ents) != 0 {
 					t.Errorf("left behind in %s: %v", fsys.dir, ents)
 				}
+				// Not a terminal: no progress bar, no escape sequences.
+				if strings.Contains(stdout, "\x1b") || strings.Contains(stdout, "done!") {
+					t.Errorf("progress output when not a TTY: %q", stdout)
+				}
 				r, err := benchresult.ReadFile(out)
 				if err != nil {
 					t.Fatal(err)
