@@ -174,7 +174,9 @@ type Phase struct {
 // writing, "loader" loading, "ingest" checkpointing.
 type Stream struct {
 	Name string `json:"name"` // the fio job name or native stream name
-	// Op is "read", "write", "load", "commit", "append" or "checkpoint".
+	// Op is "read", "write", "load", "commit", "append", "checkpoint" or
+	// "sync": fio's fsync/fdatasync calls, which are the commits of
+	// db-commit and the checkpoints of telemetry-ingest.
 	Op          string  `json:"op"`
 	Jobs        int     `json:"jobs,omitempty"` // threads/processes in the group
 	Ops         uint64  `json:"ops"`            // completed operations (fio total_ios)

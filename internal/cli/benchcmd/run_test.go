@@ -340,4 +340,20 @@ func TestExport(t *testing.T) {
 		t.Errorf("run.sh left %v", ents)
 	}
 	t.Logf("%s", stdout)
+
+	// search-index: the script's own load loop reads finished writer files.
+	si := filepath.Join(t.TempDir(), "si")
+	if code, _, stderr := run(t, "bench", "export", "search-index", "--scale", "0.05", "--runtime", "2s", "-o", si); code != 0 {
+		t.Fatalf("export search-index: %s", stderr)
+	}
+	if b, err := exec.Command("sh", filepath.Join(si, "run.sh"), target).CombinedOutput(); err != nil {
+		t.Fatalf("search-index run.sh: %v\n%s", err, b)
+	}
+	loads, err := os.ReadFile(filepath.Join(si, "results", "loads.txt"))
+	if err != nil || !strings.HasPrefix(string(loads), "writers.0.") {
+		t.Errorf("search-index run.sh loads: %v %q", err, loads)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("search-index run.sh left %v", ents)
+	}
 }

@@ -101,6 +101,11 @@ func New(name string, p Params) (*Plan, error) {
 	if p.NumCPU <= 0 {
 		p.NumCPU = 1
 	}
+	// fio job files are line-based: a path with a line break would end
+	// its option (render refuses it; this says why first).
+	if strings.ContainsAny(p.Dir+p.Device, "\n\r") {
+		return nil, fmt.Errorf("the target path %q contains a line break, which an fio job file cannot hold", p.Dir+p.Device)
+	}
 	switch {
 	case p.Device != "" && (name == SearchIndex || strings.HasPrefix(name, FioPrefix)):
 		return nil, fmt.Errorf("profile %s needs a directory (--dir), not a device", name)
@@ -150,7 +155,7 @@ func secs(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 1
 func render(f fio.File) []byte {
 	b, err := f.Render()
 	if err != nil {
-		// Plans are built from constants and numbers only.
+		// Plans are built from constants, numbers and a path New checked.
 		panic(err)
 	}
 	return b

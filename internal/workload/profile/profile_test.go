@@ -28,6 +28,11 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 	q := p
+	q.Dir = "/tmp/a\nrw=write"
+	if _, err := New(DBCommit, q); err == nil || !strings.Contains(err.Error(), "line break") {
+		t.Errorf("dir with a newline: %v", err)
+	}
+	q = p
 	q.Runtime = 0
 	if _, err := New(DBCommit, q); err == nil {
 		t.Error("zero runtime accepted")
