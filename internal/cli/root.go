@@ -16,6 +16,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/doctorcmd"
 	"github.com/slowpath/slowpath/internal/cli/fixcmd"
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
+	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
 )
 
@@ -48,6 +49,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		agentcmd.NewCmdAgent(env, nil),
 		fleetcmd.NewCmdFleet(env, nil),
 		diffcmd.NewCmdDiff(env, nil),
+		labcmd.NewCmdLab(env),
 	)
 	return root
 }

@@ -183,6 +183,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := comparereport.Write(env.Stdout, res, o.Format); err != nil {
 		return usageErr(err)
 	}
+	if o.Format != "json" && needsTax(sides) {
+		limit, err := measureLimit(ctx, env.FS)
+		if err != nil {
+			return usageErr(fmt.Errorf("encryption tax: %w", err))
+		}
+		writeTax(env.Stdout, res, sides, limit)
+	}
 	return nil
 }
 

@@ -1,0 +1,167 @@
+package cryptlab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseVariants(t *testing.T) {
+	vs, err := ParseVariants(DefaultVariants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != len(DefaultVariants) || vs[0].Cipher != "aes-xts-plain64" || vs[0].KeyBytes != 64 {
+		t.Fatalf("default matrix %+v", vs)
+	}
+	c, err := ParseVariants([]string{"cipher:aes-cbc-essiv:sha256:256"})
+	if err != nil || c[0].Cipher != "aes-cbc-essiv:sha256" || c[0].KeyBytes != 32 {
+		t.Fatalf("cipher variant %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"turbo"}, {"default", "default"}, {"cipher:aes-xts-plain64"}, {"cipher:aes xts:256"}, {"cipher:aes-xts-plain64:12"}, {""}} {
+		if _, err := ParseVariants(bad); err == nil {
+			t.Errorf("ParseVariants(%q) accepted", bad)
+		}
+	}
+	if _, err := ParseVariants([]string{"turbo"}); err == nil || !strings.Contains(err.Error(), "same_cpu_crypt") {
+		t.Errorf("unknown variant error does not list the known ones: %v", err)
+	}
+}
+
+func TestTable(t *testing.T) {
+	vs, _ := ParseVariants([]string{"default", "no_workqueue", "sector_4096"})
+	key := []byte("00112233")
+	want := []string{
+		"0 2048 crypt aes-xts-plain64 00112233 0 1:0 0\n",
+		"0 2048 crypt aes-xts-plain64 00112233 0 1:0 0 2 no_read_workqueue no_write_workqueue\n",
+		"0 2048 crypt aes-xts-plain64 00112233 0 1:0 0 1 sector_size:4096\n",
+	}
+	for i, v := range vs {
+		if got := string(v.Table(2048, "1:0", key)); got != want[i] {
+			t.Errorf("%s: table %q, want %q", v.Name, got, want[i])
+		}
+	}
+}
+
+func TestSupported(t *testing.T) {
+	debian61 := Version{1, 24, 0} // the VM lab's 6.1 kernel
+	vs, _ := ParseVariants(DefaultVariants)
+	var unsupported []string
+	for _, v := range vs {
+		if ok, why := v.Supported(debian61); !ok {
+			unsupported = append(unsupported, v.Name+": "+why)
+		}
+	}
+	if diff := cmp.Diff([]string{"high_priority: needs dm-crypt target v1.26.0, kernel has v1.24.0"}, unsupported); diff != "" {
+		t.Error(diff)
+	}
+	if ok, _ := vs[4].Supported(Version{1, 21, 9}); ok {
+		t.Error("no_workqueue accepted on crypt v1.21.9")
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Version
+		ok   bool
+		err  bool
+	}{
+		{"striped          v1.6.0\ncrypt            v1.24.0\nlinear           v1.4.0\n", Version{1, 24, 0}, true, false},
+		{"linear v1.4.0\nerror v1.6.0\n", Version{}, false, false},
+		{"crypt v1.x.0\n", Version{}, false, true},
+		{"crypt 1.2\n", Version{}, false, true},
+		{"", Version{}, false, false},
+	} {
+		v, ok, err := parseTargets(tc.in)
+		if v != tc.want || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("parseTargets(%q) = %v %v %v", tc.in, v, ok, err)
+		}
+	}
+}
+
+func FuzzParseTargets(f *testing.F) {
+	f.Add("crypt v1.24.0\n")
+	f.Add("crypt v4294967296.0.0\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok, err := parseTargets(s)
+		if ok && err != nil || !ok && v != (Version{}) {
+			t.Fatalf("inconsistent answer %v %v %v", v, ok, err)
+		}
+	})
+}
+
+func TestParseBacking(t *testing.T) {
+	b, err := ParseBacking("ram:1G")
+	if err != nil || b != (Backing{Kind: "ram", Size: 1 << 30}) {
+		t.Fatalf("%+v %v", b, err)
+	}
+	b, err = ParseBacking("file:/var/tmp/x:y.img:64M")
+	if err != nil || b != (Backing{Kind: "file", Path: "/var/tmp/x:y.img", Size: 64 << 20}) {
+		t.Fatalf("%+v %v", b, err)
+	}
+	if b.String() != "file:/var/tmp/x:y.img:64M" {
+		t.Errorf("String %q", b.String())
+	}
+	for _, bad := range []string{"ram", "ram:1", "ram:8M", "disk:1G", "file:rel.img:1G", "file:/x", "ram:-1G", "ram:1.5G"} {
+		if _, err := ParseBacking(bad); err == nil {
+			t.Errorf("ParseBacking(%q) accepted", bad)
+		}
+	}
+}
+
+// TestPlanRecovery: a dead lab's devices are removed, a canary that shares
+// the name prefix (or even the name) but not the uuid or device number is
+// not, and brd is unloaded only when it is the module the lab loaded.
+func TestPlanRecovery(t *testing.T) {
+	st := labState{ID: "abc123", Brd: true, BrdParams: map[string]string{"rd_nr": "1", "rd_size": "65536"},
+		DM: []dmRecord{
+			{Name: "sp-crypt-abc123-0", UUID: "SLOWPATH-CRYPTLAB-abc123-0", Dev: "254:0"},
+			{Name: "sp-crypt-abc123-1-lower", UUID: "SLOWPATH-CRYPTLAB-abc123-1-lower", Dev: "254:1"},
+			{Name: "sp-crypt-abc123-1", UUID: "SLOWPATH-CRYPTLAB-abc123-1"}, // killed before its number was saved
+			{Name: "sp-crypt-abc123-2", UUID: "SLOWPATH-CRYPTLAB-abc123-2"}, // never created
+		}}
+	devs := []Observed{
+		{Name: "dm-0", Dev: "254:0", DMName: "sp-crypt-abc123-0", DMUUID: "SLOWPATH-CRYPTLAB-abc123-0"},
+		{Name: "dm-1", Dev: "254:1", DMName: "sp-crypt-abc123-1-lower", DMUUID: "SLOWPATH-CRYPTLAB-abc123-1-lower"},
+		{Name: "dm-2", Dev: "254:2", DMName: "sp-crypt-abc123-1", DMUUID: "SLOWPATH-CRYPTLAB-abc123-1"},
+		{Name: "dm-3", Dev: "254:3", DMName: "sp-crypt-canary", DMUUID: "CANARY"},
+		{Name: "ram0", Dev: "1:0"},
+	}
+	brd := map[string]string{"rd_nr": "1", "rd_size": "65536"}
+	acts, skip := planRecovery(st, devs, brd)
+	want := []Action{{"dm", "SLOWPATH-CRYPTLAB-abc123-1"}, {"dm", "SLOWPATH-CRYPTLAB-abc123-1-lower"}, {"dm", "SLOWPATH-CRYPTLAB-abc123-0"}, {"brd", "brd"}}
+	if diff := cmp.Diff(want, acts); diff != "" || len(skip) != 0 {
+		t.Errorf("plan (-want +got):\n%s\nskipped %+v", diff, skip)
+	}
+
+	// Someone else now owns the recorded name (a canary made after the
+	// crash), and brd was reloaded with other parameters.
+	devs[0].DMUUID = "CANARY-2"
+	devs[1].Dev = "254:9"
+	acts, skip = planRecovery(st, devs, map[string]string{"rd_nr": "4", "rd_size": "65536"})
+	want = []Action{{"dm", "SLOWPATH-CRYPTLAB-abc123-1"}}
+	if diff := cmp.Diff(want, acts); diff != "" {
+		t.Errorf("plan with impostors (-want +got):\n%s", diff)
+	}
+	if len(skip) != 3 {
+		t.Errorf("skipped %+v, want the renamed dm-0, the renumbered dm-1 and brd", skip)
+	}
+
+	// A forged state naming a device outside the lab's prefix is refused.
+	forged := labState{ID: "abc123", DM: []dmRecord{{Name: "sp-crypt-canary", UUID: "CANARY"}}}
+	if acts, _ := planRecovery(forged, devs, nil); len(acts) != 0 {
+		t.Errorf("forged state: %+v", acts)
+	}
+
+	loopState := labState{ID: "abc123", File: "/var/tmp/lab.img", Loop: &loopRecord{Device: "/dev/loop3", Dev: "7:3", File: "/var/tmp/lab.img"}}
+	acts, _ = planRecovery(loopState, []Observed{{Name: "loop3", Dev: "7:3", Backing: "/var/tmp/lab.img"}}, nil)
+	if diff := cmp.Diff([]Action{{"loop", "/dev/loop3"}, {"file", "/var/tmp/lab.img"}}, acts); diff != "" {
+		t.Error(diff)
+	}
+	acts, _ = planRecovery(loopState, []Observed{{Name: "loop3", Dev: "7:3", Backing: "/home/db.img"}}, nil)
+	if diff := cmp.Diff([]Action{{"file", "/var/tmp/lab.img"}}, acts); diff != "" {
+		t.Errorf("loop rebound to another file must stay: %s", diff)
+	}
+}

@@ -1,0 +1,115 @@
+// Package cryptotax is the expected encryption tax: what encryption should
+// cost a workload given what the cipher costs on this CPU, set against the
+// overhead observed. It is pure: figures in, verdict out.
+//
+// The model. Every byte that crosses an encryption layer is encrypted (on
+// write) or decrypted (on read) once per layer; with AES-NI both directions
+// cost about the same. So the cipher needs
+//
+//	CPU seconds = bytes moved × layers / cipher bytes per second per core
+//
+// and, per I/O, bytes per I/O × layers / throughput of one core: the time
+// one I/O spends in the cipher if nothing else stands in its way. The
+// observed overhead per I/O comes from Little's law: at a fixed queue
+// depth QD, mean latency is QD / IOPS, so encryption added
+// QD × (1/IOPS_encrypted − 1/IOPS_plain) to each I/O. An observed overhead
+// many times the cipher's is the symptom of time spent waiting, not
+// encrypting: dm-crypt's workqueues queueing I/O behind each other, or a
+// second encryption layer nobody meant to have.
+package cryptotax
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FarAbove is the ratio of observed to expected overhead above which the
+// overhead is called far above the cipher's cost. The kernel's AES-XTS is
+// usually faster than the user-space bound, which makes expected too high,
+// not too low, so a ratio above this is not an artefact of the bound.
+const FarAbove = 4.0
+
+// Limit is the cipher's cost on this CPU (from `slowpath lab crypto-limit`).
+type Limit struct {
+	BytesPerSecPerCore float64
+	Source             string // what was measured: kernel driver via AF_ALG, or the user-space bound
+}
+
+// Observation is one encrypted configuration against the plain baseline.
+type Observation struct {
+	Layers     int     // encryption layers on the path (2 for crypt on crypt)
+	BytesPerIO float64 // mean bytes per I/O
+	QueueDepth int     // I/Os in flight (iodepth × jobs)
+	PlainIOPS  float64
+	IOPS       float64
+	// CPU of the whole machine during each run, in CPUs (1 = one CPU
+	// busy), and bytes moved per second in each; used for the CPU form.
+	PlainCPU, CPU               float64
+	PlainBytesPerSec, BytesPerS float64
+}
+
+// Tax is the assessment.
+type Tax struct {
+	// Per I/O: the cipher's time and the observed added latency.
+	ExpectedPerIO time.Duration `json:"expected_per_io_ns"`
+	ObservedPerIO time.Duration `json:"observed_per_io_ns"`
+	// Ratio is observed / expected per I/O; NaN when not computable.
+	Ratio float64 `json:"ratio"`
+	// CPU seconds per GiB moved: what the cipher needs and what the
+	// machine spent beyond the plain run.
+	ExpectedCPUPerGiB float64 `json:"expected_cpu_s_per_gib"`
+	ObservedCPUPerGiB float64 `json:"observed_extra_cpu_s_per_gib"`
+	Verdict           string  `json:"verdict"`
+}
+
+// Verdicts.
+const (
+	VerdictNoOverhead = "no measurable overhead"
+	VerdictCipher     = "about what the cipher costs"
+	VerdictAbove      = "above the cipher's cost"
+	VerdictFarAbove   = "far above what the cipher costs: queueing (dm-crypt workqueues) or more than one encryption layer"
+	VerdictUnknown    = "unknown"
+)
+
+// Assess computes the tax of o under l.
+func Assess(l Limit, o Observation) (Tax, error) {
+	t := Tax{Ratio: math.NaN(), Verdict: VerdictUnknown}
+	if !(l.BytesPerSecPerCore > 0) {
+		return t, fmt.Errorf("no cipher throughput (run slowpath lab crypto-limit)")
+	}
+	if o.Layers < 1 || !(o.BytesPerIO > 0) || o.QueueDepth < 1 || !(o.PlainIOPS > 0) || !(o.IOPS > 0) {
+		return t, fmt.Errorf("incomplete observation %+v", o)
+	}
+	layers := float64(o.Layers)
+	exp := o.BytesPerIO * layers / l.BytesPerSecPerCore
+	obs := float64(o.QueueDepth) * (1/o.IOPS - 1/o.PlainIOPS)
+	t.ExpectedPerIO = seconds(exp)
+	t.ObservedPerIO = seconds(obs)
+	t.ExpectedCPUPerGiB = layers * (1 << 30) / l.BytesPerSecPerCore
+	if o.BytesPerS > 0 && o.PlainBytesPerSec > 0 {
+		t.ObservedCPUPerGiB = (o.CPU/o.BytesPerS - o.PlainCPU/o.PlainBytesPerSec) * (1 << 30)
+	}
+	t.Ratio = obs / exp
+	switch {
+	case obs <= 0:
+		t.Verdict = VerdictNoOverhead
+	case t.Ratio <= 2:
+		t.Verdict = VerdictCipher
+	case t.Ratio <= FarAbove:
+		t.Verdict = VerdictAbove
+	default:
+		t.Verdict = VerdictFarAbove
+	}
+	return t, nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// Line renders t as the one-line tax the tables print.
+func (t Tax) Line() string {
+	if math.IsNaN(t.Ratio) {
+		return "tax: " + t.Verdict
+	}
+	return fmt.Sprintf("cipher %v/IO, observed +%v/IO (%.1fx): %s", t.ExpectedPerIO, t.ObservedPerIO, t.Ratio, t.Verdict)
+}

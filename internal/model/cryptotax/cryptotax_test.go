@@ -1,0 +1,64 @@
+package cryptotax
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The published cases, at 1 GB/s per core for round numbers.
+func TestAssess(t *testing.T) {
+	l := Limit{BytesPerSecPerCore: 1e9}
+	for _, tc := range []struct {
+		name  string
+		o     Observation
+		want  string
+		ratio float64
+	}{
+		// PostgreSQL story: 4 KiB direct I/O, 171k IOPS plain, 26.6k on
+		// default dm-crypt (QD 1 taken here): +32 µs per I/O against 4.1 µs
+		// of cipher: far above.
+		{"default dm-crypt", Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 171e3, IOPS: 26.6e3}, VerdictFarAbove, 7.75},
+		// A healthy 10%: 4 KiB at 100k → 90.9k IOPS adds 1 µs < 4.1 µs.
+		{"healthy", Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 100e3, IOPS: 90.9e3}, VerdictCipher, 0.24},
+		{"faster", Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 100e3, IOPS: 101e3}, VerdictNoOverhead, -0.02},
+		// Two layers double what the cipher may cost.
+		{"stacked", Observation{Layers: 2, BytesPerIO: 4096, QueueDepth: 2, PlainIOPS: 100e3, IOPS: 50e3}, VerdictAbove, 2.44},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Assess(l, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Verdict != tc.want || math.Abs(got.Ratio-tc.ratio) > 0.05 {
+				t.Errorf("verdict %q ratio %.3f, want %q %.2f (%+v)", got.Verdict, got.Ratio, tc.want, tc.ratio, got)
+			}
+			if !strings.Contains(got.Line(), got.Verdict) {
+				t.Errorf("line %q", got.Line())
+			}
+		})
+	}
+	got, _ := Assess(l, Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 171e3, IOPS: 26.6e3})
+	if got.ExpectedPerIO != 4096*time.Nanosecond || got.ObservedPerIO < 31*time.Microsecond || got.ObservedPerIO > 32*time.Microsecond {
+		t.Errorf("per-IO figures %+v", got)
+	}
+	if c := (Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 1, IOPS: 1, CPU: 0.5, BytesPerS: 1 << 30, PlainCPU: 0.25, PlainBytesPerSec: 1 << 30}); true {
+		got, _ := Assess(l, c)
+		if math.Abs(got.ObservedCPUPerGiB-0.25) > 1e-9 || math.Abs(got.ExpectedCPUPerGiB-1.0737) > 1e-3 {
+			t.Errorf("CPU per GiB %+v", got)
+		}
+	}
+	for _, bad := range []struct {
+		l Limit
+		o Observation
+	}{
+		{Limit{}, Observation{Layers: 1, BytesPerIO: 1, QueueDepth: 1, PlainIOPS: 1, IOPS: 1}},
+		{l, Observation{Layers: 0, BytesPerIO: 1, QueueDepth: 1, PlainIOPS: 1, IOPS: 1}},
+		{l, Observation{Layers: 1, BytesPerIO: 1, QueueDepth: 1, PlainIOPS: math.NaN(), IOPS: 1}},
+	} {
+		if got, err := Assess(bad.l, bad.o); err == nil || got.Verdict != VerdictUnknown {
+			t.Errorf("Assess(%+v, %+v) = %+v, %v", bad.l, bad.o, got, err)
+		}
+	}
+}
