@@ -300,17 +300,22 @@ func TestBacklogFlood(t *testing.T) {
 	}
 	// Socket buffer drops are told apart from backlog drops. Every
 	// SOCKET_RCVBUFF free the kernel handed to BPF programs is counted:
-	// slowpath's count (all interfaces) is at least the reference
-	// program's, whose window lies inside slowpath's, and exceeds it only
-	// by the few drops outside that window.
-	var rcv, rcvAll uint64
+	// slowpath's count (all interfaces) plus the hits the kernel reports
+	// it skipped because the tracer was running (a hit nesting in it
+	// still runs the reference) is at least the reference program's,
+	// whose window lies inside slowpath's, and exceeds it only by the few
+	// drops outside that window.
+	var rcv, rcvAll, misses uint64
 	for _, rc := range rep.Reasons {
 		if rc.Reason == "SOCKET_RCVBUFF" {
 			rcv, rcvAll = onLab(rc), rc.Count
 		}
 	}
-	if rcvAll < refN || rcvAll*100 > refN*101 {
-		t.Errorf("slowpath counted %d SOCKET_RCVBUFF drops, a reference tp_btf counter over a shorter window %d", rcvAll, refN)
+	if rep.RecursionMisses != nil {
+		misses = *rep.RecursionMisses
+	}
+	if rcvAll+misses < refN || rcvAll*100 > refN*101 {
+		t.Errorf("slowpath counted %d SOCKET_RCVBUFF drops (recursion misses %d), a reference tp_btf counter over a shorter window %d", rcvAll, misses, refN)
 	}
 	// Against the receiver namespace's counter the match is not exact, and
 	// not by slowpath's fault: under load the kernel does not run the
