@@ -68,8 +68,10 @@ type Capture struct {
 	// program because it was already running on that CPU
 	// (bpf_prog_info.recursion_misses, 5.12+). It is over every hit of
 	// skb:kfree_skb, before the program filters by interface and including
-	// frees that are not drops: an upper bound on drops not seen. nil when
-	// it could not be read; RecursionMissesError says why.
+	// frees that are not drops: an upper bound on drops lost to recursion,
+	// not on all drops not seen (docs/drops.md, Accuracy: the kernel also
+	// skips some hits without counting them). nil when it could not be
+	// read; RecursionMissesError says why.
 	RecursionMisses      *uint64 `json:"recursion_misses,omitempty"`
 	RecursionMissesError string  `json:"recursion_misses_error,omitempty"`
 	// IfNames, when set, names the interfaces of namespace Netns by index,

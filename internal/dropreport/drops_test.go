@@ -350,7 +350,7 @@ func TestWriteTextEmpty(t *testing.T) {
 	if err := WriteText(&buf, Report{DurationSeconds: 1, Interface: "eth0", Reasons: []ReasonCount{}, RecursionMisses: &two}, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Packet drops on eth0 over 1.0s: 0 dropped\nThis kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.\nwarning: the kernel skipped the tracer 2 times because it was already running on that CPU (recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): at most 2 drops not seen\nNo drops.\n"
+	want := "Packet drops on eth0 over 1.0s: 0 dropped\nThis kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.\nwarning: the kernel skipped the tracer 2 times because it was already running on that CPU (recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): up to 2 drops not seen this way\nNo drops.\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
@@ -375,7 +375,7 @@ func TestCounterLabels(t *testing.T) {
 			json:    []string{`"stack_walks": 100`, `"stack_walks_failed": 3`, `"recursion_misses": 5`},
 			notJSON: []string{`"lost_stacks"`, `"missed"`},
 			text: []string{"3 of 100 stack walks failed", "skipped the tracer 5 times", "every skb:kfree_skb",
-				"at most 5 drops"},
+				"up to 5 drops not seen this way"},
 			notText: []string{"drops counted without their stack", "5 drops missed"}},
 		{name: "zero misses",
 			c:       Capture{Kernel: reasonKernel, DurationSeconds: 1, RecursionMisses: new(uint64)},

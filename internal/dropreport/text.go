@@ -53,7 +53,7 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		fmt.Fprintf(w, "warning: recursion misses unknown (%s): how many kfree_skb hits the kernel did not show the tracer is not known\n", why)
 	case *r.RecursionMisses > 0:
 		fmt.Fprintf(w, "warning: the kernel skipped the tracer %d times because it was already running on that CPU "+
-			"(recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): at most %d drops not seen\n",
+			"(recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): up to %d drops not seen this way\n",
 			*r.RecursionMisses, *r.RecursionMisses)
 	}
 	if r.StackWalksFailed > 0 {

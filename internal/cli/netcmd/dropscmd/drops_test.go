@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
@@ -201,6 +204,9 @@ func TestBacklogFlood(t *testing.T) {
 	}
 	args := []string{"--format", "json", "--folded", folded, "--svg", svg, "--record", record}
 	done := startCmd(ctx, t, args...)
+	// Attached after slowpath's tracer and detached before it, so its
+	// window lies inside slowpath's and around the counter reads.
+	ref := startReasonCounter(t, "SOCKET_RCVBUFF")
 
 	before, err := lab.ReadCounters()
 	if err != nil {
@@ -214,6 +220,7 @@ func TestBacklogFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refN, refMisses := ref.stop(t)
 	cancel()
 	r := <-done
 	if r.err != nil {
@@ -291,17 +298,39 @@ func TestBacklogFlood(t *testing.T) {
 	if bl.Layer != "backlog" || bl.Check != "net.backlog-drops" || bl.Locations[0].Function != "enqueue_to_backlog" {
 		t.Errorf("CPU_BACKLOG: layer %q check %q locations %+v", bl.Layer, bl.Check, bl.Locations)
 	}
-	// Socket buffer drops are told apart from backlog drops, and match the
-	// receiver namespace's counter within 1%. (Not exactly: in about one
-	// run in three a handful of RcvbufErrors, out of ~300k, had no
-	// SOCKET_RCVBUFF drop, with no missed program runs.)
-	var rcv uint64
+	// Socket buffer drops are told apart from backlog drops. Every
+	// SOCKET_RCVBUFF free the kernel handed to BPF programs is counted:
+	// slowpath's count (all interfaces) plus the hits the kernel reports
+	// it skipped because the tracer was running (a hit nesting in it
+	// still runs the reference) is at least the reference program's,
+	// whose window lies inside slowpath's, and exceeds it only by the few
+	// drops outside that window.
+	var rcv, rcvAll, misses uint64
 	for _, rc := range rep.Reasons {
 		if rc.Reason == "SOCKET_RCVBUFF" {
-			rcv = onLab(rc)
+			rcv, rcvAll = onLab(rc), rc.Count
 		}
 	}
-	if rcv*100 < d.UDPRcvbufErrors*99 || rcv*100 > d.UDPRcvbufErrors*101 {
+	if rep.RecursionMisses != nil {
+		misses = *rep.RecursionMisses
+	}
+	if rcvAll+misses < refN || rcvAll*100 > refN*101 {
+		t.Errorf("slowpath counted %d SOCKET_RCVBUFF drops (recursion misses %d), a reference tp_btf counter over a shorter window %d", rcvAll, misses, refN)
+	}
+	// Against the receiver namespace's counter the match is not exact, and
+	// not by slowpath's fault: under load the kernel does not run the
+	// raw-tracepoint BPF programs for some skb:kfree_skb hits on the
+	// RPS CPU, and counts no recursion miss for them. Measured on 6.18
+	// (2 vCPUs, load 3-6): perf stat -e skb:kfree_skb --filter
+	// 'reason == 6' matched RcvbufErrors exactly in every run, while in
+	// about half the runs slowpath and the 10-instruction reference
+	// counter above both lacked the same 70 to 1,200 of them (0.02-0.5%;
+	// 1.34% in one CI run), with run_cnt equal to slowpath's total.
+	// The bound leaves room for that loss, and still catches drops
+	// counted under another reason or interface.
+	t.Logf("SOCKET_RCVBUFF: slowpath %d (lab veth %d), reference counter %d (recursion misses %d), RcvbufErrors delta %d: %d not run by the kernel",
+		rcvAll, rcv, refN, refMisses, d.UDPRcvbufErrors, int64(d.UDPRcvbufErrors)-int64(refN))
+	if rcv*100 < d.UDPRcvbufErrors*95 || rcv*100 > d.UDPRcvbufErrors*101 {
 		t.Errorf("SOCKET_RCVBUFF %d vs Udp RcvbufErrors delta %d in the receiver namespace", rcv, d.UDPRcvbufErrors)
 	}
 	if rep.RecursionMisses == nil {
@@ -353,6 +382,94 @@ func TestBacklogFlood(t *testing.T) {
 	t.Logf("%d stack walks for %d drops (stack_every %d)", c.StackWalks, wanted, c.StackEvery)
 	if c.StackEvery != DefaultStackEvery || c.StackWalks == 0 || c.StackWalks > wanted/DefaultStackEvery*2+100 {
 		t.Errorf("%d stack walks for %d drops with stack_every %d: not sampled", c.StackWalks, wanted, c.StackEvery)
+	}
+}
+
+// reasonCounter is a minimal second program on skb:kfree_skb that counts
+// the frees of one reason in a per-CPU array: what the kernel delivered to
+// BPF programs, to tell slowpath's accounting from the kernel's delivery.
+type reasonCounter struct {
+	counts *ebpf.Map
+	prog   *ebpf.Program
+	link   link.Link
+}
+
+func startReasonCounter(t *testing.T, reason string) *reasonCounter {
+	t.Helper()
+	k, err := dropcounter.ProbeKernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, ok := uint32(0), false
+	for v, name := range k.Reasons {
+		if name == reason {
+			value, ok = v, true
+		}
+	}
+	if !ok {
+		t.Fatalf("kernel has no drop reason %s", reason)
+	}
+	r := &reasonCounter{}
+	t.Cleanup(func() { r.close() })
+	if r.counts, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "kfree_skb", License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 16, asm.DWord), // ctx[2]: the reason
+			asm.JNE.Imm(asm.R2, int32(value), "exit"),
+			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.LoadMapPtr(asm.R1, r.counts.FD()),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		t.Fatalf("load reference counter: %v", err)
+	}
+	if r.link, err = link.AttachTracing(link.TracingOptions{Program: r.prog}); err != nil {
+		t.Fatalf("attach reference counter: %v", err)
+	}
+	return r
+}
+
+// stop detaches the counter and returns its count and the kernel's
+// recursion misses for it.
+func (r *reasonCounter) stop(t *testing.T) (count, misses uint64) {
+	t.Helper()
+	if err := r.link.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var per []uint64
+	if err := r.counts.Lookup(uint32(0), &per); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range per {
+		count += n
+	}
+	st, err := r.prog.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return count, st.RecursionMisses
+}
+
+func (r *reasonCounter) close() {
+	if r.link != nil {
+		r.link.Close()
+	}
+	if r.prog != nil {
+		r.prog.Close()
+	}
+	if r.counts != nil {
+		r.counts.Close()
 	}
 }
 
