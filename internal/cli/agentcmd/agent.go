@@ -24,6 +24,7 @@ import (
 	"github.com/slowpath/slowpath/internal/bpf/reasoncounter"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -42,6 +43,7 @@ type Options struct {
 	DropsAttach      string
 	ReadyFile        string
 	Cloud            cloud.Options
+	LiveSources      hostfs.LiveSources
 }
 
 // NewCmdAgent builds the command; runF replaces the action in tests.
@@ -91,6 +93,7 @@ Metrics and their labels: docs/agent.md.`,
 	f.BoolVar(&o.Drops, "collector.drops", false, "export slowpath_skb_drops_total{reason,layer} from an eBPF counter on skb:kfree_skb")
 	f.StringVar(&o.DropsAttach, "collector.drops.attach", string(reasoncounter.TPBTF), "how the drop counter attaches: tp_btf (skb:kfree_skb) or fentry (the kernel's drop function); docs/drops.md compares them")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the address served on to `FILE` once listening (for scripts; useful with port 0)")
+	f.Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
 	o.Cloud.AddFlags(f)
 	return cmd
 }
@@ -114,7 +117,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		}
 		src = &agent.Fixed{S: s, LoadTime: time.Since(start)}
 	} else {
-		live := &agent.Live{FS: env.FS, Version: env.Version, Cloud: o.Cloud, TopologyInterval: o.TopologyInterval}
+		// A DaemonSet reads the host's /proc and /sys under other paths:
+		// live-only sources run only where the roots are this host's or
+		// --live-sources on says the tree is (as doctor and collect).
+		fs := env.FS.WithLiveSources(o.LiveSources)
+		c := o.Cloud
+		c.NotLive = fs.NotLive()
+		live := &agent.Live{FS: fs, Version: env.Version, Cloud: c, TopologyInterval: o.TopologyInterval}
 		defer live.Close()
 		src = live
 	}

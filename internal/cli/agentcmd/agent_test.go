@@ -2,6 +2,7 @@ package agentcmd_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -28,6 +29,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -198,5 +200,26 @@ func TestBadWebConfig(t *testing.T) {
 	var ee *clienv.ExitError
 	if !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), "web config") {
 		t.Errorf("want a usage error naming the web config, got %v", err)
+	}
+}
+
+// TestLiveSourcesFlag: the agent takes --live-sources as doctor and collect
+// do (the DaemonSet passes on), and refuses a mode it does not know.
+func TestLiveSourcesFlag(t *testing.T) {
+	env := &clienv.Env{Stdout: io.Discard, Stderr: io.Discard}
+	var got *agentcmd.Options
+	cmd := agentcmd.NewCmdAgent(env, func(_ context.Context, o *agentcmd.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--live-sources", "on"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.LiveSources != hostfs.LiveOn {
+		t.Fatalf("--live-sources on: got %+v", got)
+	}
+	cmd = agentcmd.NewCmdAgent(env, func(context.Context, *agentcmd.Options) error { return nil })
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs([]string{"--live-sources", "sometimes"})
+	if err := cmd.Execute(); err == nil {
+		t.Error("--live-sources sometimes was accepted")
 	}
 }
