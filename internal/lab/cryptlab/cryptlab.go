@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/lab/hostlock"
 )
 
 // Options say what to build.
@@ -61,7 +63,7 @@ type Lab struct {
 	Mappings     []Mapping
 
 	opts  Options
-	lock  *lock
+	lock  *hostlock.Lock
 	state labState
 	log   func(string, ...any)
 }
@@ -126,12 +128,12 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, err
 	}
 	if err := RecoverStale(ctx, opts.Sys, logf); err != nil {
-		lk.release()
+		lk.Release()
 		return nil, err
 	}
 	ver, err := Probe(ctx, opts.Dev)
 	if err != nil {
-		lk.release()
+		lk.Release()
 		return nil, err
 	}
 	idb := make([]byte, 3)
@@ -353,7 +355,7 @@ func (l *Lab) Close() error {
 	}
 	_ = os.Remove(statePath(l.ID))
 	l.log("cryptlab %s: torn down", l.ID)
-	l.lock.release()
+	l.lock.Release()
 	l.lock = nil
 	return nil
 }

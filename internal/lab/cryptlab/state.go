@@ -3,15 +3,13 @@ package cryptlab
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/slowpath/slowpath/internal/lab/hostlock"
 )
 
 // StateDir holds the host-wide lock and one state file per live lab. /run
@@ -74,38 +72,11 @@ func (s *labState) save() error {
 	return nil
 }
 
-// lock is an exclusive flock on StateDir/lock: one crypt lab per host at a
-// time (brd is a single module, and two labs would measure each other).
-type lock struct{ f *os.File }
-
-func acquireLock(ctx context.Context) (*lock, error) {
-	if err := os.MkdirAll(StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("cryptlab state dir: %w", err)
-	}
-	p := filepath.Join(StateDir, "lock")
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return &lock{f: f}, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", p, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("another crypt lab is running (lock %s): %w", p, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+// acquireLock takes the host-wide crypt lab lock: one crypt lab per host at
+// a time (brd is a single module, and two labs would measure each other).
+func acquireLock(ctx context.Context) (*hostlock.Lock, error) {
+	return hostlock.Acquire(ctx, StateDir, "another crypt lab is running")
 }
-
-func (l *lock) release() error { return l.f.Close() }
 
 // Observed is a block device as sysfs shows it, for the ownership checks.
 type Observed struct {

@@ -30,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/lab/hostlock"
 )
 
 // Addresses inside the namespaces. The /30 lives only on the veth pair in the
@@ -70,7 +72,7 @@ type Lab struct {
 	SenderLink, ReceiverLink string
 
 	opts Options
-	lock *fileLock
+	lock *hostlock.Lock
 
 	mu         sync.Mutex
 	closed     bool
@@ -398,7 +400,7 @@ func (l *Lab) Close() error {
 	}
 	untrackOpen(l)
 	if l.lock != nil && !l.opts.keepLock {
-		if err := l.lock.release(); err != nil {
+		if err := l.lock.Release(); err != nil {
 			errs = append(errs, err)
 		}
 	}

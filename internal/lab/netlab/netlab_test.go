@@ -118,7 +118,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = l.Close(); _ = l.lock.release() })
+	t.Cleanup(func() { _ = l.Close(); _ = l.lock.Release() })
 	orig, err := Backlog()
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestCloseAfterFailedSetup(t *testing.T) {
 			if err != nil {
 				t.Fatalf("host lock still held after failed Setup: %v", err)
 			}
-			lock.release()
+			lock.Release()
 		})
 	}
 }
