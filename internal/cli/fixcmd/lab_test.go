@@ -96,7 +96,25 @@ func TestFixBacklogDrops(t *testing.T) {
 		t.Logf("flood: %+v", res)
 		flood <- err
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	// Wait for the flood's drops rather than a fixed time: under load
+	// (go test ./... compiling and the VM lab running) iperf3 took longer
+	// than the 1.5 s this used to sleep, and the snapshot saw no drops.
+	w0, err := l.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for wait := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		w1, err := l.ReadCounters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w1.Sub(w0).TotalSoftnetDropped() > 0 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatal("no backlog drops 15 s into the flood at netdev_max_backlog=16")
+		}
+	}
 
 	// A snapshot taken during the flood: the backlog drops rising.
 	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
