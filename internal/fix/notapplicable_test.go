@@ -79,12 +79,3 @@ func TestBuildSkips(t *testing.T) {
 		t.Fatalf("%+v %v", p, err)
 	}
 }
-
-func TestKernelVersion(t *testing.T) {
-	for in, want := range map[string][3]int{"6.1.0-27-cloud-amd64": {6, 1, 1}, "5.15.0-1074-azure": {5, 15, 1}, "6.10-rc1": {6, 10, 1}, "4": {0, 0, 0}, "x.y": {0, 0, 0}} {
-		maj, mnr, ok := KernelVersion(in)
-		if maj != want[0] || mnr != want[1] || ok != (want[2] == 1) {
-			t.Errorf("%q: %d.%d %v", in, maj, mnr, ok)
-		}
-	}
-}

@@ -8,7 +8,6 @@ package fix
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -223,7 +222,7 @@ var cryptFlagSince = map[string][2]int{
 }
 
 func cryptNotApplicable(kernel string, c *check.CryptChange) string {
-	maj, mnr, ok := KernelVersion(kernel)
+	maj, mnr, ok := check.KernelVersion(kernel)
 	for _, fl := range c.Add {
 		since, known := cryptFlagSince[fl]
 		if !known {
@@ -237,24 +236,6 @@ func cryptNotApplicable(kernel string, c *check.CryptChange) string {
 		}
 	}
 	return ""
-}
-
-// KernelVersion reads major and minor from a release such as 6.1.0-27-cloud-amd64.
-func KernelVersion(release string) (major, minor int, ok bool) {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	mn := parts[1]
-	if i := strings.IndexFunc(mn, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		mn = mn[:i]
-	}
-	mnr, err2 := strconv.Atoi(mn)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
-	}
-	return maj, mnr, true
 }
 
 // refreshCommand is the cryptsetup refresh that sets the flags (and keeps

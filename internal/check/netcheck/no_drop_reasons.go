@@ -2,8 +2,6 @@ package netcheck
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -86,7 +84,7 @@ func tracerOffer(d *snapshot.DropReasons, release string) (offer, *check.Evidenc
 	ev := &check.Evidence{Source: srcKernelBTF, Key: "exists (`net drops` needs it)", Observed: d.KernelBTF, Expected: "yes"}
 	switch d.KernelBTF {
 	case "yes":
-		if maj, mnr, ok := releaseVersion(release); ok && (maj < 5 || (maj == 5 && mnr < 5)) {
+		if maj, mnr, ok := check.KernelVersion(release); ok && (maj < 5 || (maj == 5 && mnr < 5)) {
 			return offer{known: true, why: fmt.Sprintf("cannot run on this kernel: kernel %s has BTF but predates BTF tracepoints (Linux 5.5)", release)}, ev
 		}
 		return offer{known: true, canRun: true, why: "Kernel BTF is present"}, ev
@@ -97,21 +95,6 @@ func tracerOffer(d *snapshot.DropReasons, release string) (offer, *check.Evidenc
 	default:
 		return offer{why: "kernel BTF could not be checked"}, ev
 	}
-}
-
-// releaseVersion parses "5.10.0-32-amd64" into 5, 10.
-func releaseVersion(release string) (major, minor int, ok bool) {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	mn := parts[1]
-	if i := strings.IndexFunc(mn, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		mn = mn[:i]
-	}
-	mnr, err2 := strconv.Atoi(mn)
-	return maj, mnr, err1 == nil && err2 == nil
 }
 
 func kernelRelease(in *check.Input) string {

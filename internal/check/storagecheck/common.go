@@ -2,7 +2,6 @@ package storagecheck
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -107,26 +106,8 @@ func leavesBelow(below []storagemodel.Layer) []storagemodel.Layer {
 	return out
 }
 
-// kernelVersion parses "6.1.0-50-cloud-amd64" into 6, 1.
-func kernelVersion(release string) (major, minor int, ok bool) {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	minStr := parts[1]
-	if i := strings.IndexFunc(minStr, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		minStr = minStr[:i]
-	}
-	mnr, err2 := strconv.Atoi(minStr)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
-	}
-	return maj, mnr, true
-}
-
 func kernelAtLeast(release string, major, minor int) (atLeast, known bool) {
-	maj, mnr, ok := kernelVersion(release)
+	maj, mnr, ok := check.KernelVersion(release)
 	if !ok {
 		return false, false
 	}

@@ -220,20 +220,6 @@ func TestChecksOnEmptyInput(t *testing.T) {
 	}
 }
 
-func TestKernelVersion(t *testing.T) {
-	for rel, want := range map[string][2]int{"6.1.0-50-cloud-amd64": {6, 1}, "5.9": {5, 9}, "5.10.0+": {5, 10}, "4.19.0-rc1": {4, 19}} {
-		maj, mnr, ok := kernelVersion(rel)
-		if !ok || maj != want[0] || mnr != want[1] {
-			t.Errorf("kernelVersion(%q) = %d.%d %v", rel, maj, mnr, ok)
-		}
-	}
-	for _, rel := range []string{"", "6", "x.y"} {
-		if _, _, ok := kernelVersion(rel); ok {
-			t.Errorf("kernelVersion(%q) accepted", rel)
-		}
-	}
-}
-
 // TestIncompletePath is the fires/silent pair of storage.incomplete-path:
 // a mount whose device is missing from the snapshot is an unknown that
 // says what to collect; a path followed to its disk gives nothing.
