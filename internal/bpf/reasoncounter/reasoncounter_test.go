@@ -15,40 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
+	"github.com/slowpath/slowpath/internal/lab/netlab"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
-
-// closedPortSender sends UDP datagrams to a closed port on loopback: each
-// is dropped with reason NO_SOCKET in the sender's own softirq.
-func closedPortSender(tb testing.TB) func(n int) {
-	tb.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	probe, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	lo := [4]byte{127, 0, 0, 1}
-	if err := unix.Bind(probe, &unix.SockaddrInet4{Addr: lo}); err != nil {
-		tb.Fatal(err)
-	}
-	sa, err := unix.Getsockname(probe)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	unix.Close(probe)
-	tb.Cleanup(func() { unix.Close(fd) })
-	dst := &unix.SockaddrInet4{Addr: lo, Port: sa.(*unix.SockaddrInet4).Port}
-	return func(n int) {
-		for i := 0; i < n; i++ {
-			if err := unix.Sendto(fd, []byte("slowpath"), 0, dst); err != nil {
-				tb.Fatalf("sendto: %v", err)
-			}
-		}
-	}
-}
 
 func noSocket(tb testing.TB, c *Counter) uint64 {
 	tb.Helper()
@@ -69,7 +38,7 @@ func noSocket(tb testing.TB, c *Counter) uint64 {
 // port too, never fewer).
 func TestCountsNoSocket(t *testing.T) {
 	testenv.RequireRoot(t)
-	send := closedPortSender(t)
+	send := netlab.ClosedPortSender(t)
 	for _, a := range []Attach{TPBTF, Fentry} {
 		t.Run(string(a), func(t *testing.T) {
 			if a == Fentry {
@@ -160,7 +129,7 @@ func emptyProgram(tb testing.TB, a Attach, target string) func() func() {
 // kernel's BPF statistics (a separate pass).
 func BenchmarkAttachCost(b *testing.B) {
 	testenv.RequireRoot(b)
-	send := closedPortSender(b)
+	send := netlab.ClosedPortSender(b)
 	fentryOK := true
 	if err := fentryLoads(); err != nil {
 		b.Logf("fentry not measured: this kernel refuses fentry programs (%v)", err)

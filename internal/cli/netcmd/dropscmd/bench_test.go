@@ -271,8 +271,7 @@ func BenchmarkDropPathCost(b *testing.B) {
 	testenv.RequireRoot(b)
 	perf := testenv.RequireTool(b, "perf", "linux-perf")
 	b.Cleanup(ensureTracefs(b))
-	send, closeSender := closedPortSender(b)
-	defer closeSender()
+	send := netlab.ClosedPortSender(b)
 
 	variants := tracerVariants(b, perf)
 	// Sending from one thread on one CPU: a migration in the middle of a
@@ -303,9 +302,7 @@ func BenchmarkDropPathCost(b *testing.B) {
 				v := variants[(r+k)%len(variants)]
 				stop := v.start(b)
 				t0 := time.Now()
-				if err := send(packets); err != nil {
-					b.Fatal(err)
-				}
+				send(packets)
 				el := time.Since(t0)
 				stop()
 				perPkt[v.name] = append(perPkt[v.name], float64(el.Nanoseconds())/packets)
@@ -324,11 +321,8 @@ func BenchmarkDropPathCost(b *testing.B) {
 			continue
 		}
 		stop := v.start(b)
-		err := send(packets)
+		send(packets)
 		timed[v.name] = stop()
-		if err != nil {
-			b.Fatal(err)
-		}
 	}
 	stats.Close()
 
@@ -431,40 +425,6 @@ func fmtAll(xs []float64) string {
 		s = append(s, strconv.FormatFloat(x, 'f', 1, 64))
 	}
 	return strings.Join(s, " ")
-}
-
-// closedPortSender returns a function sending n datagrams from an
-// unconnected loopback socket to a port nobody listens on.
-func closedPortSender(b *testing.B) (func(n int) error, func()) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	probe, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lo := [4]byte{127, 0, 0, 1}
-	if err := unix.Bind(probe, &unix.SockaddrInet4{Addr: lo}); err != nil {
-		b.Fatal(err)
-	}
-	sa, err := unix.Getsockname(probe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	unix.Close(probe) // the port is now closed
-	dst := &unix.SockaddrInet4{Addr: lo, Port: sa.(*unix.SockaddrInet4).Port}
-	payload := []byte("slowpath")
-	return func(n int) error {
-			for i := 0; i < n; i++ {
-				if err := unix.Sendto(fd, payload, 0, dst); err != nil {
-					return fmt.Errorf("sendto %v: %w", dst, err)
-				}
-			}
-			return nil
-		}, func() {
-			unix.Close(fd)
-		}
 }
 
 // ebpfTracer attaches slowpath's drop counter as `slowpath net drops`

@@ -1,0 +1,45 @@
+package netlab
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// ClosedPortSender returns a function that sends n UDP datagrams from an
+// unconnected loopback socket to a port nobody listens on: each is a real
+// drop with reason NO_SOCKET, in the sender's own softirq on its own CPU
+// (no namespace needed). The socket is closed in tb.Cleanup. Unconnected,
+// because a connected socket turns the ICMP port unreachable into
+// ECONNREFUSED on the next send.
+func ClosedPortSender(tb testing.TB) func(n int) {
+	tb.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Close(fd) })
+	// Bind a probe then close it to learn a port nobody listens on.
+	probe, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lo := [4]byte{127, 0, 0, 1}
+	if err := unix.Bind(probe, &unix.SockaddrInet4{Addr: lo}); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := unix.Getsockname(probe)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	unix.Close(probe)
+	dst := &unix.SockaddrInet4{Addr: lo, Port: sa.(*unix.SockaddrInet4).Port}
+	payload := []byte("slowpath")
+	return func(n int) {
+		for i := 0; i < n; i++ {
+			if err := unix.Sendto(fd, payload, 0, dst); err != nil {
+				tb.Fatalf("sendto %v: %v", dst, err)
+			}
+		}
+	}
+}
