@@ -125,6 +125,11 @@ func Loop(ctx context.Context, s *network.Sampler, interval time.Duration, emit 
 			return nil
 		case <-t.C:
 		}
+		// select picks at random when the tick and the cancel are both
+		// ready; a cancelled watch must not print one more interval.
+		if ctx.Err() != nil {
+			return nil
+		}
 		cur, _ := s.Sample()
 		iv, err := NewInterval(prev, cur)
 		if err != nil {
