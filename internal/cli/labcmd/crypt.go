@@ -330,7 +330,7 @@ func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.
 	pIOPS, pBps, pCPU := median(plain.samples, func(s sample) float64 { return s.iops }), median(plain.samples, func(s sample) float64 { return s.bytesPerSec }), median(plain.samples, func(s sample) float64 { return s.cpu })
 	for _, t := range targets[1:] {
 		obs := cryptotax.Observation{
-			Layers: t.layers, BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth,
+			Layers: t.layers, BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth, Cores: limit.Cores,
 			PlainIOPS: pIOPS, IOPS: median(t.samples, func(s sample) float64 { return s.iops }),
 			PlainCPU: pCPU, CPU: median(t.samples, func(s sample) float64 { return s.cpu }),
 			PlainBytesPerSec: pBps, BytesPerS: median(t.samples, func(s sample) float64 { return s.bytesPerSec }),

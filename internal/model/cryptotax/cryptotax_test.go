@@ -24,7 +24,7 @@ func TestAssess(t *testing.T) {
 		{"healthy", Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 100e3, IOPS: 90.9e3}, VerdictCipher, 0.24},
 		{"faster", Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 100e3, IOPS: 101e3}, VerdictNoOverhead, -0.02},
 		// Two layers double what the cipher may cost.
-		{"stacked", Observation{Layers: 2, BytesPerIO: 4096, QueueDepth: 2, PlainIOPS: 100e3, IOPS: 50e3}, VerdictAbove, 2.44},
+		{"stacked", Observation{Layers: 2, BytesPerIO: 4096, QueueDepth: 2, Cores: 2, PlainIOPS: 100e3, IOPS: 50e3}, VerdictAbove, 2.44},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Assess(l, tc.o)
@@ -60,5 +60,70 @@ func TestAssess(t *testing.T) {
 		if got, err := Assess(bad.l, bad.o); err == nil || got.Verdict != VerdictUnknown {
 			t.Errorf("Assess(%+v, %+v) = %+v, %v", bad.l, bad.o, got, err)
 		}
+	}
+}
+
+// A cipher-bound run with many I/Os in flight on few cores waits for the
+// cipher, not for a queue: it must not be called far above.
+func TestAssessQueueDepthOverCores(t *testing.T) {
+	l := Limit{BytesPerSecPerCore: 1e9}
+	// 32 in flight on 2 cores, 4 KiB: the cipher allows 2/4.096 µs =
+	// 488k IOPS; a run held to it adds 32 × (1/488k − 1/1M) ≈ 33.5 µs.
+	o := Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 32, Cores: 2, PlainIOPS: 1e6, IOPS: 488e3}
+	got, err := Assess(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != VerdictCipher {
+		t.Errorf("cipher-bound run: %+v", got)
+	}
+	// The same observation on a machine with 32 cores cannot be the
+	// cipher: each I/O had a core.
+	o.Cores = 32
+	if got, _ := Assess(l, o); got.Verdict != VerdictFarAbove {
+		t.Errorf("32 cores: %+v", got)
+	}
+}
+
+func TestAssessLayered(t *testing.T) {
+	l := Limit{BytesPerSecPerCore: 1e9}
+	for _, tc := range []struct {
+		name  string
+		o     Layered
+		want  string
+		ratio float64
+	}{
+		// The search incident's iostat: dm-0 await 18 ms over 0.45 ms
+		// beneath; 128 KiB I/Os, 4 in flight on 2 cores: the cipher
+		// accounts for 262 µs at most.
+		{"search incident", Layered{Layers: 1, BytesPerIO: 128 << 10, TopAwait: 18 * time.Millisecond, BottomAwait: 450 * time.Microsecond, QueueDepth: 4, Cores: 2}, VerdictFarAbove, 66.95},
+		// Healthy: +150 µs on 131 µs of cipher.
+		{"healthy", Layered{Layers: 1, BytesPerIO: 128 << 10, TopAwait: 600 * time.Microsecond, BottomAwait: 450 * time.Microsecond, QueueDepth: 0.5, Cores: 2}, VerdictCipher, 1.14},
+		{"none", Layered{Layers: 1, BytesPerIO: 4096, TopAwait: 100 * time.Microsecond, BottomAwait: 100 * time.Microsecond}, VerdictNoOverhead, 0},
+		// Two layers: +20 µs on 2 × 4.1 µs of cipher.
+		{"double", Layered{Layers: 2, BytesPerIO: 4096, TopAwait: 30 * time.Microsecond, BottomAwait: 10 * time.Microsecond, QueueDepth: 1, Cores: 2}, VerdictAbove, 2.44},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AssessLayered(l, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Verdict != tc.want || math.Abs(got.Ratio-tc.ratio) > 0.05 {
+				t.Errorf("verdict %q ratio %.3f, want %q %.2f (%+v)", got.Verdict, got.Ratio, tc.want, tc.ratio, got)
+			}
+		})
+	}
+	for _, bad := range []Layered{
+		{Layers: 0, BytesPerIO: 4096, TopAwait: 1},
+		{Layers: 1, BytesPerIO: 0, TopAwait: 1},
+		{Layers: 1, BytesPerIO: 4096, TopAwait: 0},
+		{Layers: 1, BytesPerIO: 4096, TopAwait: 1, QueueDepth: math.NaN()},
+	} {
+		if got, err := AssessLayered(l, bad); err == nil || got.Verdict != VerdictUnknown {
+			t.Errorf("AssessLayered(%+v) = %+v, %v", bad, got, err)
+		}
+	}
+	if _, err := AssessLayered(Limit{}, Layered{Layers: 1, BytesPerIO: 4096, TopAwait: 1}); err == nil {
+		t.Error("no limit: want error")
 	}
 }
