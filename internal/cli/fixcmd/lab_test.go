@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/fix/apply"
 	"github.com/slowpath/slowpath/internal/lab/netlab"
+	"github.com/slowpath/slowpath/internal/lockedbuf"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -193,7 +193,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	// Interrupted during the watch, an unverified change is rolled back.
 	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "30s", "--cloud", "none", "--state", state)
-	ierr := &lockedBuffer{}
+	ierr := &lockedbuf.Buffer{} // written by exec's copying goroutine while the test polls it
 	cmd.Stderr = ierr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -218,24 +218,6 @@ func TestFixBacklogDrops(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("state file left after the interrupted apply: %v", err)
 	}
-}
-
-// lockedBuffer is written by exec's copying goroutine while the test polls it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func readState(t *testing.T, p string) apply.State {
