@@ -20,17 +20,6 @@ import (
 
 const backlogPath = "/proc/sys/net/core/netdev_max_backlog"
 
-func buildSlowpath(t *testing.T) string {
-	t.Helper()
-	goTool := testenv.RequireTool(t, "go", "golang")
-	bin := filepath.Join(t.TempDir(), "slowpath")
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build slowpath: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func readBacklog(t *testing.T) int {
 	t.Helper()
 	b, err := os.ReadFile(backlogPath)
@@ -72,7 +61,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real reproduction: netns, iperf3 flood")
 	}
-	bin := buildSlowpath(t)
+	bin := testenv.BuildSlowpath(t)
 	testenv.RequireRoot(t)
 	orig := readBacklog(t)
 	t.Cleanup(func() {
