@@ -42,7 +42,7 @@ const (
 // asm-generic/ioctl.h lays them out (dir 3 in bits 30-31, size in 16-29).
 const (
 	cmdBase        = 3<<30 | HeaderSize<<16 | 0xfd<<8
-	CmdVersion     = cmdBase | 0  // DM_VERSION
+	CmdVersion     = cmdBase      // DM_VERSION (nr 0)
 	CmdDevSuspend  = cmdBase | 6  // DM_DEV_SUSPEND: suspend, or resume without DM_SUSPEND_FLAG
 	CmdTableLoad   = cmdBase | 9  // DM_TABLE_LOAD
 	CmdTableClear  = cmdBase | 10 // DM_TABLE_CLEAR
