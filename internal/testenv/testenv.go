@@ -7,6 +7,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -38,4 +39,17 @@ func RequireTool(t testing.TB, name, debianPackage string) string {
 		Unavailable(t, name+" not found: apt-get install "+debianPackage)
 	}
 	return p
+}
+
+// BuildSlowpath builds the slowpath binary into a directory of t's and
+// returns its path, for tests that run the real binary (signals, exit
+// codes, setpriv, another process's CPU time). It needs the go tool.
+func BuildSlowpath(t testing.TB) string {
+	t.Helper()
+	goTool := RequireTool(t, "go", "golang-go")
+	bin := filepath.Join(t.TempDir(), "slowpath")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
+		t.Fatalf("build slowpath: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/slowpath/slowpath/internal/dropreport"
+	"github.com/slowpath/slowpath/internal/lab/netlab"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -35,32 +36,6 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 	}
 }
 
-// sendToClosedPort sends n datagrams to an unused UDP port on loopback.
-func sendToClosedPort(t *testing.T, n int) int {
-	t.Helper()
-	// Bind then close to learn a port nobody listens on.
-	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.LocalAddr().(*net.UDPAddr).Port
-	l.Close()
-	// An unconnected socket: a connected one would turn the ICMP port
-	// unreachable into ECONNREFUSED on the next write, which is not sent.
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	dst := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
-	for i := 0; i < n; i++ {
-		if _, err := c.WriteTo([]byte("slowpath"), dst); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return port
-}
-
 // traceClosedPort counts drops with opts while n datagrams go to a closed
 // port on loopback, and returns what the tracer read after detaching.
 func traceClosedPort(t *testing.T, opts Options, n int) *dropreport.Capture {
@@ -70,7 +45,7 @@ func traceClosedPort(t *testing.T, opts Options, n int) *dropreport.Capture {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	sendToClosedPort(t, n)
+	netlab.ClosedPortSender(t)(n)
 	if err := tr.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,11 +123,7 @@ func (e *exporter) scrape(b *testing.B, n int) {
 // warm-up like node_exporter's first.
 func BenchmarkAgentVsNodeExporter(b *testing.B) {
 	ne := testenv.RequireTool(b, "prometheus-node-exporter", "prometheus-node-exporter")
-	goTool := testenv.RequireTool(b, "go", "golang")
-	bin := filepath.Join(b.TempDir(), "slowpath")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildSlowpath(b)
 	aAddr, nAddr := freePort(b), freePort(b)
 	agent := startExporter(b, "slowpath agent", aAddr, bin, "agent", "--web.listen-address", aAddr, "--cloud", "none")
 	nodeExp := startExporter(b, "node_exporter", nAddr, ne, "--web.listen-address", nAddr, "--collector.disable-defaults",

@@ -254,10 +254,7 @@ func TestInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real fio runs")
 	}
-	bin := filepath.Join(t.TempDir(), "slowpath")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v: %s", err, out)
-	}
+	bin := testenv.BuildSlowpath(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := t.TempDir()
 		out := filepath.Join(t.TempDir(), "r.json")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // BenchmarkCompareCLI is the performance case end to end, as a user
@@ -23,10 +24,7 @@ import (
 // both timed as processes in the same run (median of 7).
 func BenchmarkCompareCLI(b *testing.B) {
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "slowpath")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath").CombinedOutput(); err != nil {
-		b.Fatalf("build slowpath: %v: %s", err, out)
-	}
+	bin := testenv.BuildSlowpath(b)
 	var sides []string
 	var bench []string
 	for _, sp := range []comparisontest.Spec{

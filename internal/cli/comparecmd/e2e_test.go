@@ -33,10 +33,7 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 	testenv.RequireRoot(t) // mounting the tmpfs
 	testenv.RequireTool(t, "fio", "fio")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "slowpath")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath").CombinedOutput(); err != nil {
-		t.Fatalf("build slowpath: %v: %s", err, out)
-	}
+	bin := testenv.BuildSlowpath(t)
 	// t.TempDir is on the root filesystem here (/tmp is not a tmpfs on
 	// this image); the test checks rather than assumes it.
 	rootDir := filepath.Join(dir, "root")

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -78,14 +77,7 @@ func median(d []time.Duration) time.Duration {
 // runs: process start included), and the manual pipeline, and the ratios
 // binary/manual (the headline; target 0.2) and in-process/manual.
 func BenchmarkDoctorVsManual(b *testing.B) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		testenv.Unavailable(b, "go not on PATH: cannot build the binary")
-	}
-	bin := filepath.Join(b.TempDir(), "slowpath")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildSlowpath(b)
 	cmds := manualPipeline(b)
 	env := &clienv.Env{Stdout: io.Discard, Stderr: io.Discard, FS: hostfs.Default(), Version: "bench"}
 	o := &Options{Format: "text", FailOn: "none",

@@ -9,27 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/fix/apply"
 	"github.com/slowpath/slowpath/internal/lab/netlab"
+	"github.com/slowpath/slowpath/internal/lockedbuf"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 const backlogPath = "/proc/sys/net/core/netdev_max_backlog"
-
-func buildSlowpath(t *testing.T) string {
-	t.Helper()
-	goTool := testenv.RequireTool(t, "go", "golang")
-	bin := filepath.Join(t.TempDir(), "slowpath")
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build slowpath: %v\n%s", err, out)
-	}
-	return bin
-}
 
 func readBacklog(t *testing.T) int {
 	t.Helper()
@@ -72,7 +61,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real reproduction: netns, iperf3 flood")
 	}
-	bin := buildSlowpath(t)
+	bin := testenv.BuildSlowpath(t)
 	testenv.RequireRoot(t)
 	orig := readBacklog(t)
 	t.Cleanup(func() {
@@ -193,7 +182,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	// Interrupted during the watch, an unverified change is rolled back.
 	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "30s", "--cloud", "none", "--state", state)
-	ierr := &lockedBuffer{}
+	ierr := &lockedbuf.Buffer{} // written by exec's copying goroutine while the test polls it
 	cmd.Stderr = ierr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -218,24 +207,6 @@ func TestFixBacklogDrops(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("state file left after the interrupted apply: %v", err)
 	}
-}
-
-// lockedBuffer is written by exec's copying goroutine while the test polls it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func readState(t *testing.T, p string) apply.State {

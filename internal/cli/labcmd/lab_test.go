@@ -94,11 +94,7 @@ func TestCryptRefusals(t *testing.T) {
 func TestRefusalsOfTheBinary(t *testing.T) {
 	testenv.RequireRoot(t)
 	setpriv := testenv.RequireTool(t, "setpriv", "util-linux")
-	bin := filepath.Join(t.TempDir(), "slowpath")
-	build := exec.Command("go", "build", "-o", bin, "../../../cmd/slowpath")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildSlowpath(t)
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}

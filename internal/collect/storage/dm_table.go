@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/slowpath/slowpath/internal/dmioctl"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -17,16 +18,16 @@ var errDMParams = errors.New("malformed dm target parameters")
 // material. The returned strings never alias or contain key bytes; the
 // caller zeroes the buffer the raw params point into. A target whose
 // params cannot be made safe is kept with empty params and reported.
-func redactTargets(raw []rawTarget) ([]snapshot.DMTarget, []error) {
+func redactTargets(raw []dmioctl.Target) ([]snapshot.DMTarget, []error) {
 	var (
 		out  []snapshot.DMTarget
 		errs []error
 	)
 	for _, r := range raw {
-		t := snapshot.DMTarget{Start: r.start, Length: r.length, Type: r.typ}
-		p, err := redactParams(r.typ, r.params)
+		t := snapshot.DMTarget{Start: r.Start, Length: r.Length, Type: r.Type}
+		p, err := redactParams(r.Type, r.Params)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("target %s at sector %d: %w", r.typ, r.start, err))
+			errs = append(errs, fmt.Errorf("target %s at sector %d: %w", r.Type, r.Start, err))
 		}
 		t.Params = p
 		out = append(out, t)

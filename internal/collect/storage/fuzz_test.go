@@ -2,9 +2,11 @@ package storage
 
 import (
 	"bytes"
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"strings"
 	"testing"
+
+	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
+	"github.com/slowpath/slowpath/internal/dmioctl"
 )
 
 func FuzzParseMountInfo(f *testing.F) {
@@ -81,19 +83,19 @@ func FuzzRedactIntegrityParams(f *testing.F) {
 	})
 }
 
-// FuzzDecodeTableStatus: arbitrary ioctl answers never panic, and what
-// decodes stays inside the buffer.
-func FuzzDecodeTableStatus(f *testing.F) {
+// FuzzRedactTableStatus: arbitrary ioctl answers never panic through
+// decoding and redaction, and what decodes stays inside the buffer.
+func FuzzRedactTableStatus(f *testing.F) {
 	f.Add(dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 8, "crypt", "aes-xts-plain64 "+testKey+" 0 8:2 0"), dmtest.T(8, 8, "linear", "8:1 0")}))
 	f.Add(dmtest.EncodeTableStatus(nil))
-	f.Add(make([]byte, dmIoctlSize))
+	f.Add(make([]byte, dmioctl.HeaderSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		raw, err := decodeTableStatus(b)
+		raw, err := dmioctl.DecodeTableStatus(b)
 		if err != nil {
 			return
 		}
 		for _, r := range raw {
-			if !bytes.Contains(b, r.params) {
+			if !bytes.Contains(b, r.Params) {
 				t.Fatal("params not from the buffer")
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slowpath/slowpath/internal/dmioctl"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -122,7 +123,7 @@ func readDMTable(ctl DMControl, mm string) ([]snapshot.DMTarget, []error) {
 		return nil, []error{err}
 	}
 	defer clear(buf)
-	raw, err := decodeTableStatus(buf)
+	raw, err := dmioctl.DecodeTableStatus(buf)
 	if err != nil {
 		return nil, []error{fmt.Errorf("device %s: %w", mm, err)}
 	}

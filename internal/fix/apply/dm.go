@@ -2,43 +2,15 @@ package apply
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// Device-mapper ioctl ABI, include/uapi/linux/dm-ioctl.h
-// (https://github.com/torvalds/linux/blob/master/include/uapi/linux/dm-ioctl.h).
-// The collector (internal/collect/storage) reads tables with the same
-// ioctls; this side also loads them, so it lives with the appliers.
-const (
-	dmIoctlSize      = 312 // sizeof(struct dm_ioctl)
-	dmTargetSpecSize = 40  // sizeof(struct dm_target_spec)
-	dmNameLen        = 128 // DM_NAME_LEN
-	dmVersionMajor   = 4
-
-	dmReadonlyFlag    = 1 << 0  // DM_READONLY_FLAG
-	dmStatusTableFlag = 1 << 4  // DM_STATUS_TABLE_FLAG
-	dmBufferFullFlag  = 1 << 8  // DM_BUFFER_FULL_FLAG
-	dmSecureDataFlag  = 1 << 15 // DM_SECURE_DATA_FLAG: the kernel wipes its copy of the buffer
-
-	dmIoctlVersion     = 3<<30 | dmIoctlSize<<16 | 0xfd<<8 // _IOWR(0xfd, 0, struct dm_ioctl)
-	dmIoctlDevSuspend  = dmIoctlVersion | 6
-	dmIoctlTableLoad   = dmIoctlVersion | 9
-	dmIoctlTableClear  = dmIoctlVersion | 10
-	dmIoctlTableStatus = dmIoctlVersion | 12
-
-	offDataSize    = 12
-	offDataStart   = 16
-	offTargetCount = 20
-	offFlags       = 28
-	offName        = 48
+	"github.com/slowpath/slowpath/internal/dmioctl"
 )
 
 // DMTables reads and replaces the parameters of single-target
@@ -52,7 +24,8 @@ type DMTables interface {
 	Replace(name string, params []byte) error
 }
 
-// LiveDM is DMTables over /dev/mapper/control.
+// LiveDM is DMTables over /dev/mapper/control. The ABI and its encoding
+// are in internal/dmioctl, shared with the collector that reads tables.
 type LiveDM struct{ Path string }
 
 func (d LiveDM) open() (*os.File, error) {
@@ -67,92 +40,33 @@ func (d LiveDM) open() (*os.File, error) {
 	return f, nil
 }
 
-func dmIoctl(f *os.File, req uintptr, buf []byte) error {
-	rc, err := f.SyscallConn()
+// request names the device of an ioctl: slowpath changes devices by name
+// only.
+func request(name string, flags uint32) (dmioctl.Request, error) {
+	if len(name) == 0 || len(name) >= dmioctl.NameLen {
+		return dmioctl.Request{}, fmt.Errorf("dm name %q: want 1 to %d bytes", name, dmioctl.NameLen-1)
+	}
+	return dmioctl.Request{Name: name, Flags: flags}, nil
+}
+
+// table reads name's live table: its targets, whether the device is
+// read-only, and the answer buffer the targets' params alias (the caller
+// zeroes it).
+func table(f *os.File, name string) ([]dmioctl.Target, bool, []byte, error) {
+	r, err := request(name, dmioctl.StatusTableFlag|dmioctl.SecureDataFlag)
 	if err != nil {
-		return err
+		return nil, false, nil, err
 	}
-	var errno unix.Errno
-	if err := rc.Control(func(fd uintptr) {
-		_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(unsafe.Pointer(&buf[0])))
-	}); err != nil {
-		return err
+	buf, err := dmioctl.TableStatus(f, r)
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: %w", name, err)
 	}
-	if errno != 0 {
-		return errno
+	ts, err := dmioctl.DecodeTableStatus(buf)
+	if err != nil {
+		clear(buf)
+		return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: %w", name, err)
 	}
-	return nil
-}
-
-func putHeader(buf []byte, name string, flags uint32) error {
-	if len(name) == 0 || len(name) >= dmNameLen {
-		return fmt.Errorf("dm name %q: want 1 to %d bytes", name, dmNameLen-1)
-	}
-	ne := binary.NativeEndian
-	ne.PutUint32(buf[0:], dmVersionMajor)
-	ne.PutUint32(buf[offDataSize:], uint32(len(buf)))
-	ne.PutUint32(buf[offDataStart:], dmIoctlSize)
-	ne.PutUint32(buf[offFlags:], flags)
-	copy(buf[offName:offName+dmNameLen], name)
-	return nil
-}
-
-type dmTarget struct {
-	start, length uint64
-	typ           string
-	params        []byte
-}
-
-// table reads name's live table: its targets and whether the device is read-only.
-func table(f *os.File, name string) ([]dmTarget, bool, []byte, error) {
-	for size := 16 << 10; size <= 4<<20; size *= 2 {
-		buf := make([]byte, size)
-		if err := putHeader(buf, name, dmStatusTableFlag|dmSecureDataFlag); err != nil {
-			return nil, false, nil, err
-		}
-		if err := dmIoctl(f, dmIoctlTableStatus, buf); err != nil {
-			return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: %w", name, err)
-		}
-		ne := binary.NativeEndian
-		flags := ne.Uint32(buf[offFlags:])
-		if flags&dmBufferFullFlag != 0 {
-			clear(buf)
-			continue
-		}
-		start, end := uint64(ne.Uint32(buf[offDataStart:])), uint64(ne.Uint32(buf[offDataSize:]))
-		count := ne.Uint32(buf[offTargetCount:])
-		if end > uint64(len(buf)) || start < dmIoctlSize || start > end {
-			clear(buf)
-			return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: malformed answer", name)
-		}
-		data := buf[start:end]
-		var ts []dmTarget
-		off := uint64(0)
-		for i := uint32(0); i < count; i++ {
-			if off+dmTargetSpecSize > uint64(len(data)) {
-				clear(buf)
-				return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: target %d overruns the answer", name, i)
-			}
-			spec := data[off : off+dmTargetSpecSize]
-			t := dmTarget{start: ne.Uint64(spec[0:]), length: ne.Uint64(spec[8:]), typ: string(bytes.TrimRight(spec[24:40], "\x00"))}
-			rest := data[off+dmTargetSpecSize:]
-			n := bytes.IndexByte(rest, 0)
-			if n < 0 {
-				clear(buf)
-				return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: target %d not NUL-terminated", name, i)
-			}
-			t.params = rest[:n]
-			ts = append(ts, t)
-			next := uint64(ne.Uint32(spec[20:]))
-			if i+1 < count && (next <= off || next > uint64(len(data))) {
-				clear(buf)
-				return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: bad next offset", name)
-			}
-			off = next
-		}
-		return ts, flags&dmReadonlyFlag != 0, buf, nil
-	}
-	return nil, false, nil, fmt.Errorf("DM_TABLE_STATUS %s: table larger than 4 MiB", name)
+	return ts, dmioctl.ReplyFlags(buf)&dmioctl.ReadonlyFlag != 0, buf, nil
 }
 
 // Params implements DMTables.
@@ -170,7 +84,7 @@ func (d LiveDM) Params(name string) (string, []byte, error) {
 	if len(ts) != 1 {
 		return "", nil, fmt.Errorf("%s has %d targets; slowpath changes single-target tables only", name, len(ts))
 	}
-	return ts[0].typ, slices.Clone(ts[0].params), nil
+	return ts[0].Type, slices.Clone(ts[0].Params), nil
 }
 
 // Replace implements DMTables: DM_TABLE_LOAD into the inactive slot, then
@@ -193,35 +107,34 @@ func (d LiveDM) Replace(name string, params []byte) error {
 		return fmt.Errorf("%s has %d targets; slowpath changes single-target tables only", name, len(ts))
 	}
 	t := ts[0]
-	specLen := (dmTargetSpecSize + len(params) + 1 + 7) &^ 7
-	buf := make([]byte, dmIoctlSize+specLen)
-	defer clear(buf)
-	flags := uint32(dmSecureDataFlag)
+	flags := uint32(dmioctl.SecureDataFlag)
 	if ro {
-		flags |= dmReadonlyFlag
+		flags |= dmioctl.ReadonlyFlag
 	}
-	if err := putHeader(buf, name, flags); err != nil {
+	load, err := request(name, flags)
+	if err != nil {
 		return err
 	}
-	ne := binary.NativeEndian
-	ne.PutUint32(buf[offTargetCount:], 1)
-	spec := buf[dmIoctlSize:]
-	ne.PutUint64(spec[0:], t.start)
-	ne.PutUint64(spec[8:], t.length)
-	ne.PutUint32(spec[20:], uint32(specLen))
-	copy(spec[24:40], t.typ)
-	copy(spec[dmTargetSpecSize:], params)
-	if err := dmIoctl(f, dmIoctlTableLoad, buf); err != nil {
+	buf, err := dmioctl.EncodeTableLoad(load, []dmioctl.Target{{Start: t.Start, Length: t.Length, Type: t.Type, Params: params}})
+	if err != nil {
+		return fmt.Errorf("DM_TABLE_LOAD %s: %w", name, err)
+	}
+	defer clear(buf)
+	if err := dmioctl.Ioctl(f, dmioctl.CmdTableLoad, buf); err != nil {
 		return fmt.Errorf("DM_TABLE_LOAD %s: the kernel refused the table: %w", name, err)
 	}
-	res := make([]byte, dmIoctlSize)
-	if err := putHeader(res, name, 0); err != nil {
+	plain, err := request(name, 0)
+	if err != nil {
 		return err
 	}
-	if err := dmIoctl(f, dmIoctlDevSuspend, res); err != nil {
-		clr := make([]byte, dmIoctlSize)
-		_ = putHeader(clr, name, 0)
-		_ = dmIoctl(f, dmIoctlTableClear, clr)
+	res := make([]byte, dmioctl.HeaderSize)
+	if err := dmioctl.PutHeader(res, plain); err != nil {
+		return err
+	}
+	if err := dmioctl.Ioctl(f, dmioctl.CmdDevSuspend, res); err != nil {
+		clr := make([]byte, dmioctl.HeaderSize)
+		_ = dmioctl.PutHeader(clr, plain)
+		_ = dmioctl.Ioctl(f, dmioctl.CmdTableClear, clr)
 		return fmt.Errorf("DM_DEV_SUSPEND (resume) %s: %w", name, err)
 	}
 	return nil

@@ -12,8 +12,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/lockedbuf"
 )
 
 // FloodOptions shapes the iperf3 UDP flood. The zero value floods as fast as
@@ -86,7 +87,7 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 	if err != nil {
 		return FloodResult{}, err
 	}
-	var serverOut lockedBuffer // read below while the server may still write
+	var serverOut lockedbuf.Buffer // read below while the server may still write
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := l.Start(server); err != nil {
 		return FloodResult{}, fmt.Errorf("start iperf3 server: %w", err)
@@ -256,21 +257,4 @@ func (l *Lab) defaultAffinity() string {
 	}
 	rps := l.opts.RPSCPU
 	return strconv.Itoa((rps + 1) % n)
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

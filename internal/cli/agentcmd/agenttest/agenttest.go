@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/lockedbuf"
 )
 
 // Start runs the agent with args (plus --web.listen-address 127.0.0.1:0)
@@ -24,7 +24,7 @@ import (
 func Start(t testing.TB, args ...string) string {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "addr")
-	stderr := &lockedBuffer{}
+	stderr := &lockedbuf.Buffer{} // the agent's HTTP server and metrics handler log from their own goroutines
 	env := &clienv.Env{Stdout: io.Discard, Stderr: stderr, FS: hostfs.Default(), Version: "test"}
 	cmd := agentcmd.NewCmdAgent(env, nil)
 	cmd.SetArgs(append([]string{"--web.listen-address", "127.0.0.1:0", "--ready-file", ready}, args...))
@@ -53,23 +53,4 @@ func Start(t testing.TB, args ...string) string {
 	}
 	t.Fatalf("agent %v did not listen within 10 s", args)
 	return ""
-}
-
-// lockedBuffer collects the agent's log lines, which its HTTP server and
-// metrics handler write from their own goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

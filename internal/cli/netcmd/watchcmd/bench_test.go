@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,11 +30,7 @@ func cpuPerSecond(b *testing.B, cmd *exec.Cmd) float64 {
 // operator runs by hand every second for the same counters (cat of
 // softnet_stat, snmp and netstat, `ip -s link`, `ethtool -S` of each NIC).
 func BenchmarkWatchCPU(b *testing.B) {
-	goTool := testenv.RequireTool(b, "go", "golang-go")
-	bin := filepath.Join(b.TempDir(), "slowpath")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildSlowpath(b)
 	const seconds = 5
 	ref := `for i in $(seq ` + "5" + `); do
 	cat /proc/net/softnet_stat /proc/net/snmp /proc/net/netstat >/dev/null

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,18 +14,6 @@ import (
 	"github.com/slowpath/slowpath/internal/lab/netlab"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
-
-// buildSlowpath builds the real binary once for the test.
-func buildSlowpath(t *testing.T) string {
-	t.Helper()
-	goTool := testenv.RequireTool(t, "go", "golang")
-	bin := filepath.Join(t.TempDir(), "slowpath")
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build slowpath: %v\n%s", err, out)
-	}
-	return bin
-}
 
 type floodRun struct {
 	intervals []watchcmd.Interval
@@ -137,7 +124,7 @@ func TestReproBacklogDrops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real reproduction: netns, iperf3 flood")
 	}
-	bin := buildSlowpath(t)
+	bin := testenv.BuildSlowpath(t)
 	l := netlab.New(t, netlab.Options{})
 	if err := l.SetBacklog(16); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,6 @@
 // Package dmtest builds recorded device-mapper ioctl answers and synthetic
-// sysfs/procfs trees for tests and benchmarks of the storage collector.
+// sysfs/procfs trees for tests and benchmarks of the storage collector
+// and of the ABI decoder in internal/dmioctl.
 // It is written independently of the decoder it feeds, from the documented
 // layout, so a misreading of the ABI in one does not hide in the other.
 package dmtest
