@@ -51,10 +51,18 @@ func TestTaxSpans(t *testing.T) {
 	if inner.Status != check.Fail || inner.Severity != check.Warning {
 		t.Fatalf("inner: %s %s: %s", inner.Status, inner.Severity, inner.Summary)
 	}
-	for _, want := range []string{"2 dm-crypt layers (inner down to outer)", "30ms", "at dm-1 against 8ms at sda1", "+22ms", "since-boot means"} {
+	for _, want := range []string{"2 dm-crypt layers (inner down to outer)", "far longer at dm-1 than at sda1", "far above what the cipher costs", "since-boot means"} {
 		if !strings.Contains(inner.Summary, want) {
 			t.Errorf("inner summary lacks %q: %s", want, inner.Summary)
 		}
+	}
+	for i, want := range []string{"30ms over 100000 I/Os, 4.0 KiB per I/O, 1.0 in flight", "8ms over 100000 I/Os"} {
+		if !strings.Contains(inner.Evidence[i].Observed, want) {
+			t.Errorf("inner evidence %d: %+v, want %q", i, inner.Evidence[i], want)
+		}
+	}
+	if e := inner.Evidence[3]; !strings.HasPrefix(e.Observed, "+22ms, 5371x") {
+		t.Errorf("inner added await: %+v", e)
 	}
 	// 4 KiB x 2 layers / 2 GB/s = 4.1 µs; queue depth 1 on 32 cores.
 	if e := inner.Evidence[3]; !strings.Contains(e.Expected, "4.1µs") || !strings.Contains(e.Expected, "x 2 layer(s)") {
