@@ -39,6 +39,7 @@ var derivedFigures = map[string]string{
 	"10 ms":  "the backlog's burst window: one scheduler tick at HZ=100 (netcheck.burstWindowSeconds)",
 	"1 µs":   "dmcrypt.tax: 1 ms of counter resolution over its 1000 I/Os",
 	"20 µs":  "dmcrypt.tax's floor (storagecheck.taxMinAdded): 20 times the counters' resolution",
+	"4x":     "cryptotax.FarAbove: the ratio the encryption tax model calls far above the cipher's cost",
 	"32 µs":  "1/26.6k - 1/171k s: the PostgreSQL ramdisk's IOPS (sourced above) as added latency per I/O",
 }
 
