@@ -183,12 +183,16 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice) c
 	}{{t.top.Device, top}, {t.bottom.Device, bot}} {
 		if d.f.ios == 0 {
 			return t.unknown(fmt.Sprintf("%s counts no I/O since boot (brd and some other drivers do no I/O accounting), "+
-				"so the await beneath dm-crypt is unknown", d.name))
+				"so its await is unknown", d.name))
 		}
 	}
 	if top.ios < taxMinIOs || bot.ios < taxMinIOs {
 		return t.unknown(fmt.Sprintf("too few I/Os since boot to judge (%s %d, %s %d; at least %d each)",
 			t.top.Device, top.ios, t.bottom.Device, bot.ios, taxMinIOs))
+	}
+	if top.await <= bot.await {
+		return check.Finding{Status: check.Pass, Subject: t.subject(), Summary: fmt.Sprintf(
+			"since boot: no added await (%s %v, %s %v)", t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))}
 	}
 	limit := cryptotax.Limit{BytesPerSecPerCore: host.Cipher.BytesPerSecPerCore, Source: host.Cipher.What}
 	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{
@@ -230,9 +234,9 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 	src += ")"
 	qd := fmt.Sprintf("%.1f", top.queueDepth)
 	ev := []check.Evidence{
-		{Source: "/sys/block/" + t.top.Device + "/stat", Key: "await since boot",
+		{Source: "/sys/class/block/" + t.top.Device + "/stat", Key: "await since boot",
 			Observed: fmt.Sprintf("%v over %d I/Os, %s per I/O, %s in flight while busy", roundDur(top.await), top.ios, storagemodel.FormatBytes(uint64(top.bytesPerIO)), qd)},
-		{Source: "/sys/block/" + t.bottom.Device + "/stat", Key: "await since boot",
+		{Source: "/sys/class/block/" + t.bottom.Device + "/stat", Key: "await since boot",
 			Observed: fmt.Sprintf("%v over %d I/Os", roundDur(bot.await), bot.ios)},
 		{Source: src, Key: "AES-XTS on one core", Observed: fmt.Sprintf("%.2f GB/s: %s", c.BytesPerSecPerCore/1e9, c.What)},
 		{Source: "expected encryption tax", Key: "added await per I/O",
