@@ -118,3 +118,24 @@ func TestTaxNoAccounting(t *testing.T) {
 		t.Errorf("findings %+v", fs)
 	}
 }
+
+// TestTaxNoAddedAwait: a top device no slower than the one beneath passes
+// with the two awaits, instead of an error from the model.
+func TestTaxNoAddedAwait(t *testing.T) {
+	s, err := snapshot.Load(filepath.Join(hostsDir, "aws-r6i-ebs-luks-tuned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Storage.BlockDevices {
+		switch d := &s.Storage.BlockDevices[i]; d.Name {
+		case "dm-0":
+			d.Stat = ioStat(5000, 0, 8192)
+		case "nvme1n1":
+			d.Stat = ioStat(5000, 600, 8192)
+		}
+	}
+	fs := run(t, "dmcrypt.tax", s, check.Config{})
+	if len(fs) != 1 || fs[0].Status != check.Pass || !strings.Contains(fs[0].Summary, "no added await (dm-0 0s, nvme1n1 600µs)") {
+		t.Errorf("findings %+v", fs)
+	}
+}
