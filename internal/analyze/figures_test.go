@@ -37,6 +37,10 @@ var figureSources = map[string][]string{
 var derivedFigures = map[string]string{
 	"0.5 ms": "1024 ring entries of 1500-byte frames at 25 Gb/s: 1024*1500*8/25e9 s",
 	"10 ms":  "the backlog's burst window: one scheduler tick at HZ=100 (netcheck.burstWindowSeconds)",
+	"1 µs":   "dmcrypt.tax: 1 ms of counter resolution over its 1000 I/Os",
+	"20 µs":  "dmcrypt.tax's floor (storagecheck.taxMinAdded): 20 times the counters' resolution",
+	"4x":     "cryptotax.FarAbove: the ratio the encryption tax model calls far above the cipher's cost",
+	"32 µs":  "1/26.6k - 1/171k s: the PostgreSQL ramdisk's IOPS (sourced above) as added latency per I/O",
 }
 
 const (

@@ -71,6 +71,9 @@ func Run(ctx context.Context, o Options) *snapshot.Snapshot {
 	wg.Go(func() { network.Collect(ctx, fs, o.Net, ns) })
 	host.Collect(fs, s)
 	storage.Collect(ctx, fs, s)
+	// After storage (it measures only where something encrypts on this
+	// CPU), while the network collector still sleeps between its samples.
+	host.CollectCipher(ctx, fs, s, nil)
 	co := o.Cloud
 	co.NotLive = fs.NotLive()
 	cloud.Collect(ctx, co, s) // after host: it reads the DMI

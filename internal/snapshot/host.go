@@ -12,6 +12,33 @@ type Host struct {
 	// Crypto lists the kernel's crypto implementations from /proc/crypto
 	// for the algorithms slowpath cares about (aes, xts, ...).
 	Crypto []CryptoAlg `json:"crypto,omitempty"`
+	// Cipher is what AES-XTS costs on this CPU, measured briefly during
+	// collection; nil when nothing on the host encrypts on its CPU (no dm
+	// crypt target, no fscrypt), when the roots were not this host's (it
+	// is a live-only source) or when the measurement failed (see
+	// Manifest.Errors, collector "host.cipher").
+	Cipher *CipherLimit `json:"cipher,omitempty"`
+}
+
+// CipherLimit is one core's AES-XTS throughput, as
+// internal/workload/cipherlimit measures it (`slowpath lab crypto-limit`
+// measures the same, longer and on all cores too).
+type CipherLimit struct {
+	Algorithm  string `json:"algorithm"` // xts(aes)
+	KeyBits    int    `json:"key_bits"`
+	SectorSize int    `json:"sector_size"`
+	// Method is af_alg (the kernel's skcipher, what dm-crypt uses) or
+	// user-space (Go's AES: a bound, not the kernel).
+	Method string `json:"method"`
+	// Driver is the kernel's xts(aes) implementation from /proc/crypto
+	// (e.g. xts-aes-aesni); empty when /proc/crypto did not list one.
+	Driver             string  `json:"driver,omitempty"`
+	BytesPerSecPerCore float64 `json:"bytes_per_sec_per_core"`
+	// What says in words what was measured.
+	What       string `json:"what"`
+	DurationMS int64  `json:"duration_ms"` // how long the measurement ran
+	// Why names what made the collector measure: the encrypting device or mount.
+	Why string `json:"why"`
 }
 
 // DMI is /sys/class/dmi/id: how the firmware names the machine. Clouds

@@ -74,6 +74,35 @@ type BlockDevice struct {
 	Loop    *Loop     `json:"loop,omitempty"`
 	MD      *MD       `json:"md,omitempty"`
 	Ident   *Identity `json:"identity,omitempty"`
+	// Stat is the device's cumulative I/O counters since boot; nil when
+	// /sys/class/block/NAME/stat was absent or unreadable.
+	Stat *BlockStat `json:"stat,omitempty"`
+}
+
+// BlockStat is /sys/class/block/NAME/stat: counters since boot (or since
+// the device appeared), in the order and units of the kernel's
+// Documentation/block/stat.rst. Fields says how many the kernel printed:
+// 11 on every kernel, 15 with the discard fields (4.18+), 17 with the
+// flush fields (5.5+); the later ones are zero when absent.
+type BlockStat struct {
+	Fields         int    `json:"fields"`
+	ReadIOs        uint64 `json:"read_ios"`
+	ReadMerges     uint64 `json:"read_merges"`
+	ReadSectors    uint64 `json:"read_sectors"` // 512-byte units, whatever the block size
+	ReadTicksMS    uint64 `json:"read_ticks_ms"`
+	WriteIOs       uint64 `json:"write_ios"`
+	WriteMerges    uint64 `json:"write_merges"`
+	WriteSectors   uint64 `json:"write_sectors"`
+	WriteTicksMS   uint64 `json:"write_ticks_ms"`
+	InFlight       uint64 `json:"in_flight"`
+	IOTicksMS      uint64 `json:"io_ticks_ms"`      // time the device had I/O in flight
+	TimeInQueueMS  uint64 `json:"time_in_queue_ms"` // sum over I/Os of their wait
+	DiscardIOs     uint64 `json:"discard_ios,omitempty"`
+	DiscardMerges  uint64 `json:"discard_merges,omitempty"`
+	DiscardSectors uint64 `json:"discard_sectors,omitempty"`
+	DiscardTicksMS uint64 `json:"discard_ticks_ms,omitempty"`
+	FlushIOs       uint64 `json:"flush_ios,omitempty"`
+	FlushTicksMS   uint64 `json:"flush_ticks_ms,omitempty"`
 }
 
 // Queue is /sys/block/NAME/queue. Pointers are nil when the file is absent.

@@ -212,7 +212,30 @@ func TestPlainCryptFlags(t *testing.T) {
 				t.Errorf("model of %s has no key source", v.name)
 			}
 			o.noKey(t, keys[v.name])
+			// The since-boot counters: the 1 MiB dd wrote through the
+			// mapping is counted at the dm device (6.1 prints 17
+			// fields); brd does no I/O accounting, so ram stays 0.
+			if d.Stat == nil || d.Stat.Fields < 17 || d.Stat.WriteSectors < 2048 || d.Stat.WriteIOs == 0 {
+				t.Errorf("%s stat = %+v, want 17 fields and the 2048 sectors dd wrote", d.Name, d.Stat)
+			}
+			if ram.Stat == nil || ram.Stat.Fields < 17 || ram.Stat.ReadIOs+ram.Stat.WriteIOs != 0 {
+				t.Errorf("ram%d stat = %+v, want 17 fields and no I/O counted (brd does no accounting)", i, ram.Stat)
+			}
 		})
+	}
+	// The cipher figure: measured in the guest because it has crypt
+	// targets, through AF_ALG (the guest loads algif_skcipher), naming the
+	// kernel's driver. Under TCG the figure is functional evidence only.
+	c := o.snap.Host.Cipher
+	if c == nil || c.Method != "af_alg" || c.Driver == "" || !(c.BytesPerSecPerCore > 0) || !strings.HasPrefix(c.Why, "dm crypt target a") {
+		t.Errorf("host.cipher = %+v, want an AF_ALG figure with the driver, measured for a crypt target; errors %+v", c, o.snap.Manifest.Errors)
+	} else {
+		t.Logf("host.cipher in the guest (TCG: functional, not performance): %s %s %.0f MB/s per core in %d ms, for %s", c.Method, c.Driver, c.BytesPerSecPerCore/1e6, c.DurationMS, c.Why)
+	}
+	// brd beneath counts nothing, so dmcrypt.tax says it cannot judge.
+	fs := o.findings("dmcrypt.tax", "/dev/mapper/a0")
+	if len(fs) != 1 || fs[0].Status != check.Unknown || !strings.Contains(fs[0].Summary, "counts no I/O") {
+		t.Errorf("dmcrypt.tax on a0 over brd: %+v, want unknown: the ramdisk counts no I/O", fs)
 	}
 }
 

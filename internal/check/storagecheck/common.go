@@ -19,6 +19,10 @@ const (
 	// dmcrypt.same-cpu-crypt come from (fio on a ramdisk of a PostgreSQL
 	// server, plain, through dm-crypt and with same_cpu_crypt).
 	refLUKSRamdisk = "https://blog.gonchik.com/2021/03/yet-another-compliance-request-can.html"
+	// refDoubleEncryption is the search-engine incident's write-up: a
+	// second encryption layer nobody meant to have.
+	refDoubleEncryption = "https://www.algolia.com/blog/engineering/unintended-double-encryption"
+	refIOStats          = "https://docs.kernel.org/block/stat.html"
 )
 
 // cryptUse is one dm-crypt device and the paths it serves. A crypt device

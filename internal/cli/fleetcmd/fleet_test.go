@@ -66,6 +66,7 @@ func TestFleet(t *testing.T) {
 			{ID: "storage.stacked-encryption", Severity: "warning", Subject: "/mnt/data", Nodes: 1},
 		}},
 		{Value: "i4i.2xlarge", Nodes: 1, Findings: []fleetcmd.GroupCount{
+			{ID: "dmcrypt.tax", Severity: "warning", Subject: "/dev/mapper/scratch", Nodes: 1},
 			{ID: "dmcrypt.workqueue", Severity: "warning", Subject: "/dev/mapper/scratch", Nodes: 1},
 			{ID: "storage.stacked-encryption", Severity: "warning", Subject: "/data", Nodes: 1},
 		}},

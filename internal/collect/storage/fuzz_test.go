@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,6 +122,30 @@ func FuzzParseDMTable(f *testing.F) {
 					t.Fatalf("hex key survived: %q", tg.Params)
 				}
 			}
+		}
+	})
+}
+
+// FuzzParseBlockStat: an accepted line has at least 11 fields and reads
+// back the counters it was given.
+func FuzzParseBlockStat(f *testing.F) {
+	f.Add("255999 814 12369153 47919 996858 81 36123056 426009 0 301809 580491 0 0 0 0 60605 106562\n")
+	f.Add("1 2 3 4 5 6 7 8 9 10")
+	f.Add("1 2 3 4 5 6 7 8 9 10 11 +1")
+	f.Fuzz(func(t *testing.T, in string) {
+		st, err := parseBlockStat(in)
+		if err != nil {
+			if st != nil {
+				t.Fatalf("error %v with a result %+v", err, st)
+			}
+			return
+		}
+		fields := strings.Fields(in)
+		if st.Fields != len(fields) || st.Fields < 11 {
+			t.Fatalf("Fields = %d for %d fields in %q", st.Fields, len(fields), in)
+		}
+		if got := strconv.FormatUint(st.TimeInQueueMS, 10); strings.TrimLeft(fields[10], "0") != strings.TrimLeft(got, "0") {
+			t.Fatalf("time_in_queue %s read as %s from %q", fields[10], got, in)
 		}
 	})
 }

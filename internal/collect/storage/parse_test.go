@@ -260,3 +260,66 @@ func TestParseDMTable(t *testing.T) {
 		t.Errorf("ioctl vs text (-text +ioctl):\n%s", diff)
 	}
 }
+
+func TestParseBlockStat(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		want    *snapshot.BlockStat
+		wantErr bool
+	}{
+		{
+			// Documentation/admin-guide/iostats.rst's example, 17 fields.
+			name: "17 fields",
+			line: "  255999      814 12369153    47919   996858       81 36123056   426009        0   301809   580491        0        0        0        0    60605   106562\n",
+			want: &snapshot.BlockStat{Fields: 17, ReadIOs: 255999, ReadMerges: 814, ReadSectors: 12369153, ReadTicksMS: 47919,
+				WriteIOs: 996858, WriteMerges: 81, WriteSectors: 36123056, WriteTicksMS: 426009, InFlight: 0, IOTicksMS: 301809,
+				TimeInQueueMS: 580491, FlushIOs: 60605, FlushTicksMS: 106562},
+		},
+		{
+			name: "11 fields (before Linux 4.18)",
+			line: "1 2 3 4 5 6 7 8 9 10 11",
+			want: &snapshot.BlockStat{Fields: 11, ReadIOs: 1, ReadMerges: 2, ReadSectors: 3, ReadTicksMS: 4, WriteIOs: 5,
+				WriteMerges: 6, WriteSectors: 7, WriteTicksMS: 8, InFlight: 9, IOTicksMS: 10, TimeInQueueMS: 11},
+		},
+		{
+			name: "15 fields (discard, 4.18 to 5.4)",
+			line: "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15",
+			want: &snapshot.BlockStat{Fields: 15, ReadIOs: 1, ReadMerges: 2, ReadSectors: 3, ReadTicksMS: 4, WriteIOs: 5,
+				WriteMerges: 6, WriteSectors: 7, WriteTicksMS: 8, InFlight: 9, IOTicksMS: 10, TimeInQueueMS: 11,
+				DiscardIOs: 12, DiscardMerges: 13, DiscardSectors: 14, DiscardTicksMS: 15},
+		},
+		{
+			name: "a later kernel's extra fields are counted, not kept",
+			line: "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+			want: &snapshot.BlockStat{Fields: 20, ReadIOs: 1, ReadMerges: 2, ReadSectors: 3, ReadTicksMS: 4, WriteIOs: 5,
+				WriteMerges: 6, WriteSectors: 7, WriteTicksMS: 8, InFlight: 9, IOTicksMS: 10, TimeInQueueMS: 11,
+				DiscardIOs: 12, DiscardMerges: 13, DiscardSectors: 14, DiscardTicksMS: 15, FlushIOs: 16, FlushTicksMS: 17},
+		},
+		{name: "max uint64", line: "18446744073709551615 0 0 0 0 0 0 0 0 0 0",
+			want: &snapshot.BlockStat{Fields: 11, ReadIOs: 18446744073709551615}},
+		{name: "empty", line: "", wantErr: true},
+		{name: "truncated at 10 fields", line: "1 2 3 4 5 6 7 8 9 10", wantErr: true},
+		{name: "negative", line: "1 2 3 -4 5 6 7 8 9 10 11", wantErr: true},
+		{name: "not a number", line: "1 2 3 4 5 6 7 8 9 10 x", wantErr: true},
+		{name: "bad extra field", line: "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 0x12", wantErr: true},
+		{name: "overflow", line: "18446744073709551616 0 0 0 0 0 0 0 0 0 0", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseBlockStat(tt.line)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if !errors.Is(err, errBlockStat) {
+					t.Errorf("error %v does not wrap errBlockStat", err)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -139,6 +139,7 @@ func TestCollectBroken(t *testing.T) {
 	wantErrs := []string{
 		"storage.block error sys/class/block/loopy/dev",
 		"storage.block error sys/class/block/sda/queue/scheduler",
+		"storage.block error sys/class/block/sda/stat",
 		"storage.block error sys/class/block/sda1/size",
 		"storage.block error sys/class/block/sdx/dev",
 		"storage.dm error dev/mapper/control dm-3",
@@ -154,6 +155,20 @@ func TestCollectBroken(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"dm-3/dm", "sda/disk", "sda1/partition"}, names); diff != "" {
 		t.Errorf("partial devices (-want +got):\n%s", diff)
+	}
+	// A stat file cut short is an error and no counters; a whole one is read.
+	for _, d := range s.Storage.BlockDevices {
+		switch {
+		case d.Name == "sda" && d.Stat != nil:
+			t.Errorf("sda: counters kept from a 10-field stat: %+v", d.Stat)
+		case d.Name == "dm-3" && (d.Stat == nil || d.Stat.Fields != 17 || d.Stat.ReadIOs != 1200 || d.Stat.TimeInQueueMS != 4000):
+			t.Errorf("dm-3: stat = %+v, want 17 fields, 1200 reads, time_in_queue 4000", d.Stat)
+		}
+	}
+	for _, e := range s.Manifest.Errors {
+		if strings.HasSuffix(e.Path, "sda/stat") && !strings.Contains(e.Message, "10 fields, want at least 11") {
+			t.Errorf("short stat not explained: %s", e.Message)
+		}
 	}
 	if len(s.Storage.Mounts) != 1 || s.Storage.Mounts[0].MountPoint != "/" {
 		t.Errorf("good mount line not kept: %+v", s.Storage.Mounts)

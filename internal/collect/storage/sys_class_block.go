@@ -140,6 +140,7 @@ func readBlockDevice(fs hostfs.FS, e blockEntry) (*snapshot.BlockDevice, []pathE
 	d.Removable, _ = a.bool("removable")
 	d.Slaves = a.list("slaves")
 	d.Holders = a.list("holders")
+	d.Stat = readBlockStat(a)
 
 	d.Kind = blockKind(name, a)
 	if d.Kind == snapshot.KindPartition {

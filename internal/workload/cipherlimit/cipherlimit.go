@@ -34,6 +34,10 @@ type Options struct {
 	SectorSize int           // 512 or 4096: one XTS data unit, as dm-crypt's sector_size
 	Duration   time.Duration // per measurement; default 500ms
 	Method     string        // "" tries af_alg, then user-space
+	// PerCoreOnly measures one core only: no all-cores pass and no
+	// pipelined-AES reference, so a measurement takes one Duration (what
+	// doctor's collector needs; AllCores and PipelinedAES stay 0).
+	PerCoreOnly bool
 }
 
 // Implementation is the kernel's choice for xts(aes): the /proc/crypto
@@ -57,7 +61,7 @@ type Result struct {
 	// AFALG is why AF_ALG was not used, when it was not.
 	AFALG    string  `json:"af_alg_unavailable,omitempty"`
 	PerCore  float64 `json:"bytes_per_sec_per_core"`
-	AllCores float64 `json:"bytes_per_sec_all_cores"`
+	AllCores float64 `json:"bytes_per_sec_all_cores"` // 0 with Options.PerCoreOnly
 	Cores    int     `json:"cores"`
 	// PipelinedAES is, for the user-space method, one core's AES
 	// throughput with several blocks in flight (Go's AES-CTR keystream):
@@ -163,6 +167,9 @@ func Measure(ctx context.Context, fs hostfs.FS, o Options) (*Result, error) {
 	var err error
 	if r.PerCore, err = run(ctx, newEnc, 1, o); err != nil {
 		return nil, err
+	}
+	if o.PerCoreOnly {
+		return r, nil
 	}
 	if r.AllCores, err = run(ctx, newEnc, r.Cores, o); err != nil {
 		return nil, err

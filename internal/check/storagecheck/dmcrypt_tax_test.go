@@ -1,0 +1,141 @@
+package storagecheck
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// ioStat is a since-boot stat with a given mean await in µs and bytes per I/O.
+func ioStat(ios, awaitUS, bytesPerIO uint64) *snapshot.BlockStat {
+	ticks := ios * awaitUS / 1000
+	return &snapshot.BlockStat{Fields: 17, ReadIOs: ios, ReadSectors: ios * bytesPerIO / 512, ReadTicksMS: ticks,
+		IOTicksMS: ticks, TimeInQueueMS: ticks}
+}
+
+// TestTaxSpans runs dmcrypt.tax on the crypt-on-crypt fixture with counters
+// added: the span runs from the topmost dm-crypt device to the device
+// beneath the lowest, whatever sits between (a loop file on a filesystem).
+func TestTaxSpans(t *testing.T) {
+	s, err := snapshot.Load(filepath.Join(hostsDir, "baremetal-crypt-on-crypt-loop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Host.Cipher = &snapshot.CipherLimit{Algorithm: "xts(aes)", Method: "af_alg", Driver: "xts-aes-aesni",
+		BytesPerSecPerCore: 2e9, What: "test figure"}
+	stats := map[string]*snapshot.BlockStat{
+		// /srv: inner over outer over an HDD partition: +22 ms per I/O.
+		"dm-1": ioStat(100000, 30000, 4096), "sda1": ioStat(100000, 8000, 4096),
+		// /: far above the cipher's 2 µs, but 15 µs is below the floor.
+		"dm-3": ioStat(50000, 115, 4096), "nvme0n1p3": ioStat(50000, 100, 4096),
+		// /mnt/vault: too few I/Os at its top.
+		"dm-2": ioStat(500, 40000, 4096),
+	}
+	for i := range s.Storage.BlockDevices {
+		if st := stats[s.Storage.BlockDevices[i].Name]; st != nil {
+			s.Storage.BlockDevices[i].Stat = st
+		}
+	}
+	fs := run(t, "dmcrypt.tax", s, check.Config{})
+	got := map[string]check.Finding{}
+	for _, f := range fs {
+		got[f.Subject] = f
+	}
+	if len(fs) != 3 {
+		t.Errorf("%d findings, want one per topmost crypt device (inner, root_crypt, vault): %+v", len(fs), fs)
+	}
+	inner := got["/dev/mapper/inner"]
+	if inner.Status != check.Fail || inner.Severity != check.Warning {
+		t.Fatalf("inner: %s %s: %s", inner.Status, inner.Severity, inner.Summary)
+	}
+	for _, want := range []string{"2 dm-crypt layers (inner down to outer)", "far longer at dm-1 than at sda1", "far above what the cipher costs", "since-boot means"} {
+		if !strings.Contains(inner.Summary, want) {
+			t.Errorf("inner summary lacks %q: %s", want, inner.Summary)
+		}
+	}
+	for i, want := range []string{"30ms over 100000 I/Os, 4.0 KiB per I/O, 1.0 in flight", "8ms over 100000 I/Os"} {
+		if !strings.Contains(inner.Evidence[i].Observed, want) {
+			t.Errorf("inner evidence %d: %+v, want %q", i, inner.Evidence[i], want)
+		}
+	}
+	if e := inner.Evidence[3]; !strings.HasPrefix(e.Observed, "+22ms, 5371x") {
+		t.Errorf("inner added await: %+v", e)
+	}
+	// 4 KiB x 2 layers / 2 GB/s = 4.1 µs; queue depth 1 on 32 cores.
+	if e := inner.Evidence[3]; !strings.Contains(e.Expected, "4.1µs") || !strings.Contains(e.Expected, "x 2 layer(s)") {
+		t.Errorf("inner tax evidence: %+v", e)
+	}
+	if e := inner.Evidence[2]; e.Source != "host.cipher (af_alg, xts-aes-aesni)" || !strings.Contains(e.Observed, "2.00 GB/s: test figure") {
+		t.Errorf("inner cipher evidence: %+v", e)
+	}
+	if !strings.Contains(inner.Remediation, "--perf-no_read_workqueue") || !strings.Contains(inner.Remediation, "storage.stacked-encryption") {
+		t.Errorf("inner remediation: %s", inner.Remediation)
+	}
+	root := got["/dev/mapper/root_crypt"]
+	if root.Status != check.Pass || !strings.Contains(root.Summary, "below the 20µs") {
+		t.Errorf("root_crypt under the floor: %s: %s", root.Status, root.Summary)
+	}
+	vault := got["/dev/mapper/vault"]
+	if vault.Status != check.Unknown || !strings.Contains(vault.Summary, "too few I/Os since boot") {
+		t.Errorf("vault with 500 I/Os: %s: %s", vault.Status, vault.Summary)
+	}
+
+	// A cipher the figure does not describe is not judged by it.
+	for i := range s.Storage.BlockDevices {
+		d := &s.Storage.BlockDevices[i]
+		if d.Name == "dm-3" {
+			d.DM.Targets[0].Params = strings.Replace(d.DM.Targets[0].Params, "aes-xts-plain64", "serpent-xts-plain64", 1)
+		}
+	}
+	for _, f := range run(t, "dmcrypt.tax", s, check.Config{}) {
+		if f.Subject == "/dev/mapper/root_crypt" && (f.Status != check.Unknown || !strings.Contains(f.Summary, "serpent")) {
+			t.Errorf("serpent judged by the AES figure: %s: %s", f.Status, f.Summary)
+		}
+	}
+}
+
+// TestTaxNoAccounting: brd counts no I/O, so a ramdisk beneath leaves the
+// tax unknown, and says why, rather than judged against a zero await.
+func TestTaxNoAccounting(t *testing.T) {
+	s, err := snapshot.Load(filepath.Join(hostsDir, "kvm-qemu64-ramdisk-crypt-5.4.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Host.Cipher = &snapshot.CipherLimit{BytesPerSecPerCore: 1e8, What: "test"}
+	for i := range s.Storage.BlockDevices {
+		switch d := &s.Storage.BlockDevices[i]; d.Name {
+		case "dm-0":
+			d.Stat = ioStat(100000, 5000, 4096)
+		case "ram0":
+			d.Stat = &snapshot.BlockStat{Fields: 17}
+		}
+	}
+	fs := run(t, "dmcrypt.tax", s, check.Config{})
+	if len(fs) != 1 || fs[0].Status != check.Unknown || !strings.Contains(fs[0].Summary, "ram0 counts no I/O") {
+		t.Errorf("findings %+v", fs)
+	}
+}
+
+// TestTaxNoAddedAwait: a top device no slower than the one beneath passes
+// with the two awaits, instead of an error from the model.
+func TestTaxNoAddedAwait(t *testing.T) {
+	s, err := snapshot.Load(filepath.Join(hostsDir, "aws-r6i-ebs-luks-tuned.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Storage.BlockDevices {
+		switch d := &s.Storage.BlockDevices[i]; d.Name {
+		case "dm-0":
+			d.Stat = ioStat(5000, 0, 8192)
+		case "nvme1n1":
+			d.Stat = ioStat(5000, 600, 8192)
+		}
+	}
+	fs := run(t, "dmcrypt.tax", s, check.Config{})
+	if len(fs) != 1 || fs[0].Status != check.Pass || !strings.Contains(fs[0].Summary, "no added await (dm-0 0s, nvme1n1 600µs)") {
+		t.Errorf("findings %+v", fs)
+	}
+}
