@@ -154,9 +154,8 @@ func profileSpace(p *Profile, numCPU int) (uint64, string) {
 	return plan.SpaceBytes, why
 }
 
-// fitSize is a backing size for need bytes: an eighth to spare (ext4-free,
-// but the lab's devices must hold every region fio lays out), rounded up
-// to 64 MiB, as --backing spells it.
+// fitSize is a backing size for need bytes, as --backing spells it: an
+// eighth to spare, rounded up to 64 MiB.
 func fitSize(need uint64) string {
 	const step = 64 << 20
 	n := (need + need/8 + step - 1) / step * step
