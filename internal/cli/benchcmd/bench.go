@@ -57,7 +57,11 @@ func NewCmdBench(env *clienv.Env, runF func(context.Context, *Options) error) *c
 what mattered, with where the time went: await, utilisation and queue depth of
 every device on the directory's storage path, and CPU time of the workload and
 of the kernel threads of an encrypted data path (kcryptd, dmcrypt_write,
-kworkers, ksoftirqd).
+kworkers, ksoftirqd). On a path through dm-crypt it ends with the encryption
+tax: the await the dm-crypt layers added per I/O against what the cipher costs
+on this CPU (measured after the run, or --cipher-limit FILE), and whether the
+overhead is far above it (queueing in dm-crypt's workqueues, or a second
+encryption layer).
 
 Profiles:
   search-index      fio writers (psync 4 MiB) and mmap readers (4 KiB-1 MiB) plus

@@ -42,6 +42,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "search-index", "--device", "/dev/null", "--destroy-data"}, "needs a filesystem"},
 		{[]string{"bench", "fio:" + filepath.Join(dir, "missing.fio"), "--dir", dir}, "missing.fio"},
 		{[]string{"bench", "export", "nope", "-o", filepath.Join(dir, "x")}, "unknown profile"},
+		{[]string{"bench", "db-commit", "--dir", dir, "--cipher-limit", filepath.Join(dir, "nope.json")}, "--cipher-limit: open"},
 	} {
 		code, _, stderr := run(t, tt.args...)
 		if code != clienv.ExitUsage || !strings.Contains(stderr, tt.want) {
