@@ -56,9 +56,9 @@ func whereTime(topAwait, bottomAwait, qd float64) *benchresult.WhereTime {
 			device("sda", "disk", 2, 200, 128<<10, bottomAwait, qd/4),
 		},
 		Threads: []benchresult.ThreadGroup{
-			{Group: benchresult.GroupWorkload, CPUNS: 9e9, CPUs: 0.9},
-			{Group: benchresult.GroupKcryptd, CPUNS: 3.8e9, CPUs: 0.38},
-			{Group: benchresult.GroupDmcryptWrite, CPUNS: 0.2e9, CPUs: 0.02},
+			{Group: benchresult.GroupWorkload, CPUNS: 9e9, CPUs: 0.9, Threads: 4, Top: []benchresult.ThreadCPU{{Comm: "fio", CPUNS: 9e9}}},
+			{Group: benchresult.GroupKcryptd, CPUNS: 3.8e9, CPUs: 0.38, Threads: 2, Top: []benchresult.ThreadCPU{{Comm: "kworker/u4:2-kcryptd/253:0", CPUNS: 3.8e9}}},
+			{Group: benchresult.GroupDmcryptWrite, CPUNS: 0.2e9, CPUs: 0.02, Threads: 1, Top: []benchresult.ThreadCPU{{Comm: "dmcrypt_write/253:0", CPUNS: 0.2e9}}},
 		},
 	}
 }
