@@ -95,6 +95,10 @@ type Result struct {
 	LoadTimes *LoadTimes `json:"load_times,omitempty"`
 	// WhereTime is what the sampler saw during the whole run.
 	WhereTime *WhereTime `json:"where_time,omitempty"`
+	// EncryptionTax is the expected encryption tax against the overhead
+	// this run observed; present only when the target's path has dm-crypt
+	// layers.
+	EncryptionTax *EncryptionTax `json:"encryption_tax,omitempty"`
 }
 
 // Parameters are the inputs of the run, enough to repeat it.
@@ -348,6 +352,72 @@ type ThreadCPU struct {
 	CPUNS int64  `json:"cpu_ns"`
 }
 
+// EncryptionTax is what the target's dm-crypt layers should cost given
+// what the cipher costs on this CPU, against what the run observed
+// (internal/model/cryptotax, AssessLayered): the await of the topmost
+// dm-crypt device over the await of the device beneath the lowest one, and
+// the CPU of the crypto threads per GiB through the top device. Figures
+// that could not be computed are absent and NotComputed says why; a
+// number is never guessed.
+type EncryptionTax struct {
+	// Line is the summary's line, e.g. "encryption tax: cipher 4.1µs/IO,
+	// observed +32µs/IO (7.8x): far above what the cipher costs: ...".
+	Line string `json:"line"`
+	// Verdict is one of cryptotax's verdicts, or "not computed".
+	Verdict string `json:"verdict"`
+	// NotComputed says why the per-I/O tax is missing, when it is.
+	NotComputed string `json:"not_computed,omitempty"`
+	// Emulated marks a run on an emulated CPU (qemu TCG): the figures show
+	// that the path works, not how fast it is.
+	Emulated bool `json:"emulated_cpu,omitempty"`
+	// Cipher is the cipher's cost the tax was computed from.
+	Cipher *Cipher `json:"cipher,omitempty"`
+	// Layers is the number of dm-crypt layers from TopDevice down to the
+	// lowest; BottomDevice is the device beneath the lowest.
+	Layers       int    `json:"layers"`
+	TopDevice    string `json:"top_device"`
+	BottomDevice string `json:"bottom_device,omitempty"`
+	// The inputs taken from where_time: mean bytes per I/O and mean queue
+	// depth (aqu-sz) at the top device, both awaits, and the cores.
+	BytesPerIO    float64 `json:"bytes_per_io,omitempty"`
+	QueueDepth    float64 `json:"queue_depth,omitempty"`
+	TopAwaitNS    float64 `json:"top_await_ns,omitempty"`
+	BottomAwaitNS float64 `json:"bottom_await_ns,omitempty"`
+	Cores         int     `json:"cores,omitempty"`
+	// Per I/O: the cipher's time (× max(1, queue depth / cores)) and the
+	// observed added await; Ratio is observed / expected. Absent when
+	// the verdict is "not computed".
+	ExpectedPerIONS *int64   `json:"expected_per_io_ns,omitempty"`
+	ObservedPerIONS *int64   `json:"observed_per_io_ns,omitempty"`
+	Ratio           *float64 `json:"ratio,omitempty"`
+	// The CPU form: CPU seconds per GiB through the top device that the
+	// cipher needs (all layers), and what the crypto threads (kcryptd,
+	// dmcrypt_write) used. Absent when no byte crossed the top device.
+	ExpectedCPUPerGiB float64  `json:"expected_cpu_s_per_gib,omitempty"`
+	CryptoCPUPerGiB   *float64 `json:"crypto_thread_cpu_s_per_gib,omitempty"`
+	CryptoCPUNS       int64    `json:"crypto_thread_cpu_ns,omitempty"`
+	CryptBytes        uint64   `json:"crypt_bytes,omitempty"`
+}
+
+// Cipher is one measurement of AES-XTS on a CPU
+// (internal/workload/cipherlimit, `slowpath lab crypto-limit`).
+type Cipher struct {
+	BytesPerSecPerCore float64 `json:"bytes_per_sec_per_core"`
+	// Method is af_alg (the kernel's skcipher) or user-space (a bound).
+	Method string `json:"method"`
+	// What says in words what was measured; Driver is the kernel's
+	// xts(aes) implementation where known.
+	What       string `json:"what"`
+	Driver     string `json:"driver,omitempty"`
+	KeyBits    int    `json:"key_bits"`
+	SectorSize int    `json:"sector_size"`
+	// Source is "measured after the run" or the --cipher-limit file.
+	Source string `json:"source"`
+	// Note names a mismatch between the measurement and the layer (sector
+	// size, key size).
+	Note string `json:"note,omitempty"`
+}
+
 // ErrVersion is wrapped by Read's error for a schema version it cannot read.
 var ErrVersion = errors.New("unsupported bench result schema version")
 
@@ -383,6 +453,19 @@ func (r *Result) Validate() error {
 		}
 		if math.IsNaN(f.Value) || math.IsInf(f.Value, 0) {
 			return fmt.Errorf("bench result figure %s is not a number", f.Name)
+		}
+	}
+	if t := r.EncryptionTax; t != nil {
+		vs := []float64{t.BytesPerIO, t.QueueDepth, t.TopAwaitNS, t.BottomAwaitNS, t.ExpectedCPUPerGiB}
+		for _, p := range []*float64{t.Ratio, t.CryptoCPUPerGiB} {
+			if p != nil {
+				vs = append(vs, *p)
+			}
+		}
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return errors.New("bench result encryption_tax has a figure that is not a number")
+			}
 		}
 	}
 	for _, p := range r.Phases {

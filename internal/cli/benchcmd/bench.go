@@ -21,6 +21,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/workload/fio"
@@ -39,6 +40,9 @@ type Options struct {
 	Output      string
 	Interval    time.Duration
 	Cloud       cloud.Options
+	// CipherLimit is a `lab crypto-limit --format json` file to take the
+	// cipher's cost from instead of measuring it after the run.
+	CipherLimit string
 	// Signals are the signals that interrupt a run; SIGINT and SIGTERM.
 	Signals []os.Signal
 }
@@ -53,7 +57,11 @@ func NewCmdBench(env *clienv.Env, runF func(context.Context, *Options) error) *c
 what mattered, with where the time went: await, utilisation and queue depth of
 every device on the directory's storage path, and CPU time of the workload and
 of the kernel threads of an encrypted data path (kcryptd, dmcrypt_write,
-kworkers, ksoftirqd).
+kworkers, ksoftirqd). On a path through dm-crypt it ends with the encryption
+tax: the await the dm-crypt layers added per I/O against what the cipher costs
+on this CPU (measured after the run, or --cipher-limit FILE), and whether the
+overhead is far above it (queueing in dm-crypt's workqueues, or a second
+encryption layer).
 
 Profiles:
   search-index      fio writers (psync 4 MiB) and mmap readers (4 KiB-1 MiB) plus
@@ -87,6 +95,7 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 	f.DurationVar(&o.SlowLoad, "slow-load", 10*time.Millisecond, "search-index: loads above this are slow (the incident's alarm)")
 	f.StringVarP(&o.Output, "output", "o", "", "write the result to `FILE` (JSON, docs/bench.md)")
 	f.DurationVar(&o.Interval, "interval", sampler.DefaultInterval, "where-the-time-went sampling period")
+	f.StringVar(&o.CipherLimit, "cipher-limit", "", "encryption tax: take the cipher's cost from `FILE` (slowpath lab crypto-limit --format json) instead of measuring it after the run")
 	o.Cloud.AddFlags(f)
 	cmd.AddCommand(newCmdExport(env, nil))
 	return cmd
@@ -151,6 +160,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return err
 	}
+	var givenCipher *benchresult.Cipher
+	var givenEmulated bool
+	if o.CipherLimit != "" {
+		if givenCipher, givenEmulated, err = readCipherLimit(o.CipherLimit); err != nil {
+			return usageErr(err)
+		}
+	}
 	if _, err := fio.Version(ctx); err != nil {
 		return usageErr(err) // fio not found: apt-get install fio
 	}
@@ -209,6 +225,14 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	case runErr != nil:
 		res.Status = benchresult.StatusFailed
 		res.Error = runErr.Error()
+	}
+	// The encryption tax, after the workload so the cipher measurement
+	// takes no CPU from it; only for a path through dm-crypt.
+	if tp := res.Environment.Target; tp != nil {
+		if cs := findCrypt(tp.Storage); cs != nil {
+			c, cerr := cipherFor(sctx, env.FS, givenCipher, cs, interrupted)
+			res.EncryptionTax = assessTax(res.WhereTime, cs, c, cerr, runtime.NumCPU(), givenEmulated || labcmd.Emulated(env.FS))
+		}
 	}
 	printSummary(env, res)
 	if o.Output != "" {

@@ -42,6 +42,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "search-index", "--device", "/dev/null", "--destroy-data"}, "needs a filesystem"},
 		{[]string{"bench", "fio:" + filepath.Join(dir, "missing.fio"), "--dir", dir}, "missing.fio"},
 		{[]string{"bench", "export", "nope", "-o", filepath.Join(dir, "x")}, "unknown profile"},
+		{[]string{"bench", "db-commit", "--dir", dir, "--cipher-limit", filepath.Join(dir, "nope.json")}, "--cipher-limit: open"},
 	} {
 		code, _, stderr := run(t, tt.args...)
 		if code != clienv.ExitUsage || !strings.Contains(stderr, tt.want) {
@@ -155,6 +156,10 @@ func TestProfiles(t *testing.T) {
 					}
 				} else if r.Environment.Target.FSType != "tmpfs" || len(wt.Devices) != 0 {
 					t.Errorf("tmpfs: target %+v, devices %+v", r.Environment.Target, wt.Devices)
+				}
+				// No dm-crypt on either path: no tax, no cipher measurement.
+				if r.EncryptionTax != nil || strings.Contains(stdout, "encryption tax") {
+					t.Errorf("a tax on a path without dm-crypt: %+v", r.EncryptionTax)
 				}
 				if wt.Threads[0].Group != benchresult.GroupWorkload || wt.Threads[0].CPUNS <= 0 {
 					t.Errorf("workload CPU %+v", wt.Threads[0])

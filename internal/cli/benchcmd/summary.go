@@ -121,6 +121,9 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 			fmt.Fprintf(w, "  %-14s %5.1f%% of a CPU  %d threads  %s\n", g.Group, g.CPUs*100, g.Threads, strings.Join(top, " "))
 		}
 	}
+	if t := r.EncryptionTax; t != nil {
+		fmt.Fprintln(w, t.Line)
+	}
 }
 
 func writeTSV(w io.Writer, rows [][]string) {

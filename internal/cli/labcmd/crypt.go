@@ -16,12 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
@@ -95,14 +97,19 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 			if o.Runs < 1 || o.Runtime < time.Second {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: errors.New("--runs must be at least 1 and --runtime at least 1s")}
 			}
-			if _, err := cryptlab.ParseBacking(o.Backing); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
 			if _, err := cryptlab.ParseVariants(o.Variants); err != nil {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 			}
-			if findProfile(o.Profile) == nil {
+			prof := findProfile(o.Profile)
+			if prof == nil {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown profile %q (known: %s)", o.Profile, profileNames())}
+			}
+			if o.Backing != "" {
+				// A given backing must hold the profile's files; the
+				// default is sized to them (chooseBacking).
+				if _, err := chooseBacking(o.Backing, prof, runtime.NumCPU(), 0); err != nil {
+					return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+				}
 			}
 			if o.Format != "text" && o.Format != "markdown" && o.Format != "json" {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text, markdown or json", o.Format)}
@@ -114,15 +121,102 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Backing, "backing", "ram:1G", "ram:SIZE (a brd ramdisk) or file:PATH:SIZE (a loop device over a new file, removed afterwards)")
+	f.StringVar(&o.Backing, "backing", "", "ram:SIZE (a brd ramdisk) or file:PATH:SIZE (a loop device over a new file, removed afterwards); default: a ramdisk of 1G for the fio profiles, sized to the files of db-commit and telemetry-ingest")
 	f.StringSliceVar(&o.Variants, "variants", cryptlab.DefaultVariants, "dm-crypt variants, comma-separated: "+strings.Join(cryptlab.KnownVariants(), ", "))
 	f.IntVar(&o.Runs, "runs", 5, "runs per target, interleaved (a verdict needs 4 or more at alpha 0.05)")
 	f.DurationVar(&o.Runtime, "runtime", 10*time.Second, "length of each run")
-	f.StringVar(&o.Profile, "profile", "randrw-4k", "workload: "+profileNames())
+	f.StringVar(&o.Profile, "profile", "db-commit", "workload: "+profileNames())
 	f.StringVar(&o.HTML, "html", "", "also write the comparison as a self-contained HTML page to `FILE`")
 	f.StringVar(&o.Format, "format", "text", "text, markdown or json")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	return cmd
+}
+
+// defaultRAM is the ramdisk of the fio profiles, which run over the whole
+// device and fit any size.
+const defaultRAM = 1 << 30
+
+// profileSpace is what a bench profile writes on this machine at scale 1
+// (db-commit: a 64 MiB database region and 32 MiB per commit job, 2 jobs
+// per CPU), with a sentence saying so; 0 for the fio profiles.
+func profileSpace(p *Profile, numCPU int) (uint64, string) {
+	if p.Bench == "" {
+		return 0, ""
+	}
+	plan, err := profile.New(p.Bench, profile.Params{Scale: 1, Runtime: time.Second, Dir: os.TempDir(), Device: "/dev/null", NumCPU: numCPU})
+	if err != nil {
+		return 0, ""
+	}
+	why := fmt.Sprintf("profile %s writes up to %d MiB on this machine", p.Name, plan.SpaceBytes>>20)
+	if n := plan.Settings["commit_jobs_n"]; n != "" {
+		why += fmt.Sprintf(" (a %s database region and %s for each of %s commit jobs, 2 per CPU)", plan.Settings["direct_file"], plan.Settings["wal_size"], n)
+	}
+	return plan.SpaceBytes, why
+}
+
+// fitSize is a backing size for need bytes, as --backing spells it: an
+// eighth to spare, rounded up to 64 MiB.
+func fitSize(need uint64) string {
+	const step = 64 << 20
+	n := (need + need/8 + step - 1) / step * step
+	if n%(1<<30) == 0 {
+		return fmt.Sprintf("%dG", n>>30)
+	}
+	return fmt.Sprintf("%dM", n>>20)
+}
+
+// chooseBacking is the lab's device: the one given, refused when the
+// profile's files do not fit it, or by default a ramdisk of 1G (fio
+// profiles) or sized to the profile's files, refused when it would take
+// more than half of the available memory (memAvail bytes, 0 if unknown).
+// Every refusal names the --backing and --profile that would do.
+func chooseBacking(given string, p *Profile, numCPU int, memAvail uint64) (cryptlab.Backing, error) {
+	need, why := profileSpace(p, numCPU)
+	if given != "" {
+		b, err := cryptlab.ParseBacking(given)
+		if err != nil {
+			return b, err
+		}
+		if need > uint64(b.Size) {
+			bigger := "ram:" + fitSize(need)
+			if b.Kind == "file" {
+				bigger = "file:" + b.Path + ":" + fitSize(need)
+			}
+			return b, fmt.Errorf("%s and --backing %s has %d MiB: use --backing %s (or leave --backing out: the default ramdisk is sized to the profile), or --profile randrw-4k, whose fio job fits any backing",
+				why, given, b.Size>>20, bigger)
+		}
+		return b, nil
+	}
+	size := fmt.Sprint(defaultRAM>>30, "G")
+	if need > 0 {
+		size = fitSize(need)
+	}
+	b, err := cryptlab.ParseBacking("ram:" + size)
+	if err != nil {
+		return b, err
+	}
+	if memAvail > 0 && uint64(b.Size) > memAvail/2 {
+		what := fmt.Sprintf("profile %s", p.Name)
+		if why != "" {
+			what = why
+		}
+		return b, fmt.Errorf("%s: a ramdisk of %s would take more than half of the %d MiB of memory available: use --backing file:PATH:%s (a file on a disk with that much free space), or --profile randrw-4k with a smaller --backing ram:SIZE",
+			what, size, memAvail>>20, size)
+	}
+	return b, nil
+}
+
+// memAvailable is MemAvailable from /proc/meminfo in bytes, 0 if unknown.
+func memAvailable(fs hostfs.FS) uint64 {
+	pfs, err := procfs.NewFS(fs.Proc)
+	if err != nil {
+		return 0
+	}
+	mi, err := pfs.Meminfo()
+	if err != nil || mi.MemAvailableBytes == nil {
+		return 0
+	}
+	return *mi.MemAvailableBytes
 }
 
 func findProfile(name string) *Profile {
@@ -167,9 +261,12 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	// command returns.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	backing, _ := cryptlab.ParseBacking(o.Backing)
 	variants, _ := cryptlab.ParseVariants(o.Variants)
 	prof := findProfile(o.Profile)
+	backing, err := chooseBacking(o.Backing, prof, runtime.NumCPU(), memAvailable(env.FS))
+	if err != nil {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
 	emulated := o.Emulated || Emulated(env.FS)
 	logf := func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }
 	if _, err := exec.LookPath("fio"); err != nil {
@@ -218,7 +315,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 			return err
 		}
 		if have := lab.Sectors * 512; plan.SpaceBytes > have {
-			return fmt.Errorf("profile %s writes up to %d MiB and the backing has %d MiB: use a larger --backing", prof.Name, plan.SpaceBytes>>20, have>>20)
+			return fmt.Errorf("profile %s writes up to %d MiB and the backing has %d MiB: use a larger --backing (ram:%s)", prof.Name, plan.SpaceBytes>>20, have>>20, fitSize(plan.SpaceBytes))
 		}
 	}
 	order := Order(len(targets), o.Runs)

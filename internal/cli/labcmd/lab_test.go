@@ -58,7 +58,7 @@ func TestCryptFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !cmp.Equal(got.Variants, cryptlab.DefaultVariants) || got.Backing != "ram:1G" || got.Runs != 5 {
+	if !cmp.Equal(got.Variants, cryptlab.DefaultVariants) || got.Backing != "" || got.Runs != 5 || got.Profile != "db-commit" {
 		t.Errorf("defaults %+v", got)
 	}
 }
@@ -74,6 +74,9 @@ func TestCryptRefusals(t *testing.T) {
 		{[]string{"--backing", "disk:1G"}, "want ram:SIZE or file:PATH:SIZE"},
 		{[]string{"--profile", "oltp"}, `unknown profile "oltp" (known: randrw-4k`},
 		{[]string{"--runs", "0"}, "--runs must be at least 1"},
+		// The default profile, db-commit, writes at least 128 MiB.
+		{[]string{"--backing", "ram:32M"}, "and --backing ram:32M has 32 MiB: use --backing ram:"},
+		{[]string{"--backing", "file:/var/tmp/x.img:32M", "--profile", "telemetry-ingest"}, "use --backing file:/var/tmp/x.img:320M"},
 		{[]string{"--format", "xml"}, "use text, markdown or json"},
 	} {
 		env, _, _ := testEnv()
@@ -86,6 +89,43 @@ func TestCryptRefusals(t *testing.T) {
 		if err == nil || called || !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, ran %v; want exit 2 with %q", tc.args, err, called, tc.want)
 		}
+	}
+}
+
+// TestChooseBacking: db-commit's default ramdisk grows with the CPUs (2
+// commit jobs of 32 MiB per CPU, up to 64 jobs) and is refused, naming the
+// way out, when memory is short or a given backing is too small; the fio
+// profiles keep ram:1G and fit any backing.
+func TestChooseBacking(t *testing.T) {
+	db, fioProf := findProfile("db-commit"), findProfile("randrw-4k")
+	for _, tc := range []struct {
+		given string
+		p     *Profile
+		cpus  int
+		mem   uint64
+		want  string // the backing, or
+		err   string // the refusal
+	}{
+		{"", db, 2, 24 << 30, "ram:256M", ""},    // 64 + 4 × 32 = 192 MiB, + 1/8, in 64 MiB steps
+		{"", db, 1, 0, "ram:192M", ""},           // 128 MiB: the 1-vCPU VM
+		{"", db, 64, 256 << 30, "ram:2432M", ""}, // 64 + 64 × 32 = 2112 MiB: outgrows ram:1G
+		{"", db, 64, 2 << 30, "", "profile db-commit writes up to 2112 MiB on this machine (a 64m database region and 32m for each of 64 commit jobs, 2 per CPU): a ramdisk of 2432M would take more than half of the 2048 MiB of memory available: use --backing file:PATH:2432M"},
+		{"", fioProf, 64, 24 << 30, "ram:1G", ""},
+		{"", fioProf, 2, 1 << 30, "", "--profile randrw-4k with a smaller --backing ram:SIZE"},
+		{"ram:1G", db, 16, 0, "", "profile db-commit writes up to 1088 MiB on this machine (a 64m database region and 32m for each of 32 commit jobs, 2 per CPU) and --backing ram:1G has 1024 MiB: use --backing ram:1280M"},
+		{"ram:32M", fioProf, 64, 0, "ram:32M", ""},
+		{"file:/var/tmp/c.img:4G", db, 64, 0, "file:/var/tmp/c.img:4G", ""},
+	} {
+		b, err := chooseBacking(tc.given, tc.p, tc.cpus, tc.mem)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q %s %d CPUs: err %v, want %q", tc.given, tc.p.Name, tc.cpus, err, tc.err)
+		case tc.err == "" && (err != nil || b.String() != tc.want):
+			t.Errorf("%q %s %d CPUs: %v, %v; want %s", tc.given, tc.p.Name, tc.cpus, b, err, tc.want)
+		}
+	}
+	if mem := memAvailable(hostfs.Default()); mem == 0 {
+		t.Error("MemAvailable of this machine unknown")
 	}
 }
 

@@ -1,0 +1,284 @@
+package benchcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/cli/labcmd"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+)
+
+// notComputed is the verdict of a tax that could not be computed.
+const notComputed = "not computed"
+
+// cipherDuration is how long each cipher measurement after a run takes
+// (cipherlimit measures one core, all cores and, for the user-space bound,
+// pipelined AES): about a second in all, short next to any run.
+const cipherDuration = 200 * time.Millisecond
+
+// cryptStack is the dm-crypt part of the target's path: the topmost and
+// lowest dm-crypt devices of its chain and the device beneath the lowest.
+type cryptStack struct {
+	top, lowest string
+	layers      int
+	beneath     string // "" when nothing with a device is beneath
+	crypt       *storagemodel.Crypt
+}
+
+// findCrypt returns the dm-crypt layers of p (the chain with the most of
+// them, as EncryptionLayers counts), or nil when p has none. Other
+// encrypting layers (fscrypt, a cloud disk) cost no kernel cipher time on
+// this path's devices and are not counted.
+func findCrypt(p *storagemodel.Path) *cryptStack {
+	if p == nil {
+		return nil
+	}
+	var best *cryptStack
+	var cur []storagemodel.Layer
+	for i, l := range p.Layers {
+		for len(cur) > 0 && cur[len(cur)-1].Depth >= l.Depth {
+			cur = cur[:len(cur)-1]
+		}
+		cur = append(cur, l)
+		if i < len(p.Layers)-1 && p.Layers[i+1].Depth > l.Depth {
+			continue // not a leaf: the chain goes on
+		}
+		var cs cryptStack
+		low := -1
+		for j, c := range cur {
+			if c.Kind != storagemodel.LayerDMCrypt || !c.Encrypted || c.Device == "" {
+				continue
+			}
+			if cs.layers == 0 {
+				cs.top, cs.crypt = c.Device, c.Crypt
+			}
+			cs.layers++
+			cs.lowest, low = c.Device, j
+		}
+		if cs.layers == 0 || (best != nil && cs.layers <= best.layers) {
+			continue
+		}
+		for _, c := range cur[low+1:] {
+			if c.Device != "" {
+				cs.beneath = c.Device
+				break
+			}
+		}
+		best = &cs
+	}
+	return best
+}
+
+// cipherSpec is what to measure for the crypt layer: dm-crypt's key size
+// (both XTS halves) and encryption sector size, or an error when the layer
+// does not use AES-XTS, the only cipher crypto-limit measures.
+func cipherSpec(c *storagemodel.Crypt) (keyBits, sectorSize int, err error) {
+	keyBits, sectorSize = 512, 512 // cryptsetup's defaults for aes-xts-plain64
+	if c == nil {
+		return keyBits, sectorSize, nil
+	}
+	if !c.IsAES() || c.ChainMode != "xts" {
+		return 0, 0, fmt.Errorf("the layer's cipher is %s: slowpath measures AES-XTS only", c.CipherSpec)
+	}
+	if c.KeyBits == 256 || c.KeyBits == 512 {
+		keyBits = c.KeyBits
+	}
+	if c.SectorSize == 4096 {
+		sectorSize = 4096
+	}
+	return keyBits, sectorSize, nil
+}
+
+// cipherFromResult converts a crypto-limit measurement.
+func cipherFromResult(r *cipherlimit.Result, source string) *benchresult.Cipher {
+	c := &benchresult.Cipher{BytesPerSecPerCore: r.PerCore, Method: r.Method, What: r.What,
+		KeyBits: r.KeyBits, SectorSize: r.SectorSize, Source: source}
+	if r.Kernel != nil {
+		c.Driver = r.Kernel.Driver
+	}
+	return c
+}
+
+// readCipherLimit reads the JSON of `slowpath lab crypto-limit --format
+// json`, so the cipher can be measured once on an idle machine.
+func readCipherLimit(path string) (*benchresult.Cipher, bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("--cipher-limit: %w", err)
+	}
+	var f struct {
+		cipherlimit.Result
+		Emulated bool `json:"emulated_cpu"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, false, fmt.Errorf("--cipher-limit %s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)
+	}
+	if f.Algorithm != "xts(aes)" || !(f.PerCore > 0) || math.IsInf(f.PerCore, 0) {
+		return nil, false, fmt.Errorf("--cipher-limit %s: want the JSON of slowpath lab crypto-limit --format json (algorithm xts(aes), bytes_per_sec_per_core above 0)", path)
+	}
+	return cipherFromResult(&f.Result, "file "+path), f.Emulated, nil
+}
+
+// cipherFor returns the cipher's cost for the stack: from --cipher-limit,
+// or measured now, after the workload (measuring during it would take CPU
+// from the run). interrupted skips the measurement: the user asked to stop.
+func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *cryptStack, interrupted bool) (*benchresult.Cipher, error) {
+	keyBits, sectorSize, err := cipherSpec(cs.crypt)
+	if err != nil {
+		return nil, err
+	}
+	if given != nil {
+		c := *given
+		if c.KeyBits != keyBits || c.SectorSize != sectorSize {
+			c.Note = fmt.Sprintf("measured with a %d-bit key and %d-byte sectors; %s uses %d and %d", c.KeyBits, c.SectorSize, cs.top, keyBits, sectorSize)
+		}
+		return &c, nil
+	}
+	if interrupted {
+		return nil, errors.New("the run was interrupted before the cipher was measured")
+	}
+	r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{KeyBits: keyBits, SectorSize: sectorSize, Duration: cipherDuration})
+	if err != nil {
+		return nil, fmt.Errorf("cipher measurement: %w", err)
+	}
+	return cipherFromResult(r, "measured after the run"), nil
+}
+
+// assessTax computes the tax of the run from its own where-time figures:
+// the await of the top dm-crypt device against the device beneath the
+// lowest, the top device's bytes per I/O and queue depth, and the crypto
+// threads' CPU per GiB through the top device. cipherErr is why there is
+// no cipher figure. Whatever is missing is said, never filled in.
+func assessTax(wt *benchresult.WhereTime, cs *cryptStack, c *benchresult.Cipher, cipherErr error, cores int, emulated bool) *benchresult.EncryptionTax {
+	t := &benchresult.EncryptionTax{Verdict: notComputed, Emulated: emulated, Cipher: c, Layers: cs.layers,
+		TopDevice: cs.top, BottomDevice: cs.beneath, Cores: cores}
+	defer func() { t.Line = taxLine(t) }()
+	if cipherErr != nil || c == nil || !(c.BytesPerSecPerCore > 0) {
+		t.NotComputed = "no cipher figure"
+		if cipherErr != nil {
+			t.NotComputed += ": " + cipherErr.Error()
+		}
+		return t
+	}
+	limit := cryptotax.Limit{BytesPerSecPerCore: c.BytesPerSecPerCore, Source: c.What}
+	t.ExpectedCPUPerGiB = round3(float64(cs.layers) * (1 << 30) / c.BytesPerSecPerCore)
+	find := func(name string) *benchresult.DeviceTime {
+		if wt == nil {
+			return nil
+		}
+		for i := range wt.Devices {
+			if wt.Devices[i].Device == name {
+				return &wt.Devices[i]
+			}
+		}
+		return nil
+	}
+	top := find(cs.top)
+	if top == nil {
+		t.NotComputed = cs.top + " was not sampled"
+		return t
+	}
+	// The CPU form: CPU of the crypto threads per GiB through the top
+	// device. With no_read/no_write_workqueue the cipher runs in the
+	// submitter or in softirq context instead and is not in these groups.
+	var bytes uint64
+	for _, s := range top.Samples {
+		bytes += s.ReadBytes + s.WriteBytes
+	}
+	for _, g := range wt.Threads {
+		if g.Group == benchresult.GroupKcryptd || g.Group == benchresult.GroupDmcryptWrite {
+			t.CryptoCPUNS += g.CPUNS
+		}
+	}
+	if bytes > 0 {
+		t.CryptBytes = bytes
+		v := round3(float64(t.CryptoCPUNS) / 1e9 / float64(bytes) * (1 << 30))
+		t.CryptoCPUPerGiB = &v
+	}
+	if top.AwaitNS < 0 {
+		t.NotComputed = "no I/O reached " + cs.top + " during the run"
+		return t
+	}
+	if cs.beneath == "" {
+		t.NotComputed = "no device beneath " + cs.lowest + " on the path to compare its await with"
+		return t
+	}
+	bottom := find(cs.beneath)
+	switch {
+	case bottom == nil:
+		t.NotComputed = cs.beneath + " was not sampled"
+		return t
+	case bottom.AwaitNS < 0:
+		// brd does no I/O accounting (drivers/block/brd.c never calls
+		// bio_start_io_acct): its diskstats stay 0.
+		t.NotComputed = fmt.Sprintf("%s beneath %s counted no I/O (a driver without I/O accounting, such as brd), so what the encryption added cannot be told", cs.beneath, cs.lowest)
+		return t
+	}
+	ios := top.ReadIOPS + top.WriteIOPS
+	t.BytesPerIO = round3((top.ReadBytesPerSec + top.WriteBytesPerSec) / ios)
+	t.QueueDepth, t.TopAwaitNS, t.BottomAwaitNS = top.QueueDepth, math.Round(top.AwaitNS), math.Round(bottom.AwaitNS)
+	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{Layers: cs.layers, BytesPerIO: t.BytesPerIO,
+		TopAwait: time.Duration(t.TopAwaitNS), BottomAwait: time.Duration(t.BottomAwaitNS), QueueDepth: t.QueueDepth, Cores: cores})
+	if err != nil {
+		t.NotComputed = err.Error()
+		return t
+	}
+	exp, obs, ratio := int64(tax.ExpectedPerIO), int64(tax.ObservedPerIO), round3(tax.Ratio)
+	t.ExpectedPerIONS, t.ObservedPerIONS, t.Ratio = &exp, &obs, &ratio
+	t.Verdict = tax.Verdict
+	return t
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// taxLine is the summary's line.
+func taxLine(t *benchresult.EncryptionTax) string {
+	var b strings.Builder
+	b.WriteString("encryption tax: ")
+	if t.Emulated {
+		b.WriteString(labcmd.EmulatedLabel + "; ")
+	}
+	if t.Verdict == notComputed {
+		fmt.Fprintf(&b, "not computed: %s", t.NotComputed)
+	} else {
+		sign := "+"
+		if *t.ObservedPerIONS < 0 {
+			sign = ""
+		}
+		layers := ""
+		if t.Layers > 1 {
+			layers = fmt.Sprintf(", %d layers", t.Layers)
+		}
+		fmt.Fprintf(&b, "cipher %v/IO, observed %s%v/IO (%s over %s%s, %.1fx): %s", shortDur(*t.ExpectedPerIONS), sign, shortDur(*t.ObservedPerIONS),
+			t.TopDevice, t.BottomDevice, layers, *t.Ratio, t.Verdict)
+	}
+	if t.CryptoCPUPerGiB != nil && t.ExpectedCPUPerGiB > 0 {
+		fmt.Fprintf(&b, "; crypto threads %.2f CPU-s/GiB, cipher %.2f (%.1fx)", *t.CryptoCPUPerGiB, t.ExpectedCPUPerGiB, *t.CryptoCPUPerGiB/t.ExpectedCPUPerGiB)
+	}
+	return b.String()
+}
+
+// shortDur rounds a duration to three significant digits or so.
+func shortDur(ns int64) time.Duration {
+	d := time.Duration(ns)
+	a := d.Abs()
+	switch {
+	case a >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	case a >= 10*time.Microsecond:
+		return d.Round(time.Microsecond)
+	case a >= time.Microsecond:
+		return d.Round(100 * time.Nanosecond)
+	}
+	return d
+}
