@@ -102,7 +102,7 @@ func (f Figures) Label() string {
 	switch f.Kind {
 	case "icount-model":
 		return fmt.Sprintf("instruction-count model (qemu -icount shift=%d: guest time is %d ns per guest instruction), not a measurement: "+
-			"the figures count emulated instructions, repeat exactly on the same kernel, binaries and qemu, and say nothing about how fast any CPU or disk is", f.Shift, 1<<f.Shift)
+			"the figures count emulated instructions; they repeat (IOPS within 0.05%%) on the same kernel, tools and qemu and say nothing about how fast any CPU or disk is", f.Shift, 1<<f.Shift)
 	case "emulated":
 		return EmulatedLabel
 	}
