@@ -27,6 +27,8 @@ fio --version > /results/fio-version
 `
 
 const modelText = `lab crypt --backing ram:32M --variants default,no_workqueue --runs 1 --runtime 1s > /results/model.txt 2> /results/model-text.err || { cat /results/model-text.err; exit 1; }
+lab crypto-limit --duration 100ms > /results/limit.txt
+lab crypto-limit --duration 100ms --format json > /results/limit.json
 `
 
 // tolerance is how far a figure of the model may move between two boots
@@ -189,6 +191,14 @@ func TestCryptLabModel(t *testing.T) {
 			if !strings.Contains(txt, want) {
 				t.Errorf("table has no %q", want)
 			}
+		}
+		// crypto-limit, whose figure the tax uses, is a model too.
+		limit := string(res[0].Files["limit.txt"])
+		if !strings.Contains(limit, "instruction-count model (qemu -icount shift=0") || strings.Contains(limit, "functional (emulated CPU)") {
+			t.Errorf("crypto-limit not labelled as the model:\n%s", limit)
+		}
+		if lj := string(res[0].Files["limit.json"]); !strings.Contains(lj, `"figures": "icount-model"`) || !strings.Contains(lj, `"emulated_cpu": true`) {
+			t.Errorf("crypto-limit JSON:\n%s", lj)
 		}
 	})
 }
