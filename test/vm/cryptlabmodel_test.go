@@ -35,15 +35,16 @@ lab crypto-limit --duration 100ms --format json > /results/limit.json
 // whose initramfs differ (docs/testing.md has the measurements): IOPS and
 // mean latencies by 0.05% (measured: up to 0.005%; two identical boots
 // give bit-identical figures); a p99 by one bucket of fio's latency
-// histogram (64 per power of two, 1.6%; seen without -seed); a CPU share,
-// counted in 10 ms ticks over a ~1.3 s run, by 1 point (measured 0.15).
+// histogram (64 per power of two, 1.6%; seen between boots); a CPU share,
+// counted in 10 ms ticks over a ~1.35 s run (0.74 points each), by two
+// ticks (measured: one).
 // The golden table allows more (scale 4): it must survive changes to the
 // slowpath binary, and a variant set up wrong moves its figures by tens of
 // percent.
 func tolerance(metric string, a, b float64, scale float64) (diff, limit float64, ok bool) {
 	switch {
 	case strings.Contains(metric, "CPU"):
-		diff, limit = math.Abs(a-b), 0.01*scale
+		diff, limit = math.Abs(a-b), 0.015*scale
 	case strings.Contains(metric, "p99"):
 		diff, limit = relDiff(a, b), 1.0/64*scale
 	default:
@@ -146,7 +147,8 @@ func TestCryptLabModel(t *testing.T) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			t.Logf("%-26s boot a %-12.6g boot b %-12.6g %+.4f%%", k, a[k], b[k], (b[k]-a[k])/math.Max(math.Abs(a[k]), 1e-12)*100)
+			d, limit, _ := tolerance(k, a[k], b[k], 1)
+			t.Logf("%-26s boot a %-12.6g boot b %-12.6g difference %.3g (tolerance %.3g)", k, a[k], b[k], d, limit)
 		}
 		for _, k := range keys {
 			vb, ok := b[k]
