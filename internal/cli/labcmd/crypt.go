@@ -108,6 +108,9 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 			if findProfile(o.Profile) == nil {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown profile %q (known: %s)", o.Profile, profileNames())}
 			}
+			if err := checkIcountShift(o.IcountShift); err != nil {
+				return err
+			}
 			if o.Format != "text" && o.Format != "markdown" && o.Format != "json" {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text, markdown or json", o.Format)}
 			}

@@ -35,6 +35,9 @@ AES-NI where the CPU has it) and says so. The figure feeds the encryption tax
 that 'lab crypt' prints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIcountShift(o.IcountShift); err != nil {
+				return err
+			}
 			if o.Format != "text" && o.Format != "json" {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text or json", o.Format)}
 			}

@@ -70,6 +70,15 @@ func IcountShift(fs hostfs.FS) int {
 	return -1
 }
 
+// checkIcountShift refuses an --icount-shift qemu would not accept (its
+// -icount takes shift=0..10); -1 means detect.
+func checkIcountShift(n int) error {
+	if n < -1 || n > 10 {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--icount-shift %d: qemu's -icount shift is 0 to 10", n)}
+	}
+	return nil
+}
+
 // Figures says what the lab's figures are, for the label over them and the
 // "figures" field of the JSON.
 type Figures struct {

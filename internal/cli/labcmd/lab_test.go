@@ -77,6 +77,7 @@ func TestCryptRefusals(t *testing.T) {
 		{[]string{"--profile", "oltp"}, `unknown profile "oltp" (known: randrw-4k`},
 		{[]string{"--runs", "0"}, "--runs must be at least 1"},
 		{[]string{"--format", "xml"}, "use text, markdown or json"},
+		{[]string{"--icount-shift", "11"}, "qemu's -icount shift is 0 to 10"},
 	} {
 		env, _, _ := testEnv()
 		called := false
@@ -233,5 +234,16 @@ func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
 		if tc.f.Kind == "icount-model" && !strings.Contains(got["figures_note"].(string), "not a measurement") {
 			t.Errorf("model note: %v", got["figures_note"])
 		}
+	}
+}
+
+func TestCryptoLimitRefusesBadShift(t *testing.T) {
+	env, _, _ := testEnv()
+	cmd := NewCmdCryptoLimit(env, func(context.Context, *CryptoLimitOptions) error { t.Error("ran"); return nil })
+	cmd.SetArgs([]string{"--icount-shift", "-2"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	var ee *clienv.ExitError
+	if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), "0 to 10") {
+		t.Errorf("err %v, want exit 2", err)
 	}
 }
