@@ -143,7 +143,7 @@ func TestCryptLab(t *testing.T) {
 		if !strings.Contains(limit, "through AF_ALG") || !strings.Contains(limit, "kernel implementation:  xts") {
 			t.Errorf("crypto-limit did not use AF_ALG and name the kernel's xts(aes)")
 		}
-		if !strings.Contains(file("limit.json"), `"method": "af_alg"`) {
+		if !strings.Contains(file("limit.json"), `"method": "af_alg"`) || !strings.Contains(file("limit.json"), `"figures": "emulated"`) {
 			t.Errorf("limit.json: %s", file("limit.json"))
 		}
 	})

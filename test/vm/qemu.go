@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/cli/labcmd"
 )
 
 // Console markers between the guest's /init and ParseConsole, each on a
@@ -82,6 +84,10 @@ type Scenario struct {
 	Files  map[string][]byte // extra files: guest path (relative to /) -> content
 	// Timeout bounds the whole boot; 0 means 3 minutes.
 	Timeout time.Duration
+	// Icount boots with an instruction-count clock (IcountArgs) and
+	// IcountParam on the kernel command line, which tells slowpath lab
+	// crypt in the guest that its figures are a model.
+	Icount bool
 }
 
 // Result is what came back from the guest.
@@ -113,6 +119,26 @@ func QemuCommand(kernelImage, initrd, cmdline string) []string {
 		"-kernel", kernelImage, "-initrd", initrd, "-append", cmdline}
 }
 
+// IcountArgs make the guest deterministic enough to compare runs: with
+// -icount shift=0 the virtual CPU executes one instruction per virtual
+// nanosecond and every guest clock (TSC, timers) follows the instruction
+// count, not the host; sleep=off jumps virtual time to the next timer
+// deadline when the CPU idles instead of letting it follow host time
+// (qemu-options.hx, -icount: "This behavior gives deterministic execution
+// times from the guest point of view"). -seed replaces the host's random
+// source behind RDRAND and the guest's other random inputs with a fixed
+// PRNG; -rtc clock=vm with a fixed base keeps the host's date out of the
+// guest. TCG with icount runs one vCPU thread.
+var IcountArgs = []string{"-icount", fmt.Sprintf("shift=%d,sleep=off", IcountShift), "-seed", "1", "-rtc", "base=2026-01-01T00:00:00,clock=vm"}
+
+// IcountShift is the -icount shift: one guest instruction is 2^IcountShift
+// ns of guest time.
+const IcountShift = 0
+
+// IcountParam on the guest kernel command line tells slowpath in the guest
+// that it runs under IcountArgs (labcmd.IcountShift reads it).
+var IcountParam = fmt.Sprintf("%s=%d", labcmd.IcountParam, IcountShift)
+
 // Cmdline is the guest kernel command line.
 const Cmdline = "console=ttyS0 panic=-1 quiet rdinit=/init 8250.nr_uarts=1 i8042.noaux i8042.nokbd i8042.nopnp"
 
@@ -134,6 +160,10 @@ func (l *Lab) Run(ctx context.Context, s Scenario) (*Result, error) {
 	defer os.Remove(initrd)
 
 	args := QemuCommand(l.Kernel.Image, initrd, Cmdline)
+	if s.Icount {
+		args = QemuCommand(l.Kernel.Image, initrd, Cmdline+" "+IcountParam)
+		args = append(args, IcountArgs...)
+	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var console bytes.Buffer
 	cmd.Stdout = &console

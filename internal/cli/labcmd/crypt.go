@@ -2,6 +2,7 @@ package labcmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,9 @@ type CryptOptions struct {
 	HTML     string
 	Format   string
 	Emulated bool
+	// IcountShift is qemu's -icount shift when the guest runs under an
+	// instruction-count clock; -1: detect from the kernel command line.
+	IcountShift int
 }
 
 // Profile is a workload the lab runs on every target.
@@ -111,6 +115,9 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 					return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 				}
 			}
+			if err := checkIcountShift(o.IcountShift); err != nil {
+				return err
+			}
 			if o.Format != "text" && o.Format != "markdown" && o.Format != "json" {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text, markdown or json", o.Format)}
 			}
@@ -129,6 +136,7 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 	f.StringVar(&o.HTML, "html", "", "also write the comparison as a self-contained HTML page to `FILE`")
 	f.StringVar(&o.Format, "format", "text", "text, markdown or json")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
+	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+IcountParam+"=N on the kernel command line)")
 	return cmd
 }
 
@@ -267,7 +275,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
-	emulated := o.Emulated || Emulated(env.FS)
+	figures := DetectFigures(env.FS, o.Emulated, o.IcountShift)
 	logf := func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }
 	if _, err := exec.LookPath("fio"); err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: fio.ErrNotFound}
@@ -281,7 +289,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
-	runErr := runMatrix(ctx, env, o, prof, lab, limit, emulated, logf)
+	runErr := runMatrix(ctx, env, o, prof, lab, limit, figures, logf)
 	closeErr := lab.Close()
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if ctx.Err() != nil && closeErr == nil {
@@ -292,7 +300,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	return nil
 }
 
-func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Profile, lab *cryptlab.Lab, limit *cipherlimit.Result, emulated bool, logf func(string, ...any)) error {
+func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Profile, lab *cryptlab.Lab, limit *cipherlimit.Result, figures Figures, logf func(string, ...any)) error {
 	if err := prefill(lab.BackingPath); err != nil {
 		return err
 	}
@@ -372,8 +380,8 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	if o.Format != "json" {
 		fmt.Fprintf(w, "slowpath lab crypt: profile %s (%s) on %s (%s), dm-crypt target %s, %d run(s) × %v per target, interleaved\n",
 			prof.Name, prof.Description, lab.Backing, lab.BackingPath, lab.CryptVersion, o.Runs, o.Runtime)
-		if emulated {
-			fmt.Fprintf(w, "%s\n", EmulatedLabel)
+		if l := figures.Label(); l != "" {
+			fmt.Fprintf(w, "%s\n", l)
 		}
 		fmt.Fprintf(w, "crypto CPU: CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)\n\n")
 	}
@@ -384,7 +392,11 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 		if err != nil {
 			return err
 		}
-		if err := comparereport.Write(w, r, o.Format); err != nil {
+		if o.Format == "json" {
+			if err := writeJSON(w, r, figures); err != nil {
+				return err
+			}
+		} else if err := comparereport.Write(w, r, o.Format); err != nil {
 			return err
 		}
 		if o.HTML != "" {
@@ -410,14 +422,32 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 			fmt.Fprintf(w, "  %s\n", u)
 		}
 	}
-	writeTax(w, prof, targets, limit, emulated)
+	writeTax(w, prof, targets, limit, figures)
 	return nil
 }
 
-func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.Result, emulated bool) {
+// writeJSON prints the comparison with what its figures are: "figures"
+// (measured, emulated or icount-model), the label printed over the text
+// table, and the icount shift of a model.
+func writeJSON(w io.Writer, r *comparison.Result, figures Figures) error {
+	out := struct {
+		*comparison.Result
+		Figures     string `json:"figures"`
+		FiguresNote string `json:"figures_note,omitempty"`
+		IcountShift *int   `json:"icount_shift,omitempty"`
+	}{Result: r, Figures: figures.Kind, FiguresNote: figures.Label()}
+	if figures.Kind == "icount-model" {
+		out.IcountShift = &figures.Shift
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.Result, figures Figures) {
 	fmt.Fprintf(w, "\nEncryption tax (expected from the cipher's cost, %s per core: %s)\n", rate(limit.PerCore), limit.What)
-	if emulated {
-		fmt.Fprintf(w, "  %s\n", EmulatedLabel)
+	if l := figures.Label(); l != "" {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 	plain := targets[0]
 	if !(median(plain.samples, func(s sample) float64 { return s.iops }) > 0) {

@@ -15,9 +15,10 @@ import (
 
 // CryptoLimitOptions are the flags of `slowpath lab crypto-limit`.
 type CryptoLimitOptions struct {
-	Limit    cipherlimit.Options
-	Format   string
-	Emulated bool
+	Limit       cipherlimit.Options
+	Format      string
+	Emulated    bool
+	IcountShift int // -1: detect (see CryptOptions)
 }
 
 // NewCmdCryptoLimit builds the command; runF replaces the action in tests.
@@ -34,13 +35,16 @@ AES-NI where the CPU has it) and says so. The figure feeds the encryption tax
 that 'lab crypt' prints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIcountShift(o.IcountShift); err != nil {
+				return err
+			}
 			if o.Format != "text" && o.Format != "json" {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text or json", o.Format)}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			o.Emulated = o.Emulated || Emulated(env.FS)
+			figures := DetectFigures(env.FS, o.Emulated, o.IcountShift)
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
@@ -54,10 +58,12 @@ that 'lab crypt' prints.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
 					*cipherlimit.Result
-					Emulated bool `json:"emulated_cpu"`
-				}{r, o.Emulated})
+					Emulated    bool   `json:"emulated_cpu"`
+					Figures     string `json:"figures"`
+					FiguresNote string `json:"figures_note,omitempty"`
+				}{r, figures.Kind != "measured", figures.Kind, figures.Label()})
 			}
-			WriteLimit(env.Stdout, r, o.Emulated)
+			WriteLimit(env.Stdout, r, figures)
 			return nil
 		},
 	}
@@ -68,14 +74,15 @@ that 'lab crypt' prints.`,
 	f.StringVar(&o.Limit.Method, "method", "", "af_alg or user-space (default: af_alg where the kernel has it)")
 	f.StringVar(&o.Format, "format", "text", "text or json")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
+	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+IcountParam+"=N on the kernel command line)")
 	return cmd
 }
 
 // WriteLimit prints a crypto-limit result.
-func WriteLimit(w io.Writer, r *cipherlimit.Result, emulated bool) {
+func WriteLimit(w io.Writer, r *cipherlimit.Result, figures Figures) {
 	fmt.Fprintf(w, "slowpath lab crypto-limit: %s, %d-bit key, %d-byte sectors\n", r.Algorithm, r.KeyBits, r.SectorSize)
-	if emulated {
-		fmt.Fprintf(w, "%s\n", EmulatedLabel)
+	if l := figures.Label(); l != "" {
+		fmt.Fprintf(w, "%s\n", l)
 	}
 	if r.Kernel != nil {
 		fmt.Fprintf(w, "kernel implementation:  %s (module %s, priority %d): what dm-crypt uses\n", r.Kernel.Driver, r.Kernel.Module, r.Kernel.Priority)

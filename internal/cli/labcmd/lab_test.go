@@ -3,6 +3,7 @@ package labcmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -78,6 +80,7 @@ func TestCryptRefusals(t *testing.T) {
 		{[]string{"--backing", "ram:32M"}, "and --backing ram:32M has 32 MiB: use --backing ram:"},
 		{[]string{"--backing", "file:/var/tmp/x.img:32M", "--profile", "telemetry-ingest"}, "use --backing file:/var/tmp/x.img:320M"},
 		{[]string{"--format", "xml"}, "use text, markdown or json"},
+		{[]string{"--icount-shift", "11"}, "qemu's -icount shift is 0 to 10"},
 	} {
 		env, _, _ := testEnv()
 		called := false
@@ -187,5 +190,96 @@ func TestCryptoLimitText(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+}
+
+// TestDetectFigures: an icount shift on the kernel command line (or the
+// flag) makes the figures a model, which wins over the emulated CPU it also
+// runs on; a garbled or absent parameter leaves the CPU check.
+func TestDetectFigures(t *testing.T) {
+	const tcg = "processor\t: 0\nmodel name\t: QEMU TCG CPU version 2.5+\n"
+	const epyc = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\n"
+	for _, tc := range []struct {
+		name, cmdline, cpuinfo string
+		flagEmulated           bool
+		flagShift              int
+		want                   Figures
+		label                  string
+	}{
+		{"icount from cmdline", "console=ttyS0 quiet slowpath.icount_shift=0 rdinit=/init\n", tcg, false, -1, Figures{Kind: "icount-model", Shift: 0}, "instruction-count model (qemu -icount shift=0: guest time is 1 ns per guest instruction), not a measurement"},
+		{"shift 3", "slowpath.icount_shift=3", tcg, false, -1, Figures{Kind: "icount-model", Shift: 3}, "shift=3: guest time is 8 ns per guest instruction"},
+		{"flag", "console=ttyS0", tcg, false, 2, Figures{Kind: "icount-model", Shift: 2}, "shift=2"},
+		{"garbled shift", "slowpath.icount_shift=x slowpath.icount_shift=11", tcg, false, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
+		{"tcg without icount", "console=ttyS0", tcg, false, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
+		{"emulated flag", "", epyc, true, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
+		{"real CPU", "BOOT_IMAGE=/vmlinuz root=/dev/vda1", epyc, false, -1, Figures{Kind: "measured"}, ""},
+		{"no proc files", "", "", false, -1, Figures{Kind: "measured"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.cmdline != "" {
+				os.WriteFile(filepath.Join(dir, "cmdline"), []byte(tc.cmdline), 0o644)
+			}
+			if tc.cpuinfo != "" {
+				os.WriteFile(filepath.Join(dir, "cpuinfo"), []byte(tc.cpuinfo), 0o644)
+			}
+			got := DetectFigures(hostfs.FS{Proc: dir}, tc.flagEmulated, tc.flagShift)
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if l := got.Label(); tc.label == "" && l != "" || !strings.Contains(l, tc.label) {
+				t.Errorf("label %q, want %q", l, tc.label)
+			}
+		})
+	}
+}
+
+// TestCryptJSONSaysWhatFiguresAre: the JSON carries the kind of figures and
+// the label next to the comparison's own fields.
+func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
+	r := &comparison.Result{FormatVersion: comparison.JSONVersion, Alpha: 0.05, MinRuns: 4}
+	for _, tc := range []struct {
+		f    Figures
+		want map[string]any
+	}{
+		{Figures{Kind: "icount-model"}, map[string]any{"figures": "icount-model", "icount_shift": 0.0}},
+		{Figures{Kind: "emulated"}, map[string]any{"figures": "emulated", "figures_note": EmulatedLabel}},
+		{Figures{Kind: "measured"}, map[string]any{"figures": "measured"}},
+	} {
+		var b bytes.Buffer
+		if err := writeJSON(&b, r, tc.f); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["format_version"] != 1.0 || got["min_runs_for_verdict"] != 4.0 {
+			t.Errorf("%s: comparison fields not inlined: %s", tc.f.Kind, b.String())
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.f.Kind, k, got[k], v)
+			}
+		}
+		_, hasShift := got["icount_shift"]
+		_, hasNote := got["figures_note"]
+		if hasShift != (tc.f.Kind == "icount-model") || hasNote != (tc.f.Kind != "measured") {
+			t.Errorf("%s: %s", tc.f.Kind, b.String())
+		}
+		if tc.f.Kind == "icount-model" && !strings.Contains(got["figures_note"].(string), "not a measurement") {
+			t.Errorf("model note: %v", got["figures_note"])
+		}
+	}
+}
+
+func TestCryptoLimitRefusesBadShift(t *testing.T) {
+	env, _, _ := testEnv()
+	cmd := NewCmdCryptoLimit(env, func(context.Context, *CryptoLimitOptions) error { t.Error("ran"); return nil })
+	cmd.SetArgs([]string{"--icount-shift", "-2"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	var ee *clienv.ExitError
+	if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), "0 to 10") {
+		t.Errorf("err %v, want exit 2", err)
 	}
 }
