@@ -63,13 +63,18 @@ func TestFixBacklogDrops(t *testing.T) {
 	}
 	bin := testenv.BuildSlowpath(t)
 	testenv.RequireRoot(t)
+	l := netlab.New(t, netlab.Options{})
+	// Read and restore under the lab's host lock: read before it, the value
+	// could be another package's lab's 16, and restored after its release
+	// (t.Cleanup runs last-registered first), the write could undo another
+	// lab's setting. Both happened under go test ./...: the host was left
+	// at 16.
 	orig := readBacklog(t)
 	t.Cleanup(func() {
 		if err := os.WriteFile(backlogPath, []byte(strconv.Itoa(orig)+"\n"), 0); err != nil {
 			t.Errorf("restore %s to %d: %v", backlogPath, orig, err)
 		}
 	})
-	l := netlab.New(t, netlab.Options{})
 	if err := l.SetBacklog(16); err != nil {
 		t.Fatal(err)
 	}
