@@ -81,44 +81,12 @@ type taxSpan struct {
 	beneath string
 }
 
-// taxSpanOf finds the dm-crypt layers on the chain that has the most
-// encryption layers (the one storage.stacked-encryption reports).
 func taxSpanOf(p storagemodel.Path) (taxSpan, bool) {
-	t := taxSpan{path: p}
-	for _, l := range p.EncryptionChain() {
-		if l.Kind == storagemodel.LayerDMCrypt {
-			t.crypts = append(t.crypts, l)
-		}
+	cs, ok := p.CryptSpan()
+	if !ok {
+		return taxSpan{}, false
 	}
-	if len(t.crypts) == 0 {
-		return t, false
-	}
-	t.top = t.crypts[0]
-	low := t.crypts[len(t.crypts)-1]
-	for i, l := range p.Layers {
-		if l.Device != low.Device || l.Depth != low.Depth || l.Kind != storagemodel.LayerDMCrypt {
-			continue
-		}
-		var children []storagemodel.Layer
-		for _, b := range p.Below(i) {
-			if b.Depth == l.Depth+1 {
-				children = append(children, b)
-			}
-		}
-		switch {
-		case len(children) != 1:
-			t.beneath = fmt.Sprintf("dm-crypt %s maps onto %d devices, so no one device's await is the one beneath", low.Name, len(children))
-		case children[0].Device == "":
-			t.beneath = fmt.Sprintf("what is beneath dm-crypt %s is not a block device in the snapshot (%s %s)", low.Name, children[0].Kind, children[0].Name)
-		default:
-			t.bottom = &children[0]
-		}
-		break
-	}
-	if t.bottom == nil && t.beneath == "" {
-		t.beneath = "the device beneath dm-crypt " + low.Name + " is not in the path"
-	}
-	return t, true
+	return taxSpan{path: p, crypts: cs.Crypts, top: cs.Top(), bottom: cs.Beneath, beneath: cs.NoBeneath}, true
 }
 
 func (t taxSpan) subject() string { return "/dev/mapper/" + t.top.Name }

@@ -26,57 +26,17 @@ const notComputed = "not computed"
 // pipelined AES): about a second in all, short next to any run.
 const cipherDuration = 200 * time.Millisecond
 
-// cryptStack is the dm-crypt part of the target's path: the topmost and
-// lowest dm-crypt devices of its chain and the device beneath the lowest.
-type cryptStack struct {
-	top, lowest string
-	layers      int
-	beneath     string // "" when nothing with a device is beneath
-	crypt       *storagemodel.Crypt
-}
-
-// findCrypt returns the dm-crypt layers of p (the chain with the most of
-// them, as EncryptionLayers counts), or nil when p has none. Other
-// encrypting layers (fscrypt, a cloud disk) cost no kernel cipher time on
-// this path's devices and are not counted.
-func findCrypt(p *storagemodel.Path) *cryptStack {
+// findCrypt returns the dm-crypt span of the target's path (the model's
+// CryptSpan), or nil when it has no dm-crypt layer.
+func findCrypt(p *storagemodel.Path) *storagemodel.CryptSpan {
 	if p == nil {
 		return nil
 	}
-	var best *cryptStack
-	var cur []storagemodel.Layer
-	for i, l := range p.Layers {
-		for len(cur) > 0 && cur[len(cur)-1].Depth >= l.Depth {
-			cur = cur[:len(cur)-1]
-		}
-		cur = append(cur, l)
-		if i < len(p.Layers)-1 && p.Layers[i+1].Depth > l.Depth {
-			continue // not a leaf: the chain goes on
-		}
-		var cs cryptStack
-		low := -1
-		for j, c := range cur {
-			if c.Kind != storagemodel.LayerDMCrypt || !c.Encrypted || c.Device == "" {
-				continue
-			}
-			if cs.layers == 0 {
-				cs.top, cs.crypt = c.Device, c.Crypt
-			}
-			cs.layers++
-			cs.lowest, low = c.Device, j
-		}
-		if cs.layers == 0 || (best != nil && cs.layers <= best.layers) {
-			continue
-		}
-		for _, c := range cur[low+1:] {
-			if c.Device != "" {
-				cs.beneath = c.Device
-				break
-			}
-		}
-		best = &cs
+	cs, ok := p.CryptSpan()
+	if !ok {
+		return nil
 	}
-	return best
+	return &cs
 }
 
 // cipherSpec is what to measure for the crypt layer: dm-crypt's key size
@@ -132,15 +92,15 @@ func readCipherLimit(path string) (*benchresult.Cipher, bool, error) {
 // cipherFor returns the cipher's cost for the stack: from --cipher-limit,
 // or measured now, after the workload (measuring during it would take CPU
 // from the run). interrupted skips the measurement: the user asked to stop.
-func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *cryptStack, interrupted bool) (*benchresult.Cipher, error) {
-	keyBits, sectorSize, err := cipherSpec(cs.crypt)
+func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *storagemodel.CryptSpan, interrupted bool) (*benchresult.Cipher, error) {
+	keyBits, sectorSize, err := cipherSpec(cs.Top().Crypt)
 	if err != nil {
 		return nil, err
 	}
 	if given != nil {
 		c := *given
 		if c.KeyBits != keyBits || c.SectorSize != sectorSize {
-			c.Note = fmt.Sprintf("measured with a %d-bit key and %d-byte sectors; %s uses %d and %d", c.KeyBits, c.SectorSize, cs.top, keyBits, sectorSize)
+			c.Note = fmt.Sprintf("measured with a %d-bit key and %d-byte sectors; %s uses %d and %d", c.KeyBits, c.SectorSize, cs.Top().Device, keyBits, sectorSize)
 		}
 		return &c, nil
 	}
@@ -159,9 +119,14 @@ func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs 
 // lowest, the top device's bytes per I/O and queue depth, and the crypto
 // threads' CPU per GiB through the top device. cipherErr is why there is
 // no cipher figure. Whatever is missing is said, never filled in.
-func assessTax(wt *benchresult.WhereTime, cs *cryptStack, c *benchresult.Cipher, cipherErr error, cores int, emulated bool) *benchresult.EncryptionTax {
-	t := &benchresult.EncryptionTax{Verdict: notComputed, Emulated: emulated, Cipher: c, Layers: cs.layers,
-		TopDevice: cs.top, BottomDevice: cs.beneath, Cores: cores}
+func assessTax(wt *benchresult.WhereTime, cs *storagemodel.CryptSpan, c *benchresult.Cipher, cipherErr error, cores int, emulated bool) *benchresult.EncryptionTax {
+	top, lowest, layers := cs.Top().Device, cs.Lowest().Device, len(cs.Crypts)
+	var beneath string
+	if cs.Beneath != nil {
+		beneath = cs.Beneath.Device
+	}
+	t := &benchresult.EncryptionTax{Verdict: notComputed, Emulated: emulated, Cipher: c, Layers: layers,
+		TopDevice: top, BottomDevice: beneath, Cores: cores}
 	defer func() { t.Line = taxLine(t) }()
 	if cipherErr != nil || c == nil || !(c.BytesPerSecPerCore > 0) {
 		t.NotComputed = "no cipher figure"
@@ -171,7 +136,7 @@ func assessTax(wt *benchresult.WhereTime, cs *cryptStack, c *benchresult.Cipher,
 		return t
 	}
 	limit := cryptotax.Limit{BytesPerSecPerCore: c.BytesPerSecPerCore, Source: c.What}
-	t.ExpectedCPUPerGiB = round3(float64(cs.layers) * (1 << 30) / c.BytesPerSecPerCore)
+	t.ExpectedCPUPerGiB = round3(float64(layers) * (1 << 30) / c.BytesPerSecPerCore)
 	find := func(name string) *benchresult.DeviceTime {
 		if wt == nil {
 			return nil
@@ -183,16 +148,16 @@ func assessTax(wt *benchresult.WhereTime, cs *cryptStack, c *benchresult.Cipher,
 		}
 		return nil
 	}
-	top := find(cs.top)
-	if top == nil {
-		t.NotComputed = cs.top + " was not sampled"
+	topTime := find(top)
+	if topTime == nil {
+		t.NotComputed = top + " was not sampled"
 		return t
 	}
 	// The CPU form: CPU of the crypto threads per GiB through the top
 	// device. With no_read/no_write_workqueue the cipher runs in the
 	// submitter or in softirq context instead and is not in these groups.
 	var bytes uint64
-	for _, s := range top.Samples {
+	for _, s := range topTime.Samples {
 		bytes += s.ReadBytes + s.WriteBytes
 	}
 	for _, g := range wt.Threads {
@@ -205,29 +170,29 @@ func assessTax(wt *benchresult.WhereTime, cs *cryptStack, c *benchresult.Cipher,
 		v := round3(float64(t.CryptoCPUNS) / 1e9 / float64(bytes) * (1 << 30))
 		t.CryptoCPUPerGiB = &v
 	}
-	if top.AwaitNS < 0 {
-		t.NotComputed = "no I/O reached " + cs.top + " during the run"
+	if topTime.AwaitNS < 0 {
+		t.NotComputed = "no I/O reached " + top + " during the run"
 		return t
 	}
-	if cs.beneath == "" {
-		t.NotComputed = "no device beneath " + cs.lowest + " on the path to compare its await with"
+	if beneath == "" {
+		t.NotComputed = "no one device beneath " + lowest + " to compare its await with: " + cs.NoBeneath
 		return t
 	}
-	bottom := find(cs.beneath)
+	bottom := find(beneath)
 	switch {
 	case bottom == nil:
-		t.NotComputed = cs.beneath + " was not sampled"
+		t.NotComputed = beneath + " was not sampled"
 		return t
 	case bottom.AwaitNS < 0:
 		// brd does no I/O accounting (drivers/block/brd.c never calls
 		// bio_start_io_acct): its diskstats stay 0.
-		t.NotComputed = fmt.Sprintf("%s beneath %s counted no I/O (a driver without I/O accounting, such as brd), so what the encryption added cannot be told", cs.beneath, cs.lowest)
+		t.NotComputed = fmt.Sprintf("%s beneath %s counted no I/O (a driver without I/O accounting, such as brd), so what the encryption added cannot be told", beneath, lowest)
 		return t
 	}
-	ios := top.ReadIOPS + top.WriteIOPS
-	t.BytesPerIO = round3((top.ReadBytesPerSec + top.WriteBytesPerSec) / ios)
-	t.QueueDepth, t.TopAwaitNS, t.BottomAwaitNS = top.QueueDepth, math.Round(top.AwaitNS), math.Round(bottom.AwaitNS)
-	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{Layers: cs.layers, BytesPerIO: t.BytesPerIO,
+	ios := topTime.ReadIOPS + topTime.WriteIOPS
+	t.BytesPerIO = round3((topTime.ReadBytesPerSec + topTime.WriteBytesPerSec) / ios)
+	t.QueueDepth, t.TopAwaitNS, t.BottomAwaitNS = topTime.QueueDepth, math.Round(topTime.AwaitNS), math.Round(bottom.AwaitNS)
+	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{Layers: layers, BytesPerIO: t.BytesPerIO,
 		TopAwait: time.Duration(t.TopAwaitNS), BottomAwait: time.Duration(t.BottomAwaitNS), QueueDepth: t.QueueDepth, Cores: cores})
 	if err != nil {
 		t.NotComputed = err.Error()

@@ -159,10 +159,16 @@ func TestTaxLine(t *testing.T) {
 }
 
 func TestFindCrypt(t *testing.T) {
-	if cs := findCrypt(cryptPath(false)); cs == nil || cs.top != "dm-0" || cs.lowest != "dm-0" || cs.beneath != "sda" || cs.layers != 1 {
+	beneath := func(cs *storagemodel.CryptSpan) string {
+		if cs.Beneath == nil {
+			return ""
+		}
+		return cs.Beneath.Device
+	}
+	if cs := findCrypt(cryptPath(false)); cs == nil || cs.Top().Device != "dm-0" || cs.Lowest().Device != "dm-0" || beneath(cs) != "sda" || len(cs.Crypts) != 1 {
 		t.Errorf("one layer: %+v", cs)
 	}
-	if cs := findCrypt(cryptPath(true)); cs == nil || cs.top != "dm-1" || cs.lowest != "dm-0" || cs.beneath != "sda" || cs.layers != 2 {
+	if cs := findCrypt(cryptPath(true)); cs == nil || cs.Top().Device != "dm-1" || cs.Lowest().Device != "dm-0" || beneath(cs) != "sda" || len(cs.Crypts) != 2 {
 		t.Errorf("stacked: %+v", cs)
 	}
 	plain := &storagemodel.Path{Layers: []storagemodel.Layer{{Kind: storagemodel.LayerFilesystem}, {Kind: storagemodel.LayerDisk, Device: "sda", Depth: 1}}}
@@ -180,7 +186,7 @@ func TestFindCrypt(t *testing.T) {
 	// dm-crypt over md RAID 1 over two disks: beneath is the md device.
 	raid := &storagemodel.Path{Layers: []storagemodel.Layer{{Kind: storagemodel.LayerFilesystem}, {Kind: storagemodel.LayerDMCrypt, Device: "dm-0", Encrypted: true, Depth: 1},
 		{Kind: "md", Device: "md0", Depth: 2}, {Kind: storagemodel.LayerDisk, Device: "sda", Depth: 3}, {Kind: storagemodel.LayerDisk, Device: "sdb", Depth: 3}}}
-	if cs := findCrypt(raid); cs == nil || cs.beneath != "md0" {
+	if cs := findCrypt(raid); cs == nil || beneath(cs) != "md0" {
 		t.Errorf("raid: %+v", cs)
 	}
 }
