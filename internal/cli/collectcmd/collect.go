@@ -55,10 +55,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := o.Collect.Cloud.Validate(); err != nil {
-		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	s, err := Snapshot(ctx, "", o.Collect)
+	if err != nil {
+		return err
 	}
-	s := collect.Run(ctx, o.Collect)
 	if o.Output == "-" {
 		return snapshot.Encode(env.Stdout, s)
 	}
@@ -67,4 +67,21 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	fmt.Fprintf(env.Stderr, "wrote %s (%d item(s) not collected)\n", o.Output, len(s.Manifest.Errors))
 	return nil
+}
+
+// Snapshot loads the snapshot saved at from, or collects this host when
+// from is empty: what doctor and fix analyse. Errors are usage errors
+// (exit 2).
+func Snapshot(ctx context.Context, from string, o collect.Options) (*snapshot.Snapshot, error) {
+	if from != "" {
+		s, err := snapshot.Load(from)
+		if err != nil {
+			return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+		}
+		return s, nil
+	}
+	if err := o.Cloud.Validate(); err != nil {
+		return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
+	return collect.Run(ctx, o), nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
-	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Options are the flags of `slowpath doctor`.
@@ -78,16 +77,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	var s *snapshot.Snapshot
-	if o.From != "" {
-		if s, err = snapshot.Load(o.From); err != nil {
-			return usageErr(err)
-		}
-	} else {
-		if err := o.Collect.Cloud.Validate(); err != nil {
-			return usageErr(err)
-		}
-		s = collect.Run(ctx, o.Collect)
+	s, err := collectcmd.Snapshot(ctx, o.From, o.Collect)
+	if err != nil {
+		return err
 	}
 	r, err := analyze.Run(s, cfg)
 	if err != nil {

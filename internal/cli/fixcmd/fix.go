@@ -173,17 +173,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 
 // load returns the snapshot and its analysis, from --from or this host.
 func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, error) {
-	var s *snapshot.Snapshot
-	var err error
-	if o.From != "" {
-		if s, err = snapshot.Load(o.From); err != nil {
-			return nil, nil, usageErr(err)
-		}
-	} else {
-		if err := o.Collect.Cloud.Validate(); err != nil {
-			return nil, nil, usageErr(err)
-		}
-		s = collect.Run(ctx, o.Collect)
+	s, err := collectcmd.Snapshot(ctx, o.From, o.Collect)
+	if err != nil {
+		return nil, nil, err
 	}
 	r, err := analyze.Run(s, check.Config{})
 	if err != nil {
