@@ -1,8 +1,10 @@
 package netlab
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -141,4 +143,22 @@ func (c Counters) String() string {
 		s += " cpu" + strconv.Itoa(i) + "=" + strconv.FormatUint(uint64(v), 10)
 	}
 	return fmt.Sprintf("%s, udp in=%d no_ports=%d rcvbuf_errors=%d in_errors=%d", s, c.UDPInDatagrams, c.UDPNoPorts, c.UDPRcvbufErrors, c.UDPInErrors)
+}
+
+// FloodCounted runs Flood between two reads of the lab's counters and
+// returns how they moved: what a flood test asserts on.
+func (l *Lab) FloodCounted(ctx context.Context, duration time.Duration, opts FloodOptions) (FloodResult, Counters, error) {
+	before, err := l.ReadCounters()
+	if err != nil {
+		return FloodResult{}, Counters{}, err
+	}
+	res, err := l.Flood(ctx, duration, opts)
+	if err != nil {
+		return res, Counters{}, err
+	}
+	after, err := l.ReadCounters()
+	if err != nil {
+		return res, Counters{}, err
+	}
+	return res, after.Sub(before), nil
 }

@@ -21,19 +21,10 @@ func flood(t *testing.T, l *Lab, n int) (FloodResult, Counters) {
 	if err := l.SetBacklog(n); err != nil {
 		t.Fatal(err)
 	}
-	before, err := l.ReadCounters()
+	res, d, err := l.FloodCounted(context.Background(), floodTime, FloodOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := l.Flood(context.Background(), floodTime, FloodOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := l.ReadCounters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := after.Sub(before)
 	t.Logf("backlog %4d: sent %d, received %d (%.0f pkt/s, %.1f Mbit/s), iperf3 lost %d; %v",
 		n, res.SentPackets, res.ReceivedPackets, res.ReceivedPacketsPerSecond(), res.ReceivedBitsPerSecond/1e6, res.LostPackets, d)
 	if res.SentPackets == 0 || res.ReceivedPackets == 0 || res.ReceivedPackets > res.SentPackets {
