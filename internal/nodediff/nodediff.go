@@ -99,14 +99,7 @@ func (d *diffs) findings(fa, fb []check.Finding) {
 		return m
 	}
 	ma, mb := index(fa), index(fb)
-	both := map[key]bool{}
-	for k := range ma {
-		both[k] = true
-	}
-	for k := range mb {
-		both[k] = true
-	}
-	for k := range both {
+	for k := range keysOfEither(ma, mb) {
 		a, inA := ma[k]
 		b, inB := mb[k]
 		if inA && inB {
@@ -200,14 +193,7 @@ func (d *diffs) storage(ra, rb *report.Report) {
 		return m
 	}
 	ma, mb := index(ra), index(rb)
-	keys := map[string]bool{}
-	for k := range ma {
-		keys[k] = true
-	}
-	for k := range mb {
-		keys[k] = true
-	}
-	for k := range keys {
+	for k := range keysOfEither(ma, mb) {
 		a, b := ma[k], mb[k]
 		switch {
 		case a == nil:
@@ -330,14 +316,7 @@ func (d *diffs) net(a, b *snapshot.Snapshot) {
 		return m
 	}
 	pairs := func(area Area, suffix string, ma, mb map[string]string) {
-		keys := map[string]bool{}
-		for k := range ma {
-			keys[k] = true
-		}
-		for k := range mb {
-			keys[k] = true
-		}
-		for k := range keys {
+		for k := range keysOfEither(ma, mb) {
 			d.add(area, k+suffix, ma[k], mb[k])
 		}
 	}
@@ -363,4 +342,16 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// keysOfEither is the set of keys in a, b or both.
+func keysOfEither[K comparable, V any](a, b map[K]V) map[K]bool {
+	keys := make(map[K]bool, len(a)+len(b))
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
 }
