@@ -401,7 +401,7 @@ func withinRun(metric string, a, b Side, o Options) *WithinRun {
 // pooledLatency merges the latency histograms behind a percentile metric
 // over a side's runs.
 func pooledLatency(metric string, s Side) (stats.Histogram, float64, bool) {
-	counts := map[float64]uint64{}
+	var hs []stats.Histogram
 	q := -1.0
 	for _, run := range s.Runs {
 		m, ok := run.Metrics[metric]
@@ -412,22 +412,11 @@ func pooledLatency(metric string, s Side) (stats.Histogram, float64, bool) {
 			return stats.Histogram{}, 0, false
 		}
 		q = m.Quantile
-		for i, v := range m.Latency.Values {
-			if i < len(m.Latency.Counts) {
-				counts[v] += m.Latency.Counts[i]
-			}
-		}
+		hs = append(hs, *m.Latency)
 	}
-	if len(counts) == 0 {
+	h := stats.Merge(hs...)
+	if len(h.Values) == 0 {
 		return stats.Histogram{}, 0, false
-	}
-	var h stats.Histogram
-	for v := range counts {
-		h.Values = append(h.Values, v)
-	}
-	sort.Float64s(h.Values)
-	for _, v := range h.Values {
-		h.Counts = append(h.Counts, counts[v])
 	}
 	return h, q, true
 }

@@ -169,7 +169,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 					name = p.Name + " " + st.Op
 				}
 				if prev, ok := run.Latencies[name]; ok {
-					merged := mergeHistograms(prev, *h)
+					merged := stats.Merge(prev, *h)
 					h = &merged
 				}
 				run.Latencies[name] = *h
@@ -258,24 +258,6 @@ func streamTimeline(p *benchresult.Phase, op, unit string) []Point {
 		}
 	}
 	return nil
-}
-
-func mergeHistograms(a, b stats.Histogram) stats.Histogram {
-	counts := map[float64]uint64{}
-	for _, h := range []stats.Histogram{a, b} {
-		for i, v := range h.Values {
-			counts[v] += h.Counts[i]
-		}
-	}
-	var out stats.Histogram
-	for v := range counts {
-		out.Values = append(out.Values, v)
-	}
-	sort.Float64s(out.Values)
-	for _, v := range out.Values {
-		out.Counts = append(out.Counts, counts[v])
-	}
-	return out
 }
 
 // resultFacts are the environment facts of one result: what the run was,

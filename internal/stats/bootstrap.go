@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Histogram is a latency distribution inside one run: Values ascending
@@ -20,6 +21,29 @@ func (h Histogram) Total() uint64 {
 		n += c
 	}
 	return n
+}
+
+// Merge sums histograms bucket by bucket (runs of one side, or the phases
+// of one run): a value's counts add up, values come out ascending. A value
+// without a count is passed over.
+func Merge(hs ...Histogram) Histogram {
+	counts := map[float64]uint64{}
+	for _, h := range hs {
+		for i, v := range h.Values {
+			if i < len(h.Counts) {
+				counts[v] += h.Counts[i]
+			}
+		}
+	}
+	var out Histogram
+	for v := range counts {
+		out.Values = append(out.Values, v)
+	}
+	sort.Float64s(out.Values)
+	for _, v := range out.Values {
+		out.Counts = append(out.Counts, counts[v])
+	}
+	return out
 }
 
 func (h Histogram) validate() error {

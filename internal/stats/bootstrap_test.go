@@ -129,3 +129,18 @@ func TestBinomialUpperTailLargeN(t *testing.T) {
 		t.Errorf("exact %v vs approximation %v", below, above)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	got := Merge(
+		Histogram{Values: []float64{1, 3}, Counts: []uint64{2, 5}},
+		Histogram{Values: []float64{2, 3, 4}, Counts: []uint64{1, 1}}, // 4 has no count: passed over
+		Histogram{},
+	)
+	want := Histogram{Values: []float64{1, 2, 3}, Counts: []uint64{2, 1, 6}}
+	if !slices.Equal(got.Values, want.Values) || !slices.Equal(got.Counts, want.Counts) {
+		t.Errorf("Merge = %+v, want %+v", got, want)
+	}
+	if e := Merge(); len(e.Values) != 0 || len(e.Counts) != 0 {
+		t.Errorf("Merge() = %+v", e)
+	}
+}

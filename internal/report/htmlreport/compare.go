@@ -102,30 +102,16 @@ func resultTable(r *comparison.Result) *Table {
 
 // merged sums a side's histograms of one latency over its runs.
 func merged(s comparison.Side, name string) (stats.Histogram, bool) {
-	counts := map[float64]uint64{}
+	var hs []stats.Histogram
 	for _, run := range s.Runs {
 		h, ok := run.Latencies[name]
 		if !ok {
 			continue
 		}
-		for i, v := range h.Values {
-			if i < len(h.Counts) {
-				counts[v] += h.Counts[i]
-			}
-		}
+		hs = append(hs, h)
 	}
-	if len(counts) == 0 {
-		return stats.Histogram{}, false
-	}
-	var h stats.Histogram
-	for v := range counts {
-		h.Values = append(h.Values, v)
-	}
-	sort.Float64s(h.Values)
-	for _, v := range h.Values {
-		h.Counts = append(h.Counts, counts[v])
-	}
-	return h, true
+	h := stats.Merge(hs...)
+	return h, len(h.Values) > 0
 }
 
 // cdfPoints turns a histogram into [latency ms, cumulative %] pairs, keeping
