@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -27,13 +28,7 @@ func foreignTree(t *testing.T) string {
 	dir := t.TempDir()
 	put := func(rel, content string) {
 		t.Helper()
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		hostfstest.WriteFile(t, dir, rel, content)
 	}
 	names, err := os.ReadDir("/sys/class/net")
 	if err != nil {

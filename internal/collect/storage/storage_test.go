@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -288,13 +287,7 @@ func TestMountInfoOfPID1(t *testing.T) {
 	fs := hostfs.New(dir)
 	writeFile := func(rel, content string) {
 		t.Helper()
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		hostfstest.WriteFile(t, dir, rel, content)
 	}
 	writeFile("proc/self/mountinfo", "30 1 0:40 / / rw - overlay overlay rw\n")
 	writeFile("proc/1/mountinfo", "22 1 8:1 / / rw - xfs /dev/sda1 rw\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 )
 
 // The state machine runs here against a temporary /proc/sys tree and
@@ -73,13 +74,7 @@ func newHost(t *testing.T) testHost {
 	root := t.TempDir()
 	proc := filepath.Join(root, "proc")
 	for k, v := range map[string]string{"sys/net/core/netdev_max_backlog": "16", "sys/net/core/netdev_budget": "300", "sys/kernel/random/boot_id": "boot-1"} {
-		p := filepath.Join(proc, k)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		hostfstest.WriteFile(t, proc, k, v+"\n")
 	}
 	h := testHost{rings: memRings{"eth0": {512, 4096}, "eth1": {256, 1024}}, dm: memDM{"data": "aes-xts-plain64 " + strings.Repeat("ab", 64) + " 0 259:1 0 1 allow_discards"}, proc: proc}
 	h.Host = Host{FS: hostfs.FS{Proc: proc, Sys: filepath.Join(root, "sys"), Root: filepath.Join(root, "root")}, Rings: h.rings, DM: h.dm}

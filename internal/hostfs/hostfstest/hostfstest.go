@@ -28,20 +28,32 @@ func Materialise(t testing.TB, path string) hostfs.FS {
 	dir := t.TempDir()
 	for _, f := range a.Files {
 		name, target, isLink := strings.Cut(f.Name, " -> ")
+		if !isLink {
+			WriteFile(t, dir, name, string(f.Data))
+			continue
+		}
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if isLink {
-			err = os.Symlink(target, p)
-		} else {
-			err = os.WriteFile(p, f.Data, 0o644)
-		}
-		if err != nil {
+		if err := os.Symlink(target, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return hostfs.New(dir)
+}
+
+// WriteFile writes content to root/rel, making the directories above it:
+// one file of a host tree built in a test.
+func WriteFile(t testing.TB, root, rel, content string) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ErrorLines lists the manifest errors of s as sorted "collector kind path"
