@@ -31,15 +31,7 @@ fix() { sp fix --cloud none --net-interval 0 --watch 0 --state /tmp/fix/state.js
 mkdir -p /tmp/fix
 modprobe brd rd_nr=1 rd_size=8192
 dmsetup create spfix --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + key + ` 0 /dev/ram0 0"
-modprobe netdevsim
-echo "1 1" > /sys/bus/netdevsim/new_device
-i=0
-until [ -n "$(ls /sys/bus/netdevsim/devices/netdevsim1/net/ 2>/dev/null)" ]; do
-	i=$((i+1)); [ $i -lt 100 ] || { echo "netdevsim created no netdev"; exit 1; }
-	sleep 0.1
-done
-dev=$(ls /sys/bus/netdevsim/devices/netdevsim1/net/)
-echo $dev > /results/dev
+netdevsim_up
 ethtool -G $dev rx 512
 
 # 1. dm-crypt flags

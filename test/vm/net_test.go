@@ -65,15 +65,7 @@ func parseEthtoolG(out string) (snapshot.Ring, error) {
 func TestNetdevsimRing(t *testing.T) {
 	t.Parallel()
 	res := boot(t, Scenario{Name: "netdevsim-ring", Script: prelude + `
-modprobe netdevsim
-echo "1 1" > /sys/bus/netdevsim/new_device
-i=0
-until [ -n "$(ls /sys/bus/netdevsim/devices/netdevsim1/net/ 2>/dev/null)" ]; do
-	i=$((i+1)); [ $i -lt 100 ] || { echo "netdevsim created no netdev"; exit 1; }
-	sleep 0.1
-done
-dev=$(ls /sys/bus/netdevsim/devices/netdevsim1/net/)
-echo $dev > /results/dev
+netdevsim_up
 ethtool -g $dev > /results/ethtool-g-before
 ethtool -G $dev rx 512
 ethtool -g $dev > /results/ethtool-g-after

@@ -32,6 +32,19 @@ report() {
 	rc=0; sp doctor --cloud none --net-interval 0 > /results/${1}doctor.txt || rc=$?
 	[ $rc -le 1 ] || { echo "doctor exited $rc"; exit 1; }
 }
+# netdevsim_up makes netdevsim1 with one port and leaves its netdev's
+# name in $dev and /results/dev (the netdev appears after the write).
+netdevsim_up() {
+	modprobe netdevsim
+	echo "1 1" > /sys/bus/netdevsim/new_device
+	i=0
+	until [ -n "$(ls /sys/bus/netdevsim/devices/netdevsim1/net/ 2>/dev/null)" ]; do
+		i=$((i+1)); [ $i -lt 100 ] || { echo "netdevsim created no netdev"; exit 1; }
+		sleep 0.1
+	done
+	dev=$(ls /sys/bus/netdevsim/devices/netdevsim1/net/)
+	echo $dev > /results/dev
+}
 `
 
 func randomHex(t *testing.T, bytes int) string {

@@ -2,7 +2,6 @@ package reasoncounter
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -173,17 +172,7 @@ func BenchmarkAttachCost(b *testing.B) {
 		}
 		variants = append(variants, variant{"floor-fentry", emptyProgram(b, Fentry, target)}, variant{"fentry", counter(Fentry)})
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var was, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &was); err != nil {
-		b.Fatal(err)
-	}
-	one.Set(runtime.NumCPU() - 1)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		b.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &was)
+	defer netlab.PinToLastCPU(b)()
 	const rounds, packets = 15, 40000
 	perPkt := map[string][]float64{}
 	for i := 0; i < b.N; i++ {

@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -41,5 +42,31 @@ func ClosedPortSender(tb testing.TB) func(n int) {
 				tb.Fatalf("sendto %v: %v", dst, err)
 			}
 		}
+	}
+}
+
+// PinToLastCPU locks the calling goroutine to its thread and the thread to
+// the last CPU, so a sender does not migrate in the middle of a measured
+// round (a migration costs more than a tracer does). The returned func
+// restores the thread's CPU set and unlocks it; defer it on the same
+// goroutine.
+func PinToLastCPU(tb testing.TB) (unpin func()) {
+	tb.Helper()
+	runtime.LockOSThread()
+	var was, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		runtime.UnlockOSThread()
+		tb.Fatal(err)
+	}
+	one.Set(runtime.NumCPU() - 1)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		runtime.UnlockOSThread()
+		tb.Fatalf("pin the sender: %v", err)
+	}
+	return func() {
+		if err := unix.SchedSetaffinity(0, &was); err != nil {
+			tb.Errorf("unpin the sender: %v", err)
+		}
+		runtime.UnlockOSThread()
 	}
 }

@@ -276,21 +276,7 @@ func BenchmarkDropPathCost(b *testing.B) {
 	variants := tracerVariants(b, perf)
 	// Sending from one thread on one CPU: a migration in the middle of a
 	// round costs more than a tracer does.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var was, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &was); err != nil {
-		b.Fatal(err)
-	}
-	one.Set(runtime.NumCPU() - 1)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		b.Fatalf("pin the sender: %v", err)
-	}
-	defer func() {
-		if err := unix.SchedSetaffinity(0, &was); err != nil {
-			b.Errorf("unpin the sender: %v", err)
-		}
-	}()
+	defer netlab.PinToLastCPU(b)()
 	const (
 		rounds  = 15
 		packets = 40000
