@@ -21,9 +21,8 @@ import (
 // notComputed is the verdict of a tax that could not be computed.
 const notComputed = "not computed"
 
-// cipherDuration is how long each cipher measurement after a run takes
-// (cipherlimit measures one core, all cores and, for the user-space bound,
-// pipelined AES): about a second in all, short next to any run.
+// cipherDuration is how long the cipher measurement after a run takes: one
+// core only (the tax needs no more), short next to any run.
 const cipherDuration = 200 * time.Millisecond
 
 // findCrypt returns the dm-crypt span of the target's path (the model's
@@ -107,7 +106,7 @@ func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs 
 	if interrupted {
 		return nil, errors.New("the run was interrupted before the cipher was measured")
 	}
-	r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{KeyBits: keyBits, SectorSize: sectorSize, Duration: cipherDuration})
+	r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{KeyBits: keyBits, SectorSize: sectorSize, Duration: cipherDuration, PerCoreOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("cipher measurement: %w", err)
 	}
