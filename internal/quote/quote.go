@@ -1,0 +1,43 @@
+// Package quote escapes data for the artifacts slowpath generates and root
+// runs: shell scripts, udev rules, crypttab lines, fio job files. One helper
+// per format; every word that comes from a snapshot, a job file or the
+// command line goes through one of them before it is written.
+package quote
+
+import "strings"
+
+// Shell returns s as one POSIX shell word: single-quoted unless it is made
+// only of characters no shell treats specially, with each ' written as '\”
+// (POSIX.1-2017 XCU 2.2.2: nothing inside single quotes is special). The
+// empty string becomes ”.
+func Shell(s string) string {
+	if s != "" && safeShell(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Shells quotes each word with Shell and joins them with spaces.
+func Shells(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = Shell(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// safeShell reports whether s needs no quoting: letters, digits and
+// characters that are literal in every position of a POSIX shell word
+// (no glob, no tilde, no expansion, no operator, no assignment).
+func safeShell(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == '+' || c == ':' || c == '@' || c == '%':
+		default:
+			return false
+		}
+	}
+	return true
+}
