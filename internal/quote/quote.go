@@ -7,9 +7,10 @@ package quote
 import "strings"
 
 // Shell returns s as one POSIX shell word: single-quoted unless it is made
-// only of characters no shell treats specially, with each ' written as '\”
-// (POSIX.1-2017 XCU 2.2.2: nothing inside single quotes is special). The
-// empty string becomes ”.
+// only of characters no shell treats specially. Inside the quotes nothing is
+// special (POSIX.1-2017 XCU 2.2.2), so each single quote of s closes the
+// quotes, is escaped with a backslash and reopens them. The empty string
+// becomes a pair of quotes.
 func Shell(s string) string {
 	if s != "" && safeShell(s) {
 		return s
