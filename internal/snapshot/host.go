@@ -3,9 +3,15 @@ package snapshot
 // Host is the machine's identity as the kernel reports it.
 type Host struct {
 	KernelRelease string `json:"kernel_release"` // uname -r
-	Arch          string `json:"arch,omitempty"` // uname -m
-	NumCPU        int    `json:"num_cpu,omitempty"`
-	CPUModel      string `json:"cpu_model,omitempty"`
+	// BootID is /proc/sys/kernel/random/boot_id (a UUID, new at every boot)
+	// and MachineID /etc/machine-id (32 hex digits, machine-id(5)) of the
+	// collecting host. fix refuses to change this host from a snapshot whose
+	// identity is another's. Empty when unread and in older snapshots.
+	BootID    string `json:"boot_id,omitempty"`
+	MachineID string `json:"machine_id,omitempty"`
+	Arch      string `json:"arch,omitempty"` // uname -m
+	NumCPU    int    `json:"num_cpu,omitempty"`
+	CPUModel  string `json:"cpu_model,omitempty"`
 	// CPUFlags are the flags of the first processor in /proc/cpuinfo, sorted.
 	CPUFlags []string `json:"cpu_flags,omitempty"`
 	DMI      *DMI     `json:"dmi,omitempty"`
