@@ -199,6 +199,10 @@ func (l *Lab) makeBacking(ctx context.Context) error {
 		if _, err := os.Stat(filepath.Join(l.opts.Sys, "module", "brd")); err == nil {
 			return fmt.Errorf("%w: brd is already loaded, and its ramdisks may be someone else's: use --backing file:PATH:SIZE, or rmmod brd", ErrNoBacking)
 		}
+		// Recorded to be compared at recovery with what
+		// /sys/module/brd/parameters shows. Not max_part: brd turns the
+		// 0 given below into 1 (drivers/block/brd.c,
+		// brd_check_and_reset_par), so it would never read back equal.
 		params := map[string]string{"rd_nr": "1", "rd_size": strconv.FormatInt(b.Size>>10, 10)}
 		l.state.Brd, l.state.BrdParams = true, params
 		if err := l.state.save(); err != nil {
