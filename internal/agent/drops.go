@@ -2,7 +2,6 @@ package agent
 
 import (
 	"sort"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,19 +12,10 @@ var descSkbDrops = prometheus.NewDesc(ns+"_skb_drops_total",
 	"Packets the kernel freed as dropped (skb:kfree_skb), by drop reason (enum skb_drop_reason) and the data-path layer it belongs to; NOT_SPECIFIED frees are left out (mostly not drops, see docs/drops.md).",
 	[]string{"reason", "layer"}, nil)
 
-// DropsReader is what --collector.drops reads: the eBPF drop counter of
-// `slowpath net drops` (dropcounter.Tracer), or a recorded capture in tests.
+// DropsReader is what --collector.drops reads: the agent's per-reason
+// eBPF counter (reasoncounter.Counter), or recorded captures in tests.
 type DropsReader interface {
 	Read() (*dropreport.Capture, error)
-}
-
-// dropTotals keeps the exported counters monotonic: the tracer reads its
-// maps while attached, and a drop moving from the per-CPU run to the hash
-// during a read can be seen twice, then once. A counter going backwards
-// would read as a reset in Prometheus.
-type dropTotals struct {
-	mu   sync.Mutex
-	last map[[2]string]uint64
 }
 
 // DropCounts sums a capture by reason name, leaving out what is not a drop. A
@@ -49,30 +39,28 @@ func DropCounts(c *dropreport.Capture) map[string]uint64 {
 	return out
 }
 
-func (totals *dropTotals) emit(ch chan<- prometheus.Metric, d DropsReader) bool {
+// emitDrops exports the counts as read, as node_exporter exports the
+// kernel's counters: no state is kept between scrapes. The agent's counter
+// is a per-CPU array whose slots only grow while it is loaded, and a read
+// sums every possible CPU's slot (kernel/bpf/arraymap.c,
+// bpf_percpu_array_copy), so a read is never lower than the one before
+// while the map lives. A lower value means the map was created anew (the
+// agent restarted): that is a counter reset, which Prometheus' rate() and
+// increase() handle. Holding the old maximum instead would hide every
+// drop after a reset until the new count passed it.
+func emitDrops(ch chan<- prometheus.Metric, d DropsReader) bool {
 	c, err := d.Read()
 	if err != nil {
 		return false
 	}
 	counts := DropCounts(c)
-	totals.mu.Lock()
-	defer totals.mu.Unlock()
-	if totals.last == nil {
-		totals.last = map[[2]string]uint64{}
+	reasons := make([]string, 0, len(counts))
+	for r := range counts {
+		reasons = append(reasons, r)
 	}
-	for reason, n := range counts {
-		k := [2]string{reason, dropreport.MeaningOf(reason).Layer}
-		if n > totals.last[k] {
-			totals.last[k] = n
-		}
-	}
-	keys := make([][2]string, 0, len(totals.last))
-	for k := range totals.last {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i][0] < keys[j][0] })
-	for _, k := range keys {
-		ch <- prometheus.MustNewConstMetric(descSkbDrops, prometheus.CounterValue, float64(totals.last[k]), k[0], k[1])
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		ch <- prometheus.MustNewConstMetric(descSkbDrops, prometheus.CounterValue, float64(counts[r]), r, dropreport.MeaningOf(r).Layer)
 	}
 	return true
 }

@@ -92,8 +92,6 @@ type Exporter struct {
 	Config check.Config
 	// Drops, when set, adds slowpath_skb_drops_total from the eBPF counter.
 	Drops DropsReader
-
-	dropTotals dropTotals
 }
 
 // Describe sends every fixed descriptor.
@@ -118,7 +116,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	if e.Drops != nil {
 		start := time.Now()
-		ok := e.dropTotals.emit(ch, e.Drops)
+		ok := emitDrops(ch, e.Drops)
 		runs = append(runs, CollectorRun{Name: "drops", Success: ok, Duration: time.Since(start)})
 	}
 	errs := map[string]int{}

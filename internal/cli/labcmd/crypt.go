@@ -285,7 +285,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("crypto-limit: %w", err)}
 	}
-	lab, err := cryptlab.Setup(ctx, cryptlab.Options{Backing: backing, Variants: variants, Sys: env.FS.Sys, Log: logf})
+	lab, err := cryptlab.Setup(ctx, cryptlab.Options{Backing: backing, Variants: variants, Sys: env.FS.Sys, Proc: env.FS.Proc, Log: logf})
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}

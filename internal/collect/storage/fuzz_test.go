@@ -34,51 +34,96 @@ func FuzzParseScheduler(f *testing.F) {
 	})
 }
 
-// FuzzRedactCryptParams: whatever the params, a hex key field never
-// survives into the output. (testdata/fuzz holds an input it found where
-// another field repeats the key's digits.)
+// wantKeyField is what the key position of redacted params must hold for
+// key: the placeholders the redactors document, nothing of the key itself.
+// A keyring reference (":<size>:<type>:<desc>") and "-" name no key
+// material and are kept as they are.
+func wantKeyField(key string, keepRefs bool) string {
+	switch {
+	case keepRefs && (key == "-" || strings.HasPrefix(key, ":")):
+		return key
+	case isHex([]byte(key)):
+		return "redacted:" + strconv.Itoa(4*len(key))
+	}
+	return "redacted"
+}
+
+// FuzzRedactCryptParams: a key "survives" when the output's key position
+// (its second field) holds anything but the placeholder wantKeyField
+// gives. The key's digits elsewhere (an offset of zeros, a cipher name)
+// are not the key, so the oracle never searches the output for them as a
+// substring (testdata/fuzz holds such an input). Every other field is
+// kept as it was.
 func FuzzRedactCryptParams(f *testing.F) {
 	f.Add("aes-xts-plain64", testKey, "0 8:2 0 1 allow_discards")
 	f.Add("aes", ":32:logon:x", "0 /dev/sda 0")
 	f.Add("", "-", "")
+	f.Add("00000000", "00000000", "00000000 00000000 00000000")
 	f.Fuzz(func(t *testing.T, cipher, key, rest string) {
 		in := cipher + " " + key + " " + rest
 		out, err := redactCryptParams([]byte(in))
-		f := strings.Fields(in)
-		if len(f) >= 5 && len(f[1]) >= 8 && isHex([]byte(f[1])) {
-			// The key's digits may also be another field (an offset of
-			// zeros): they must not appear more often than there.
-			others := strings.Join(append([]string{f[0]}, f[2:]...), " ")
-			if strings.Count(out, f[1]) > strings.Count(others, f[1]) {
-				t.Fatalf("key %q survived: %q", f[1], out)
+		inf, outf := strings.Fields(in), strings.Fields(out)
+		if len(inf) < 5 {
+			if err == nil || out != "" {
+				t.Fatalf("short params %q: got %q, %v; want them dropped with an error", in, out, err)
 			}
-			if of := strings.Fields(out); len(of) < 2 || !strings.HasPrefix(of[1], "redacted:") {
-				t.Fatalf("key field not redacted: %q", out)
+			return
+		}
+		if len(outf) != len(inf) {
+			t.Fatalf("%d fields in, %d out: %q", len(inf), len(outf), out)
+		}
+		want := wantKeyField(inf[1], true)
+		if outf[1] != want {
+			t.Fatalf("key position of %q holds %q, want %q", in, outf[1], want)
+		}
+		for i := range inf {
+			if i != 1 && outf[i] != inf[i] {
+				t.Fatalf("field %d %q changed to %q", i, inf[i], outf[i])
 			}
 		}
-		if err == nil && len(f) < 5 {
-			t.Fatalf("short params accepted: %q", in)
+		if (err != nil) != (want == "redacted") {
+			t.Fatalf("key field %q replaced by %q with error %v (an error belongs to an unrecognised key field only)", inf[1], want, err)
 		}
 	})
 }
 
+// FuzzRedactIntegrityParams: every "internal_hash:<alg>:<key>",
+// "journal_crypt:..." and "journal_mac:..." option keeps its name and
+// algorithm, and its key position (after the second colon, as
+// drivers/md/dm-integrity.c get_alg_and_key splits it) holds only the
+// placeholder. A key "survives" when that position holds anything else;
+// the same digits as the algorithm name or another field are not the key
+// (internal_hash:00000000:00000000 was once reported as a survival).
 func FuzzRedactIntegrityParams(f *testing.F) {
 	f.Add("8:1 0 28 J 1 internal_hash:hmac(sha256):" + testKey[:64])
+	f.Add("internal_hash:00000000:00000000")
+	f.Add("8:1 0 28 J 3 internal_hash:crc32c journal_crypt:ctr(aes):0a0b:0c journal_mac:hmac(sha256):")
 	f.Fuzz(func(t *testing.T, in string) {
 		out := redactIntegrityParams([]byte(in))
-		// Fields map one to one; another field may repeat a key's digits,
-		// so each key is looked for in its own field of the output.
 		inf, outf := strings.Fields(in), strings.Fields(out)
 		if len(outf) != len(inf) {
 			t.Fatalf("%d fields in, %d out: %q", len(inf), len(outf), out)
 		}
 		for i, w := range inf {
-			for _, pre := range []string{"internal_hash:", "journal_crypt:", "journal_mac:"} {
-				if rest, ok := strings.CutPrefix(w, pre); ok {
-					if _, key, ok := strings.Cut(rest, ":"); ok && len(key) >= 8 && isHex([]byte(key)) && strings.Contains(outf[i], key) {
-						t.Fatalf("integrity key %q survived: %q", key, out)
-					}
+			name, rest, _ := strings.Cut(w, ":")
+			alg, key, hasKey := strings.Cut(rest, ":")
+			switch name {
+			case "internal_hash", "journal_crypt", "journal_mac":
+			default:
+				hasKey = false
+			}
+			if !hasKey {
+				if outf[i] != w {
+					t.Fatalf("field %d %q changed to %q", i, w, outf[i])
 				}
+				continue
+			}
+			got, ok := strings.CutPrefix(outf[i], name+":"+alg+":")
+			if !ok {
+				t.Fatalf("option %q lost its name or algorithm: %q", w, outf[i])
+			}
+			if want := wantKeyField(key, false); got != want {
+				t.Fatalf("key position of %q holds %q, want %q", w, got, want)
 			}
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/lab/hostlock"
@@ -36,8 +38,9 @@ type Options struct {
 	Backing  Backing
 	Variants []Variant
 	// Sys is the sysfs mountpoint (default /sys); Dev the devtmpfs one
-	// (default /dev).
-	Sys, Dev string
+	// (default /dev); Proc the procfs one (default /proc), for the mount
+	// tables recovery checks before unloading brd.
+	Sys, Dev, Proc string
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -116,6 +119,9 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 	if opts.Dev == "" {
 		opts.Dev = "/dev"
 	}
+	if opts.Proc == "" {
+		opts.Proc = "/proc"
+	}
 	if len(opts.Variants) == 0 {
 		return nil, errors.New("no variants")
 	}
@@ -127,7 +133,7 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := RecoverStale(ctx, opts.Sys, logf); err != nil {
+	if err := RecoverStale(ctx, opts.Sys, opts.Proc, logf); err != nil {
 		lk.Release()
 		return nil, err
 	}
@@ -193,6 +199,10 @@ func (l *Lab) makeBacking(ctx context.Context) error {
 		if _, err := os.Stat(filepath.Join(l.opts.Sys, "module", "brd")); err == nil {
 			return fmt.Errorf("%w: brd is already loaded, and its ramdisks may be someone else's: use --backing file:PATH:SIZE, or rmmod brd", ErrNoBacking)
 		}
+		// Recorded to be compared at recovery with what
+		// /sys/module/brd/parameters shows. Not max_part: brd turns the
+		// 0 given below into 1 (drivers/block/brd.c,
+		// brd_check_and_reset_par), so it would never read back equal.
 		params := map[string]string{"rd_nr": "1", "rd_size": strconv.FormatInt(b.Size>>10, 10)}
 		l.state.Brd, l.state.BrdParams = true, params
 		if err := l.state.save(); err != nil {
@@ -339,13 +349,12 @@ func (l *Lab) Close() error {
 	if l == nil || l.lock == nil {
 		return nil
 	}
-	devs, err := observe(l.opts.Sys)
+	h, err := observeHost(l.opts.Sys, l.opts.Proc)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
 	}
-	brd := readBrdParams(l.opts.Sys)
-	acts, skipped := planRecovery(l.state, devs, brd)
+	acts, skipped := planRecovery(l.state, h)
 	for _, s := range skipped {
 		errs = append(errs, fmt.Errorf("left %s alone: %s", s.Record, s.Reason))
 	}
@@ -361,8 +370,9 @@ func (l *Lab) Close() error {
 }
 
 // RecoverStale undoes labs whose process died before Close. The caller
-// holds the lock, so no state file belongs to a live lab.
-func RecoverStale(ctx context.Context, sys string, logf func(string, ...any)) error {
+// holds the lock, so no state file belongs to a live lab. sys and proc are
+// the sysfs and procfs mountpoints.
+func RecoverStale(ctx context.Context, sys, proc string, logf func(string, ...any)) error {
 	files, err := filepath.Glob(filepath.Join(StateDir, "lab-*.json"))
 	if err != nil || len(files) == 0 {
 		return err
@@ -377,12 +387,12 @@ func RecoverStale(ctx context.Context, sys string, logf func(string, ...any)) er
 			continue
 		}
 		logf("cryptlab: cleaning up lab %s left by process %d", st.ID, st.PID)
-		devs, err := observe(sys)
+		h, err := observeHost(sys, proc)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		acts, skipped := planRecovery(st, devs, readBrdParams(sys))
+		acts, skipped := planRecovery(st, h)
 		for _, s := range skipped {
 			logf("cryptlab: left %s alone: %s", s.Record, s.Reason)
 		}
@@ -456,6 +466,18 @@ func readState(path string) (labState, error) {
 	return st, nil
 }
 
+// observeHost reads what recovery decides on: the block devices, brd's
+// parameters and the mount tables.
+func observeHost(sys, proc string) (hostView, error) {
+	devs, err := observe(sys)
+	if err != nil {
+		return hostView{}, err
+	}
+	h := hostView{Devs: devs, Brd: readBrdParams(sys)}
+	h.Mounted, h.MountErr = mountedDevices(proc)
+	return h, nil
+}
+
 // observe lists block devices with what the ownership checks need.
 func observe(sys string) ([]Observed, error) {
 	dir := filepath.Join(sys, "block")
@@ -474,7 +496,37 @@ func observe(sys string) ([]Observed, error) {
 		o.DMName = readTrim(filepath.Join(dir, n, "dm", "name"))
 		o.DMUUID = readTrim(filepath.Join(dir, n, "dm", "uuid"))
 		o.Backing = readTrim(filepath.Join(dir, n, "loop", "backing_file"))
+		hs, err := os.ReadDir(filepath.Join(dir, n, "holders"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("list the holders of %s: %w", n, err)
+		}
+		for _, hd := range hs {
+			o.Holders = append(o.Holders, hd.Name())
+		}
 		out = append(out, o)
+	}
+	return out, nil
+}
+
+// mountedDevices returns the device number of every mount in this
+// process's mount table and PID 1's (the host's, when the lab runs in
+// another mount namespace). PID 1's table may be absent, as in a test tree.
+func mountedDevices(proc string) ([]string, error) {
+	pfs, err := procfs.NewFS(proc)
+	if err != nil {
+		return nil, fmt.Errorf("read mount tables: %w", err)
+	}
+	self, err := pfs.GetMounts()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(proc, "self", "mountinfo"), err)
+	}
+	pid1, err := pfs.GetProcMounts(1)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(proc, "1", "mountinfo"), err)
+	}
+	var out []string
+	for _, m := range append(self, pid1...) {
+		out = append(out, m.MajorMinorVer)
 	}
 	return out, nil
 }

@@ -1,10 +1,16 @@
 package cryptlab
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 )
 
 func TestParseVariants(t *testing.T) {
@@ -127,10 +133,10 @@ func TestPlanRecovery(t *testing.T) {
 		{Name: "dm-1", Dev: "254:1", DMName: "sp-crypt-abc123-1-lower", DMUUID: "SLOWPATH-CRYPTLAB-abc123-1-lower"},
 		{Name: "dm-2", Dev: "254:2", DMName: "sp-crypt-abc123-1", DMUUID: "SLOWPATH-CRYPTLAB-abc123-1"},
 		{Name: "dm-3", Dev: "254:3", DMName: "sp-crypt-canary", DMUUID: "CANARY"},
-		{Name: "ram0", Dev: "1:0"},
+		{Name: "ram0", Dev: "1:0", Holders: []string{"dm-0", "dm-1"}},
 	}
 	brd := map[string]string{"rd_nr": "1", "rd_size": "65536"}
-	acts, skip := planRecovery(st, devs, brd)
+	acts, skip := planRecovery(st, hostView{Devs: devs, Brd: brd})
 	want := []Action{{"dm", "SLOWPATH-CRYPTLAB-abc123-1"}, {"dm", "SLOWPATH-CRYPTLAB-abc123-1-lower"}, {"dm", "SLOWPATH-CRYPTLAB-abc123-0"}, {"brd", "brd"}}
 	if diff := cmp.Diff(want, acts); diff != "" || len(skip) != 0 {
 		t.Errorf("plan (-want +got):\n%s\nskipped %+v", diff, skip)
@@ -140,28 +146,167 @@ func TestPlanRecovery(t *testing.T) {
 	// crash), and brd was reloaded with other parameters.
 	devs[0].DMUUID = "CANARY-2"
 	devs[1].Dev = "254:9"
-	acts, skip = planRecovery(st, devs, map[string]string{"rd_nr": "4", "rd_size": "65536"})
+	acts, skip = planRecovery(st, hostView{Devs: devs, Brd: map[string]string{"rd_nr": "4", "rd_size": "65536"}})
 	want = []Action{{"dm", "SLOWPATH-CRYPTLAB-abc123-1"}}
 	if diff := cmp.Diff(want, acts); diff != "" {
 		t.Errorf("plan with impostors (-want +got):\n%s", diff)
 	}
-	if len(skip) != 3 {
-		t.Errorf("skipped %+v, want the renamed dm-0, the renumbered dm-1 and brd", skip)
+	var records []string
+	for _, s := range skip {
+		records = append(records, s.Record)
+	}
+	if diff := cmp.Diff([]string{"sp-crypt-abc123-1-lower", "sp-crypt-abc123-0", "brd"}, slices.Compact(records)); diff != "" {
+		t.Errorf("skipped %+v, want the renamed dm-0, the renumbered dm-1 and brd (-want +got):\n%s", skip, diff)
 	}
 
 	// A forged state naming a device outside the lab's prefix is refused.
 	forged := labState{ID: "abc123", DM: []dmRecord{{Name: "sp-crypt-canary", UUID: "CANARY"}}}
-	if acts, _ := planRecovery(forged, devs, nil); len(acts) != 0 {
+	if acts, _ := planRecovery(forged, hostView{Devs: devs}); len(acts) != 0 {
 		t.Errorf("forged state: %+v", acts)
 	}
 
 	loopState := labState{ID: "abc123", File: "/var/tmp/lab.img", Loop: &loopRecord{Device: "/dev/loop3", Dev: "7:3", File: "/var/tmp/lab.img"}}
-	acts, _ = planRecovery(loopState, []Observed{{Name: "loop3", Dev: "7:3", Backing: "/var/tmp/lab.img"}}, nil)
+	acts, _ = planRecovery(loopState, hostView{Devs: []Observed{{Name: "loop3", Dev: "7:3", Backing: "/var/tmp/lab.img"}}})
 	if diff := cmp.Diff([]Action{{"loop", "/dev/loop3"}, {"file", "/var/tmp/lab.img"}}, acts); diff != "" {
 		t.Error(diff)
 	}
-	acts, _ = planRecovery(loopState, []Observed{{Name: "loop3", Dev: "7:3", Backing: "/home/db.img"}}, nil)
+	acts, _ = planRecovery(loopState, hostView{Devs: []Observed{{Name: "loop3", Dev: "7:3", Backing: "/home/db.img"}}})
 	if diff := cmp.Diff([]Action{{"file", "/var/tmp/lab.img"}}, acts); diff != "" {
 		t.Errorf("loop rebound to another file must stay: %s", diff)
+	}
+}
+
+// absent in a case's files removes a file of the base tree.
+const absent = "<absent>"
+
+// TestRecoveryBrd reads fixture sysfs and procfs trees as a dead lab's
+// recovery does (observeHost) and plans on them: brd is unloaded only when
+// this lab loaded it and nothing it did not create uses it. Each case
+// changes the base tree, where the lab's dm-0 sits on ram0 and only sda1
+// is mounted, and says why brd stays.
+func TestRecoveryBrd(t *testing.T) {
+	base := map[string]string{
+		"sys/module/brd/parameters/rd_nr":   "1\n",
+		"sys/module/brd/parameters/rd_size": "65536\n",
+		"sys/block/ram0/dev":                "1:0\n",
+		"sys/block/ram0/holders/dm-0":       "-> ../../dm-0",
+		"sys/block/dm-0/dev":                "254:0\n",
+		"sys/block/dm-0/dm/name":            "sp-crypt-abc123-0\n",
+		"sys/block/dm-0/dm/uuid":            "SLOWPATH-CRYPTLAB-abc123-0\n",
+		"sys/block/sda/dev":                 "8:0\n",
+		"proc/self/mountinfo": "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n" +
+			"23 22 0:21 / /proc rw,nosuid - proc proc rw\n",
+	}
+	st := labState{ID: "abc123", Brd: true, BrdParams: map[string]string{"rd_nr": "1", "rd_size": "65536"},
+		DM: []dmRecord{{Name: "sp-crypt-abc123-0", UUID: "SLOWPATH-CRYPTLAB-abc123-0", Dev: "254:0"}}}
+	removeDM := Action{"dm", "SLOWPATH-CRYPTLAB-abc123-0"}
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		notOurs bool     // brd was loaded by someone else
+		unload  bool     // brd is in the plan
+		why     []string // the reasons brd stays, in order
+	}{
+		{name: "only the lab's device on ram0", unload: true},
+		{name: "brd not loaded", files: map[string]string{"sys/module/brd/parameters/rd_nr": absent, "sys/module/brd/parameters/rd_size": absent}},
+		{name: "brd loaded by someone else", notOurs: true},
+		{
+			name: "foreign holder",
+			files: map[string]string{
+				"sys/block/ram0/holders/dm-5": "-> ../../dm-5",
+				"sys/block/dm-5/dev":          "254:5\n",
+				"sys/block/dm-5/dm/name":      "vendor-db\n",
+				"sys/block/dm-5/dm/uuid":      "CRYPT-LUKS2-0123-vendor-db\n",
+			},
+			why: []string{`ram0 is held by dm-5 (dm name "vendor-db"), which this lab did not create`},
+		},
+		{
+			name:  "ram0 mounted",
+			files: map[string]string{"proc/self/mountinfo": base["proc/self/mountinfo"] + "40 22 1:0 / /mnt/scratch rw - ext4 /dev/ram0 rw\n"},
+			why:   []string{"ram0 (1:0) is mounted"},
+		},
+		{
+			name:  "a ramdisk mounted in PID 1's namespace only",
+			files: map[string]string{"proc/1/mountinfo": "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n41 22 1:3 / /srv rw - xfs /dev/ram3 rw\n"},
+			why:   []string{"a ramdisk (1:3) is mounted"},
+		},
+		{
+			name:  "mount table unreadable",
+			files: map[string]string{"proc/self/mountinfo": "not a mount table\n"},
+			why:   []string{"cannot tell whether a ramdisk is mounted"},
+		},
+		{
+			name:  "other parameters",
+			files: map[string]string{"sys/module/brd/parameters/rd_size": "131072\n"},
+			why:   []string{`brd parameter rd_size is "131072", recorded "65536": not the module this lab loaded`},
+		},
+		{
+			name:  "a ramdisk beyond the lab's count",
+			files: map[string]string{"sys/block/ram1/dev": "1:1\n"},
+			why:   []string{"ramdisk ram1 exists beyond the 1 this lab loaded brd with: someone else created it"},
+		},
+		{
+			name: "mounted, held and reloaded at once: every reason named",
+			files: map[string]string{
+				"sys/module/brd/parameters/rd_nr": "2\n",
+				"sys/block/ram1/dev":              "1:1\n",
+				"sys/block/ram1/holders/md0":      "-> ../../md0",
+				"proc/self/mountinfo":             base["proc/self/mountinfo"] + "40 22 1:1 / /mnt rw - ext4 /dev/ram1 rw\n",
+			},
+			why: []string{
+				`brd parameter rd_nr is "2", recorded "1"`,
+				"ramdisk ram1 exists beyond the 1",
+				"ram1 is held by md0, which this lab did not create",
+				"ram1 (1:1) is mounted",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := maps.Clone(base)
+			maps.Copy(files, tc.files)
+			for rel, content := range files {
+				switch target, link := strings.CutPrefix(content, "-> "); {
+				case content == absent:
+				case link:
+					p := filepath.Join(root, rel)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(target, p); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					hostfstest.WriteFile(t, root, rel, content)
+				}
+			}
+			if tc.files["sys/module/brd/parameters/rd_nr"] == absent {
+				if err := os.RemoveAll(filepath.Join(root, "sys/module/brd")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := observeHost(filepath.Join(root, "sys"), filepath.Join(root, "proc"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := st
+			s.Brd = !tc.notOurs
+			acts, skip := planRecovery(s, h)
+			want := []Action{removeDM}
+			if tc.unload {
+				want = append(want, Action{"brd", "brd"})
+			}
+			if diff := cmp.Diff(want, acts); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if len(skip) != len(tc.why) {
+				t.Fatalf("brd kept for %d reasons, want %d: %+v", len(skip), len(tc.why), skip)
+			}
+			for i, w := range tc.why {
+				if skip[i].Record != "brd" || !strings.Contains(skip[i].Reason, w) || !strings.Contains(skip[i].Reason, "brd stays loaded") {
+					t.Errorf("reason %d: %+v, want brd: %q...; brd stays loaded", i, skip[i], w)
+				}
+			}
+		})
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/lab/hostlock"
@@ -85,6 +87,23 @@ type Observed struct {
 	DMName  string
 	DMUUID  string
 	Backing string // loop backing file
+	// Holders are the kernel names of the devices stacked on this one
+	// (/sys/block/NAME/holders: a dm table or md array using it).
+	Holders []string
+}
+
+// hostView is what recovery sees of the host. observeHost reads it;
+// planRecovery decides on it alone, so the rules are tested on fixtures.
+type hostView struct {
+	Devs []Observed // dm-*, loop* and ram* block devices
+	// Brd holds brd's module parameters (/sys/module/brd/parameters); nil
+	// when brd is not loaded.
+	Brd map[string]string
+	// Mounted is the device number (major:minor) of every mount in this
+	// process's and PID 1's mount tables; MountErr says why they could not
+	// be read (then no ramdisk can be shown to be unmounted).
+	Mounted  []string
+	MountErr error
 }
 
 // Action is one undo step recovery decided on.
@@ -100,26 +119,25 @@ type Skipped struct {
 }
 
 // planRecovery decides what to undo for a dead lab's state given the
-// devices present now. It is pure, so the ownership rules are tested
+// host as it is now. It is pure, so the ownership rules are tested
 // without a kernel: a dm device is removed only when its name carries
 // NamePrefix, its uuid is the recorded one (UUIDPrefix + lab id) and, when
 // the state holds a device number, that number too; a loop device only when
-// its number and backing file match; brd only when this lab loaded it, no
-// other block device sits on it and its parameters are the recorded ones.
-func planRecovery(st labState, devs []Observed, brdParams map[string]string) ([]Action, []Skipped) {
+// its number and backing file match; brd as brdVerdict says.
+func planRecovery(st labState, h hostView) ([]Action, []Skipped) {
 	var acts []Action
 	var skip []Skipped
-	removedDM := map[string]bool{}
+	removedDM := map[string]bool{} // kernel names (dm-N) of the lab devices removed
 	for _, r := range slices.Backward(st.DM) {
 		if !strings.HasPrefix(r.Name, NamePrefix) || !strings.HasPrefix(r.UUID, UUIDPrefix+st.ID+"-") {
 			skip = append(skip, Skipped{r.Name, "recorded name or uuid is not a crypt lab's"})
 			continue
 		}
-		i := slices.IndexFunc(devs, func(o Observed) bool { return o.DMName == r.Name })
+		i := slices.IndexFunc(h.Devs, func(o Observed) bool { return o.DMName == r.Name })
 		if i < 0 {
 			continue // never created, or already gone
 		}
-		o := devs[i]
+		o := h.Devs[i]
 		switch {
 		case o.DMUUID != r.UUID:
 			skip = append(skip, Skipped{r.Name, fmt.Sprintf("uuid %q is not the recorded %q", o.DMUUID, r.UUID)})
@@ -127,15 +145,15 @@ func planRecovery(st labState, devs []Observed, brdParams map[string]string) ([]
 			skip = append(skip, Skipped{r.Name, fmt.Sprintf("device %s is not the recorded %s", o.Dev, r.Dev)})
 		default:
 			acts = append(acts, Action{"dm", r.UUID})
-			removedDM[r.Name] = true
+			removedDM[o.Name] = true
 		}
 	}
 	if l := st.Loop; l != nil {
-		i := slices.IndexFunc(devs, func(o Observed) bool { return "/dev/"+o.Name == l.Device })
+		i := slices.IndexFunc(h.Devs, func(o Observed) bool { return "/dev/"+o.Name == l.Device })
 		switch {
 		case i < 0:
-		case devs[i].Dev != l.Dev || devs[i].Backing != l.File:
-			skip = append(skip, Skipped{l.Device, fmt.Sprintf("now %s over %q, recorded %s over %q", devs[i].Dev, devs[i].Backing, l.Dev, l.File)})
+		case h.Devs[i].Dev != l.Dev || h.Devs[i].Backing != l.File:
+			skip = append(skip, Skipped{l.Device, fmt.Sprintf("now %s over %q, recorded %s over %q", h.Devs[i].Dev, h.Devs[i].Backing, l.Dev, l.File)})
 		default:
 			acts = append(acts, Action{"loop", l.Device})
 		}
@@ -143,25 +161,101 @@ func planRecovery(st labState, devs []Observed, brdParams map[string]string) ([]
 	if st.File != "" {
 		acts = append(acts, Action{"file", st.File})
 	}
-	if st.Brd && brdParams != nil {
-		ok := true
-		for k, v := range st.BrdParams {
-			if brdParams[k] != v {
-				skip = append(skip, Skipped{"brd", fmt.Sprintf("parameter %s is %q, recorded %q: not the module this lab loaded", k, brdParams[k], v)})
-				ok = false
-				break
+	if st.Brd && h.Brd != nil {
+		if why := brdVerdict(st, h, removedDM); len(why) > 0 {
+			for _, w := range why {
+				skip = append(skip, Skipped{"brd", w + "; brd stays loaded (rmmod brd once nothing uses it)"})
 			}
-		}
-		// A dm device we did not remove may sit on a ramdisk: leave brd.
-		for _, o := range devs {
-			if ok && o.DMName != "" && !removedDM[o.DMName] && strings.HasPrefix(o.DMName, NamePrefix+st.ID) {
-				skip = append(skip, Skipped{"brd", "a lab device on it could not be removed"})
-				ok = false
-			}
-		}
-		if ok {
+		} else {
 			acts = append(acts, Action{"brd", "brd"})
 		}
 	}
 	return acts, skip
+}
+
+// ramdiskMajor is brd's block major, RAMDISK_MAJOR
+// (include/uapi/linux/major.h; drivers/block/brd.c registers it).
+const ramdiskMajor = "1"
+
+// brdVerdict lists why brd must stay loaded, if anything: rmmod frees
+// every ramdisk with its data, and brd holds no reference for a ramdisk
+// that is merely written and closed, so the module going away must harm
+// no one but the lab. It stays when its parameters are not the ones the
+// lab loaded it with (someone reloaded it); when a ramdisk exists beyond
+// the lab's rd_nr (brd creates one on the first open of a /dev/ramN node
+// past rd_nr, drivers/block/brd.c brd_probe: someone else made it); when a
+// ramdisk has a holder other than the lab's own dm devices, removed first;
+// when a ramdisk is mounted, or the mount tables cannot be read; and when
+// a lab device on it could not be removed.
+func brdVerdict(st labState, h hostView, removedDM map[string]bool) []string {
+	var why []string
+	for _, k := range slices.Sorted(maps.Keys(st.BrdParams)) {
+		if v := st.BrdParams[k]; h.Brd[k] != v {
+			why = append(why, fmt.Sprintf("brd parameter %s is %q, recorded %q: not the module this lab loaded", k, h.Brd[k], v))
+		}
+	}
+	nr, err := strconv.Atoi(st.BrdParams["rd_nr"])
+	if err != nil {
+		why = append(why, fmt.Sprintf("the state records no ramdisk count (rd_nr %q): the lab's ramdisks cannot be told from others", st.BrdParams["rd_nr"]))
+		nr = 0
+	}
+	names := map[string]string{} // kernel name -> dm name, for the reasons
+	for _, o := range h.Devs {
+		names[o.Name] = o.DMName
+		if o.DMName != "" && !removedDM[o.Name] && strings.HasPrefix(o.DMName, NamePrefix+st.ID) {
+			why = append(why, fmt.Sprintf("lab device %s (%s) could not be removed", o.DMName, o.Name))
+		}
+	}
+	for _, o := range h.Devs {
+		n, ok := ramIndex(o.Name)
+		if !ok {
+			continue
+		}
+		if n >= nr {
+			why = append(why, fmt.Sprintf("ramdisk %s exists beyond the %d this lab loaded brd with: someone else created it", o.Name, nr))
+		}
+		for _, hd := range o.Holders {
+			if removedDM[hd] {
+				continue
+			}
+			who := hd
+			if dm := names[hd]; dm != "" {
+				who += fmt.Sprintf(" (dm name %q)", dm)
+			}
+			why = append(why, fmt.Sprintf("%s is held by %s, which this lab did not create", o.Name, who))
+		}
+	}
+	if h.MountErr != nil {
+		why = append(why, fmt.Sprintf("cannot tell whether a ramdisk is mounted: %v", h.MountErr))
+	}
+	byDev := map[string]string{}
+	for _, o := range h.Devs {
+		byDev[o.Dev] = o.Name
+	}
+	seen := map[string]bool{}
+	for _, d := range h.Mounted {
+		if major, _, _ := strings.Cut(d, ":"); major != ramdiskMajor || seen[d] {
+			continue
+		}
+		seen[d] = true
+		name := byDev[d]
+		if name == "" {
+			name = "a ramdisk"
+		}
+		why = append(why, fmt.Sprintf("%s (%s) is mounted", name, d))
+	}
+	return why
+}
+
+// ramIndex returns N of a brd disk's kernel name "ramN".
+func ramIndex(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "ram")
+	if !ok || digits == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || digits[0] == '+' {
+		return 0, false
+	}
+	return n, true
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Stack is one folded stack, frames from the root outwards.
@@ -108,13 +109,15 @@ const (
 )
 
 // Render writes an SVG flame graph of stacks to w. Stacks with no frames
-// count toward the root only.
-func Render(w io.Writer, stacks []Stack, o Options) error {
+// count toward the root only. Characters XML cannot carry are shown as
+// U+FFFD (see xmlText); it returns how many distinct names of drawn frames
+// had some replaced, and the picture says so in a note under the title.
+func Render(w io.Writer, stacks []Stack, o Options) (replaced int, err error) {
 	o.defaults()
 	root := &node{name: o.RootName}
 	for _, s := range stacks {
 		if root.count+s.Count < root.count {
-			return errors.New("flame graph: total count overflows uint64")
+			return 0, errors.New("flame graph: total count overflows uint64")
 		}
 		root.count += s.Count
 		n := root
@@ -123,8 +126,34 @@ func Render(w io.Writer, stacks []Stack, o Options) error {
 			n.count += s.Count
 		}
 	}
+	var scale float64
+	if root.count > 0 {
+		scale = (o.Width - 2*padSide) / float64(root.count)
+	}
+	// A frame is drawn when it is at least MinWidth wide; its children
+	// are never wider, so a frame left out takes its subtree with it.
+	drawn := func(n *node) bool { return root.count > 0 && float64(n.count)*scale >= o.MinWidth }
+	bad := map[string]bool{}
+	var find func(n *node)
+	find = func(n *node) {
+		for _, c := range n.children {
+			if drawn(c) {
+				if _, ok := xmlText(c.name); !ok {
+					bad[c.name] = true
+				}
+				find(c)
+			}
+		}
+	}
+	find(root)
+	replaced = len(bad)
+	// The note takes a line of its own between the title and the frames.
+	top := padTop
+	if replaced > 0 {
+		top += o.FontSize + 4
+	}
 	rows := depth(root)
-	height := padTop + float64(rows)*o.FrameH + padBottom
+	height := top + float64(rows)*o.FrameH + padBottom
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `<?xml version="1.0" standalone="no"?>
 <svg version="1.1" width="%s" height="%s" viewBox="0 0 %s %s" xmlns="http://www.w3.org/2000/svg">
@@ -133,22 +162,30 @@ func Render(w io.Writer, stacks []Stack, o Options) error {
 <text class="title" x="%s" y="%s" text-anchor="middle">%s</text>
 `, num(o.Width), num(height), num(o.Width), num(height), escape(o.FontFamily), num(o.FontSize), num(o.FontSize+5),
 		num(o.Width), num(height), num(o.Width/2), num(o.FontSize*2), escape(o.Title))
+	if replaced > 0 {
+		names := "names"
+		if replaced == 1 {
+			names = "name"
+		}
+		fmt.Fprintf(bw, `<text class="note" x="%s" y="%s" text-anchor="middle">%d frame %s held characters XML cannot carry (control characters, U+FFFE, U+FFFF or invalid UTF-8), shown as U+FFFD (%s)</text>
+`, num(o.Width/2), num(o.FontSize*3+4), replaced, names, string(utf8.RuneError))
+	}
 	if root.count == 0 {
 		fmt.Fprintf(bw, `<text x="%s" y="%s" text-anchor="middle">no %s</text>
-`, num(o.Width/2), num(padTop+o.FrameH), escape(o.CountName))
+`, num(o.Width/2), num(top+o.FrameH), escape(o.CountName))
 	} else {
-		scale := (o.Width - 2*padSide) / float64(root.count)
 		var draw func(n *node, x float64, level int)
 		draw = func(n *node, x float64, level int) {
-			wpx := float64(n.count) * scale
-			if wpx < o.MinWidth {
+			if !drawn(n) {
 				return
 			}
+			wpx := float64(n.count) * scale
 			y := height - padBottom - float64(level+1)*o.FrameH
 			pct := float64(n.count) * 100 / float64(root.count)
+			name, _ := xmlText(n.name)
 			fmt.Fprintf(bw, `<g><title>%s (%d %s, %s%%)</title><rect x="%s" y="%s" width="%s" height="%s" fill="%s" rx="2" ry="2"/>`,
-				escape(n.name), n.count, escape(o.CountName), num(pct), num(x), num(y), num(wpx), num(o.FrameH-1), colour(n.name, level))
-			if label := fit(n.name, wpx, o.FontSize); label != "" {
+				escape(name), n.count, escape(o.CountName), num(pct), num(x), num(y), num(wpx), num(o.FrameH-1), colour(n.name, level))
+			if label := fit(name, wpx, o.FontSize); label != "" {
 				fmt.Fprintf(bw, `<text x="%s" y="%s">%s</text>`, num(x+3), num(y+o.FrameH-4.5), escape(label))
 			}
 			bw.WriteString("</g>\n")
@@ -161,7 +198,41 @@ func Render(w io.Writer, stacks []Stack, o Options) error {
 		draw(root, padSide, 0)
 	}
 	bw.WriteString("</svg>\n")
-	return bw.Flush()
+	return replaced, bw.Flush()
+}
+
+// xmlText returns s with every character XML 1.0 does not allow replaced
+// by U+FFFD, and whether s was already clean. The Char production
+// (https://www.w3.org/TR/xml/#charsets) allows #x9, #xA, #xD,
+// #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF: C0 controls, U+FFFE
+// and U+FFFF are out, and so is a byte that is not UTF-8 (a lone
+// surrogate's encoding is one). Kernel symbol names are ASCII, but
+// folded files come from anywhere and one bad byte makes a viewer reject
+// the whole picture.
+func xmlText(s string) (string, bool) {
+	clean := true
+	for i, r := range s {
+		if !xmlChar(r) || r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s, true
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if !xmlChar(r) || r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), false
+}
+
+func xmlChar(r rune) bool {
+	return r == 0x9 || r == 0xA || r == 0xD ||
+		0x20 <= r && r <= 0xD7FF || 0xE000 <= r && r <= 0xFFFD || 0x10000 <= r && r <= 0x10FFFF
 }
 
 // fit shortens a label to the frame width, or drops it when not even two
@@ -203,9 +274,16 @@ func num(f float64) string {
 	return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64)
 }
 
-var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+// escaper also writes CR as a reference: a parser turns a literal CR in
+// text into LF (XML 1.0 section 2.11), and a frame name may hold one.
+var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;", "\r", "&#13;")
 
-func escape(s string) string { return escaper.Replace(s) }
+// escape makes s safe as XML character data: characters XML forbids
+// become U+FFFD and markup characters references.
+func escape(s string) string {
+	s, _ = xmlText(s)
+	return escaper.Replace(s)
+}
 
 // ParseFolded reads folded stacks ("frame;frame;frame count" per line, as
 // written by stackcollapse-perf.pl or `slowpath net drops --folded`).

@@ -3,11 +3,14 @@ package flamegraph
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -63,8 +66,8 @@ func renderFile(t *testing.T, path string, o Options) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Render(&buf, stacks, o); err != nil {
-		t.Fatal(err)
+	if n, err := Render(&buf, stacks, o); err != nil || n != 0 {
+		t.Fatalf("Render: %d names replaced, %v", n, err)
 	}
 	return buf.Bytes()
 }
@@ -92,7 +95,7 @@ func TestRenderGolden(t *testing.T) {
 func TestRenderWidths(t *testing.T) {
 	stacks := []Stack{{Frames: []string{"a", "b"}, Count: 3}, {Frames: []string{"a", "c"}, Count: 1}, {Frames: []string{"d"}, Count: 4}}
 	var buf bytes.Buffer
-	if err := Render(&buf, stacks, Options{Width: 820}); err != nil {
+	if _, err := Render(&buf, stacks, Options{Width: 820}); err != nil {
 		t.Fatal(err)
 	}
 	rects := map[string][2]float64{} // name -> x, width
@@ -154,6 +157,71 @@ func wellFormed(t *testing.T, svg []byte) {
 	}
 }
 
+// TestRenderForbiddenChars: names holding characters XML 1.0 does not
+// allow come out as U+FFFD, the SVG parses, and a note counts the names.
+func TestRenderForbiddenChars(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		frames   []string
+		want     []string // titles' names, in drawing order after the root
+		replaced int
+	}{
+		{"U+FFFE", []string{"a", "b\uFFFE"}, []string{"a", "b\uFFFD"}, 1},
+		{"U+FFFF and a C0 control", []string{"x\uFFFF", "y\x01z"}, []string{"x\uFFFD", "y\uFFFDz"}, 2},
+		{"invalid UTF-8", []string{"\xffq"}, []string{"\uFFFDq"}, 1},
+		{"lone surrogate", []string{"s\xed\xa0\x80"}, []string{"s\uFFFD\uFFFD\uFFFD"}, 1},
+		{"allowed: tab, CR, U+FFFD itself, astral", []string{"t\tu\rv", "w\uFFFD", "\U0001F600"}, []string{"t\tu\rv", "w\uFFFD", "\U0001F600"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			n, err := Render(&buf, []Stack{{Frames: tc.frames, Count: 1}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.replaced {
+				t.Errorf("replaced = %d, want %d", n, tc.replaced)
+			}
+			wellFormed(t, buf.Bytes())
+			var got []string
+			for _, el := range elements(t, buf.Bytes())[1:] {
+				name, _, _ := strings.Cut(el.title, " (1 samples")
+				got = append(got, name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("frame names (-want +got)\n%s", diff)
+			}
+			note := fmt.Sprintf(">%d frame name", tc.replaced)
+			if has := bytes.Contains(buf.Bytes(), []byte(note)); has != (tc.replaced > 0) {
+				t.Errorf("note %q present = %v, want %v:\n%s", note, has, tc.replaced > 0, buf.Bytes())
+			}
+		})
+	}
+}
+
+// TestRenderNoteCountsDrawnNames: a name repeated in several stacks counts
+// once, and a frame too narrow to draw is not counted.
+func TestRenderNoteCountsDrawnNames(t *testing.T) {
+	stacks := []Stack{
+		{Frames: []string{"a", "b\x00"}, Count: 1_000_000},
+		{Frames: []string{"c", "b\x00"}, Count: 1_000_000},
+		{Frames: []string{"tiny\x00"}, Count: 1},
+	}
+	var buf bytes.Buffer
+	n, err := Render(&buf, stacks, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormed(t, buf.Bytes())
+	if n != 1 || !bytes.Contains(buf.Bytes(), []byte(">1 frame name held")) {
+		t.Errorf("replaced = %d, want 1 and a note saying so:\n%s", n, buf.Bytes())
+	}
+}
+
+// FuzzParseFoldedRender: for every input that parses, the SVG is
+// well-formed XML to encoding/xml's strict decoder, and every frame with
+// samples has a title naming it: its name with characters XML forbids as
+// U+FFFD (xmlAllowed states the rule independently of the renderer).
+// MinWidth is set so small that no frame with samples is left out.
 func FuzzParseFoldedRender(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.folded")
 	for _, p := range seeds {
@@ -164,28 +232,51 @@ func FuzzParseFoldedRender(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Add("a;b 1\na;;b 2\n;; 3\n")
+	f.Add("a;b\uFFFE 1\n")
+	f.Add("\x01;\xff\xfe;c\rd;]]> 5\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		stacks, err := ParseFolded(strings.NewReader(in))
 		if err != nil {
 			return
 		}
 		var buf bytes.Buffer
-		if err := Render(&buf, stacks, Options{}); err != nil {
+		if _, err := Render(&buf, stacks, Options{MinWidth: math.SmallestNonzeroFloat64}); err != nil {
 			return
 		}
-		// Invalid UTF-8 in names may make the XML unparsable; everything
-		// else must come out well-formed.
-		if !strings.ContainsRune(strings.ToValidUTF8(in, "\uFFFD"), '\uFFFD') && !hasControl(in) {
-			wellFormed(t, buf.Bytes())
+		// A title is "NAME (COUNT samples, PCT%)"; NAME may hold " (".
+		names := map[string]bool{}
+		for _, el := range elements(t, buf.Bytes()) {
+			if i := strings.LastIndex(el.title, " ("); i >= 0 {
+				names[el.title[:i]] = true
+			}
+		}
+		for _, s := range stacks {
+			if s.Count == 0 {
+				continue
+			}
+			for _, fr := range s.Frames {
+				if want := xmlAllowed(fr); !names[want] {
+					t.Fatalf("no frame titled %q in:\n%s", want, buf.Bytes())
+				}
+			}
 		}
 	})
 }
 
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' {
-			return true
+// xmlAllowed is the fuzz oracle's own statement of the XML 1.0 Char rule:
+// every rune outside it, and every byte that is not UTF-8, is U+FFFD.
+func xmlAllowed(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1,
+			r < 0x20 && r != '\t' && r != '\n' && r != '\r',
+			0xD800 <= r && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF:
+			r = utf8.RuneError
 		}
+		b.WriteRune(r)
+		s = s[size:]
 	}
-	return false
+	return b.String()
 }

@@ -165,7 +165,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	rep := dropreport.Summarize(c, syms, dropreport.SummaryOptions{ShowUnspecified: o.All, IfNames: ifNames, Interface: o.Interface})
 	if o.Stacks || o.Replay != "" {
-		if err := writeStacks(c, syms, o); err != nil {
+		if err := writeStacks(env.Stderr, c, syms, o); err != nil {
 			return err
 		}
 	}
@@ -266,7 +266,7 @@ func interfaceNames() map[uint32]string {
 	return m
 }
 
-func writeStacks(c *dropreport.Capture, syms *dropreport.Symbols, o *Options) error {
+func writeStacks(stderr io.Writer, c *dropreport.Capture, syms *dropreport.Symbols, o *Options) error {
 	if o.Folded == "" && o.SVG == "" {
 		return nil
 	}
@@ -289,8 +289,15 @@ func writeStacks(c *dropreport.Capture, syms *dropreport.Symbols, o *Options) er
 			title += fmt.Sprintf(" (stacks sampled: 1 walk per %d drops of a run)", c.StackEvery)
 		}
 		opts := flamegraph.Options{Title: title, CountName: "drops", RootName: "all drops"}
-		if err := writeFile(o.SVG, func(w io.Writer) error { return flamegraph.Render(w, fg, opts) }); err != nil {
+		var replaced int
+		if err := writeFile(o.SVG, func(w io.Writer) (err error) {
+			replaced, err = flamegraph.Render(w, fg, opts)
 			return err
+		}); err != nil {
+			return err
+		}
+		if replaced > 0 {
+			fmt.Fprintf(stderr, "slowpath: note: %d frame name(s) in %s held characters XML cannot carry; the SVG shows them as U+FFFD (the --folded stacks keep them as read)\n", replaced, o.SVG)
 		}
 	}
 	return nil

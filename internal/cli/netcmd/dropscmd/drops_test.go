@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -527,5 +529,66 @@ func TestReplay(t *testing.T) {
 	}
 	if _, err := runCmd(context.Background(), t, "--replay", filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "read capture") {
 		t.Errorf("missing capture: err = %v", err)
+	}
+}
+
+// TestReplaySVGForbiddenChars: a capture whose symbol name holds characters
+// XML forbids still gives an SVG that parses, and the command says how many
+// names the picture shows with U+FFFD.
+func TestReplaySVGForbiddenChars(t *testing.T) {
+	b, err := os.ReadFile("../../../dropreport/testdata/flood.capture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c dropreport.Capture
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	renamed := false
+	for i := range c.Symbols {
+		if c.Symbols[i].Name == "enqueue_to_backlog" {
+			c.Symbols[i].Name = "enqueue\x01to_backlog\uFFFE"
+			renamed = true
+		}
+	}
+	if !renamed {
+		t.Fatal("the capture has no enqueue_to_backlog symbol")
+	}
+	dir := t.TempDir()
+	capPath, svg := filepath.Join(dir, "c.json"), filepath.Join(dir, "s.svg")
+	b, err = json.Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(capPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, _, errb := testEnv()
+	cmd := NewCmdDrops(env, nil)
+	cmd.SetArgs([]string{"--replay", capPath, "--svg", svg})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1 frame name(s) in " + svg + " held characters XML cannot carry"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q does not contain %q", errb.String(), want)
+	}
+	got, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(got))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+	if !bytes.Contains(got, []byte("<title>enqueue\uFFFDto_backlog\uFFFD ")) {
+		t.Error("the renamed frame is not in the SVG with U+FFFD in place of the forbidden characters")
 	}
 }
