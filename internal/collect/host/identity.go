@@ -95,3 +95,13 @@ func appSpecificMachineID(v string) (string, error) {
 }
 
 func isLowerHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+// Identity returns the boot id and app-specific machine id of the host
+// whose roots fs names, as Collect records them (empty when unread), and
+// what could not be read.
+func Identity(fs hostfs.FS) (bootID, machineID string, errs []snapshot.CollectError) {
+	var s snapshot.Snapshot
+	h := &snapshot.Host{}
+	collectIdentity(fs, h, &s)
+	return h.BootID, h.MachineID, s.Manifest.Errors
+}
