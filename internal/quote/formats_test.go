@@ -214,17 +214,17 @@ func FuzzSysctlKey(f *testing.F) {
 
 func TestComment(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain text":                 "plain text",
-		"net.backlog-drops on eth0":  "net.backlog-drops on eth0",
-		"a\nrm -rf /":                `a\nrm -rf /`,
-		"a\r\n":                      `a\r\n`,
-		"nul\x00":                    `nul\x00`,
-		"bad \xff utf8":              `bad \xff utf8`,
-		"line\u2028sep":              `line\u2028sep`,
-		"next\u0085line":             `next\u0085line`,
-		`ends with \`:                `ends with \x5c`,
+		"plain text":                  "plain text",
+		"net.backlog-drops on eth0":   "net.backlog-drops on eth0",
+		"a\nrm -rf /":                 `a\nrm -rf /`,
+		"a\r\n":                       `a\r\n`,
+		"nul\x00":                     `nul\x00`,
+		"bad \xff utf8":               `bad \xff utf8`,
+		"line\u2028sep":               `line\u2028sep`,
+		"next\u0085line":              `next\u0085line`,
+		`ends with \`:                 `ends with \x5c`,
 		`cryptsetup refresh 'a'\''b'`: `cryptsetup refresh 'a'\''b'`,
-		"é ✓":                        "é ✓",
+		"é ✓":                         "é ✓",
 	} {
 		if got := Comment(in); got != want {
 			t.Errorf("Comment(%q) = %q, want %q", in, got, want)
