@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 const accelnet = "../../../testdata/hosts/net-azure-accelnet.json"
@@ -241,4 +244,63 @@ func TestFromOwnFreshSnapshot(t *testing.T) {
 	if code, _, stderr := runCLI(t, fs, "fix", "--from", snap, "--persist", "--state", state); code != 0 || strings.Contains(stderr, "not of this host") {
 		t.Errorf("own snapshot: exit %d: %s", code, stderr)
 	}
+}
+
+// A snapshot of this host whose interface has a hostile (kernel-valid)
+// name: every format prints it as data, the shell script passes sh -n,
+// and --persist writes only inside --path.rootfs.
+func TestHostileSnapshotPersist(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	for _, name := range []string{"a;reboot", "..;reboot", "$(id)", "`id`"} {
+		t.Run(name, func(t *testing.T) {
+			fs := hostTree(t)
+			b, err := os.ReadFile(withIdentity(t, accelnet, treeBoot, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, _ := json.Marshal(name)
+			snap := filepath.Join(t.TempDir(), "hostile.json")
+			if err := os.WriteFile(snap, bytes.ReplaceAll(b, []byte(`"enP30832s1"`), q), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			parent := filepath.Dir(fs.Root)
+			before := listTree(t, parent)
+			for _, format := range []string{"files", "kubernetes", "json"} {
+				if code, _, stderr := runCLI(t, fs, "fix", "--from", snap, "--format", format); code != 0 {
+					t.Errorf("--format %s: exit %d: %s", format, code, stderr)
+				}
+			}
+			state := filepath.Join(fs.Root, "var/lib/slowpath/fix/state.json")
+			code, script, stderr := runCLI(t, fs, "fix", "--from", snap, "--persist", "--only", "net.ring-undersized", "--state", state)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if out, err := exec.Command(sh, "-n", "-c", script).CombinedOutput(); err != nil {
+				t.Errorf("sh -n: %v: %s\n%s", err, out, script)
+			}
+			if !strings.Contains(script, "ethtool -G '"+strings.ReplaceAll(name, "'", `'\''`)+"' rx") {
+				t.Errorf("ethtool line does not quote %q:\n%s", name, script)
+			}
+			for _, p := range listTree(t, parent) {
+				if !strings.HasPrefix(p, fs.Root+string(filepath.Separator)) && !slices.Contains(before, p) {
+					t.Errorf("written outside --path.rootfs: %s", p)
+				}
+			}
+		})
+	}
+}
+
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
