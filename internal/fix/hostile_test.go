@@ -386,7 +386,7 @@ func FuzzPlanShellNames(f *testing.F) {
 			if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
 				// The parser reads UTF-8 without NUL; inside single
 				// quotes every other byte is literal to a POSIX shell.
-				t.Skip("NUL or not UTF-8")
+				return
 			}
 		}
 		checkHostileShell(t, iface, dm)

@@ -280,7 +280,8 @@ func StepCommand(s Step) string {
 		// One word: the quoted key, then =N (a number needs no quoting).
 		return fmt.Sprintf("sysctl -w %s=%d", quote.Shell(s.Sysctl.Key), s.Sysctl.To)
 	case s.Kind == KindRing && s.Ring != nil:
-		// ethtool takes the word after -G as the device, whatever it is.
+		// ethtool takes the word after -G as the device, whatever it is
+		// (ethtool.c main(): ctx.devname = *argp++).
 		return fmt.Sprintf("ethtool -G %s rx %d", quote.Shell(s.Ring.Interface), s.Ring.RX)
 	case s.Kind == KindCrypt && s.Crypt != nil:
 		return cryptRuntimeCommand(s.Crypt)

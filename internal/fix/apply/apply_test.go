@@ -15,6 +15,7 @@ import (
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // The state machine runs here against a temporary /proc/sys tree and
@@ -506,5 +507,18 @@ func TestPersistKeepsMode(t *testing.T) {
 	}
 	if fi, err := os.Stat(tab); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("crypttab mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+// The /proc/sys reader works through os.Root on the real procfs too.
+func TestLiveSysctlRead(t *testing.T) {
+	const key = "net.core.netdev_max_backlog"
+	want, err := os.ReadFile("/proc/sys/net/core/netdev_max_backlog")
+	if err != nil {
+		testenv.Unavailable(t, "no /proc/sys/net/core/netdev_max_backlog: "+err.Error())
+	}
+	got, err := Live(hostfs.Default()).read(sysctlStep(key, 0))
+	if err != nil || got != strings.TrimSpace(string(want)) {
+		t.Errorf("read %s = %q, %v; /proc says %q", key, got, err, want)
 	}
 }
