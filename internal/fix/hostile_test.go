@@ -392,3 +392,81 @@ func FuzzPlanShellNames(f *testing.F) {
 		checkHostileShell(t, iface, dm)
 	})
 }
+
+func TestPathComponent(t *testing.T) {
+	for in, want := range map[string]string{
+		"eth0":       "eth0",
+		"enP30832s1": "enP30832s1",
+		"eth0.100":   "eth0.100",
+		"a;reboot":   "a%3Breboot",
+		"..":         "%2E.",
+		".x":         "%2Ex",
+		"../../x":    "%2E.%2F..%2Fx",
+		"a%b":        "a%25b",
+		"é":          "%C3%A9",
+		"":           "",
+	} {
+		if got := PathComponent(in); got != want {
+			t.Errorf("PathComponent(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzPathComponent: the result is one path component of safe bytes that
+// needs no shell quoting, and it decodes back to the input (two names
+// never share a file).
+func FuzzPathComponent(f *testing.F) {
+	for _, s := range []string{"eth0", "..", ".", "a/b", "a%2Fb", "\x00", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := PathComponent(s)
+		if s == "" {
+			if got != "" {
+				t.Fatalf("PathComponent(\"\") = %q", got)
+			}
+			return
+		}
+		if got == "" || got == "." || got == ".." || got[0] == '.' {
+			t.Fatalf("PathComponent(%q) = %q", s, got)
+		}
+		for i := 0; i < len(got); i++ {
+			c := got[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-.%", c) >= 0) {
+				t.Fatalf("PathComponent(%q) = %q holds %q", s, got, c)
+			}
+		}
+		if quote.Shell(got) != got || filepath.Base(got) != got {
+			t.Fatalf("PathComponent(%q) = %q is not one plain word and component", s, got)
+		}
+		var b strings.Builder
+		for i := 0; i < len(got); i++ {
+			if got[i] == '%' {
+				var c byte
+				if _, err := fmt.Sscanf(got[i+1:i+3], "%02X", &c); err != nil {
+					t.Fatalf("PathComponent(%q) = %q: bad escape", s, got)
+				}
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+			b.WriteByte(got[i])
+		}
+		if b.String() != s {
+			t.Fatalf("PathComponent(%q) = %q decodes to %q", s, got, b.String())
+		}
+	})
+}
+
+// The cryptsetup refresh printed to run by hand takes the kept flags and
+// the name from the table: each is one word.
+func TestRefreshCommandQuoted(t *testing.T) {
+	for _, name := range hostileNames {
+		cmd := refreshCommand(&check.CryptChange{Name: name, Add: []string{"no_read_workqueue"}, Keep: []string{name}}, true)
+		got := shapes(t, cmd)
+		want := fmt.Sprintf("%q %q %q %q %q %q %q", "cryptsetup", "refresh", "--perf-no_read_workqueue", "--perf-"+name, "--persistent", "--", name)
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%q: %q, want %s", name, got, want)
+		}
+	}
+}
