@@ -34,7 +34,8 @@ var hostileNames = []string{
 func hostilePlan(t testing.TB, iface, dm string) *Plan {
 	t.Helper()
 	from := int64(1000)
-	s := &snapshot.Snapshot{Host: &snapshot.Host{KernelRelease: "6.1.0"}}
+	// The kernel release is data too: it is in the script's first comment.
+	s := &snapshot.Snapshot{Host: &snapshot.Host{KernelRelease: "6.1.0-" + iface}}
 	p, err := Build(s, []check.Finding{
 		{ID: "net.backlog-drops", Status: check.Fail, Subject: iface,
 			Fix: &check.Fix{Sysctls: []check.SysctlChange{{Key: "net.core.netdev_max_backlog", From: &from, To: 2000}}}},
@@ -225,6 +226,9 @@ func checkHostileShell(t testing.TB, iface, dm string) string {
 	t.Helper()
 	p := hostilePlan(t, iface, dm)
 	script := Shell(p)
+	if first := strings.SplitN(script, "\n", 3)[1]; first != "# slowpath fix plan for kernel 6.1.0-"+quote.Comment(iface)+"." {
+		t.Fatalf("title comment %q", first)
+	}
 	got := shapes(t, script)
 	want := wantShapes(p, iface, dm)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -74,7 +74,7 @@ func Shell(p *Plan) string {
 	b.WriteString("#!/bin/sh\n")
 	title := "slowpath fix plan"
 	if p.Kernel != "" {
-		title += " for kernel " + p.Kernel
+		title += " for kernel " + quote.Comment(p.Kernel)
 	}
 	comment(&b, title+".")
 	b.WriteString("# Review before running; `slowpath fix --apply` makes the runtime changes\n# with verification and rollback instead.\nset -eu\n")
