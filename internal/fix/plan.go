@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -135,11 +136,16 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			continue
 		}
 		sysctls = append(sysctls, c)
-		e.Steps = append(e.Steps, Step{Kind: KindSysctl, Sysctl: &c,
-			Command: fmt.Sprintf("sysctl -w %s=%d", c.Key, c.To)})
+		st := Step{Kind: KindSysctl, Sysctl: &c}
+		st.Command = StepCommand(st)
+		e.Steps = append(e.Steps, st)
 	}
 	if len(sysctls) > 0 {
-		e.Files = append(e.Files, sysctlFile(f.ID, sysctls))
+		if file, err := sysctlFile(f.ID, sysctls); err != nil {
+			why = append(why, fmt.Sprintf("no sysctl.d file written: %v: set it at boot with the runtime command instead", err))
+		} else {
+			e.Files = append(e.Files, file)
+		}
 	}
 	for i := range f.Fix.Rings {
 		r := f.Fix.Rings[i]
@@ -151,9 +157,14 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			why = append(why, fmt.Sprintf("%s's %s driver allows at most %d RX descriptors, fewer than %d", r.Interface, orUnknown(r.Driver), r.RXMax, r.RX))
 			continue
 		}
-		e.Steps = append(e.Steps, Step{Kind: KindRing, Ring: &r,
-			Command: fmt.Sprintf("ethtool -G %s rx %d", r.Interface, r.RX)})
-		e.Files = append(e.Files, ringFile(r))
+		st := Step{Kind: KindRing, Ring: &r}
+		st.Command = StepCommand(st)
+		e.Steps = append(e.Steps, st)
+		if file, err := ringFile(r); err != nil {
+			why = append(why, fmt.Sprintf("no udev rule written: %v: run %s at boot instead", err, st.Command))
+		} else {
+			e.Files = append(e.Files, file)
+		}
 	}
 	if c := f.Fix.Crypt; c != nil {
 		if reason := cryptNotApplicable(kernel, c); reason != "" {
@@ -165,12 +176,15 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			e.Manual = append(e.Manual, refreshCommand(c, c.Format == "luks2"))
 		} else {
 			cc := *c
-			e.Steps = append(e.Steps, Step{Kind: KindCrypt, Crypt: &cc, Command: cryptRuntimeCommand(c)})
+			st := Step{Kind: KindCrypt, Crypt: &cc}
+			st.Command = StepCommand(st)
+			e.Steps = append(e.Steps, st)
 			if c.Format == "luks2" {
 				e.Manual = append(e.Manual, refreshCommand(c, true))
+			} else if file, err := crypttabFile(c); err != nil {
+				why = append(why, fmt.Sprintf("no /etc/crypttab options written: %v: add them to its line by hand, or run the runtime command at every open", err))
 			} else {
-				e.Files = append(e.Files, File{Kind: "crypttab", Path: "/etc/crypttab", Name: c.Name, Options: crypttabOptions(c.Add),
-					Why: fmt.Sprintf("%s is not LUKS2, so no header keeps the flags: crypttab applies them at every open (regenerate the initramfs if it opens at boot)", c.Name)})
+				e.Files = append(e.Files, file)
 			}
 		}
 	}
@@ -239,30 +253,52 @@ func cryptNotApplicable(kernel string, c *check.CryptChange) string {
 }
 
 // refreshCommand is the cryptsetup refresh that sets the flags (and keeps
-// the ones already set, which refresh would otherwise drop).
+// the ones already set, which refresh would otherwise drop). Every word is
+// shell-quoted: Keep and the name come from the snapshot. "--" ends the
+// options (popt), so a name that starts with - is still the name.
 func refreshCommand(c *check.CryptChange, persistent bool) string {
-	var b strings.Builder
-	b.WriteString("cryptsetup refresh")
+	words := []string{"cryptsetup", "refresh"}
 	for _, fl := range append(slices.Clone(c.Add), c.Keep...) {
 		if fl == "allow_discards" {
-			b.WriteString(" --allow-discards")
+			words = append(words, "--allow-discards")
 			continue
 		}
-		b.WriteString(" --perf-" + fl)
+		words = append(words, "--perf-"+fl)
 	}
 	if persistent {
-		b.WriteString(" --persistent")
+		words = append(words, "--persistent")
 	}
-	b.WriteString(" " + c.Name)
-	return b.String()
+	return quote.Shells(append(words, "--", c.Name)...)
+}
+
+// StepCommand is the shell command that makes the change of s, every word
+// from data quoted with quote.Shell. The shell format prints it; it is
+// rebuilt from the step's fields rather than taken from Step.Command.
+func StepCommand(s Step) string {
+	switch {
+	case s.Kind == KindSysctl && s.Sysctl != nil:
+		// One word: the quoted key, then =N (a number needs no quoting).
+		return fmt.Sprintf("sysctl -w %s=%d", quote.Shell(s.Sysctl.Key), s.Sysctl.To)
+	case s.Kind == KindRing && s.Ring != nil:
+		// ethtool takes the word after -G as the device, whatever it is
+		// (ethtool.c main(): ctx.devname = *argp++).
+		return fmt.Sprintf("ethtool -G %s rx %d", quote.Shell(s.Ring.Interface), s.Ring.RX)
+	case s.Kind == KindCrypt && s.Crypt != nil:
+		return cryptRuntimeCommand(s.Crypt)
+	}
+	return "# unknown step kind " + quote.Comment(s.Kind)
 }
 
 // cryptRuntimeCommand reloads the live table with the flags added, with
 // dmsetup: what `fix --apply` does through the DM ioctls, without a
-// passphrase, since the table already holds the key.
+// passphrase, since the table already holds the key. The flags in the awk
+// program are from cryptFlagSince only (cryptNotApplicable refuses any
+// other); the name is quoted and follows "--" (getopt), so a name that
+// starts with - is still the name.
 func cryptRuntimeCommand(c *check.CryptChange) string {
-	return fmt.Sprintf("dmsetup table --showkeys %s | awk '{n=($9==\"\"?0:$9); s=$1; for(i=2;i<=8;i++) s=s\" \"$i; s=s\" \"n+%d; for(i=10;i<=NF;i++) s=s\" \"$i; print s\" %s\"}' | dmsetup reload %s && dmsetup resume %s",
-		c.Name, len(c.Add), strings.Join(c.Add, " "), c.Name, c.Name)
+	n := quote.Shell(c.Name)
+	return fmt.Sprintf("dmsetup table --showkeys -- %s | awk '{n=($9==\"\"?0:$9); s=$1; for(i=2;i<=8;i++) s=s\" \"$i; s=s\" \"n+%d; for(i=10;i<=NF;i++) s=s\" \"$i; print s\" %s\"}' | dmsetup reload -- %s && dmsetup resume -- %s",
+		n, len(c.Add), strings.Join(c.Add, " "), n, n)
 }
 
 // crypttabOptions spells dm flags as crypttab options (crypttab(5):
@@ -275,21 +311,64 @@ func crypttabOptions(flags []string) []string {
 	return out
 }
 
-// SysctlFileName is the drop-in a finding's sysctls go to.
-func SysctlFileName(id string) string {
-	return "/etc/sysctl.d/60-slowpath-" + strings.ReplaceAll(id, ".", "-") + ".conf"
+// crypttabFile is the crypttab edit for a mapping that is not LUKS2. The
+// name and each option must be writable as a crypttab field
+// (quote.Crypttab): there is no escape both crypttab readers share.
+func crypttabFile(c *check.CryptChange) (File, error) {
+	if _, err := quote.Crypttab(c.Name); err != nil {
+		return File{}, err
+	}
+	opts := crypttabOptions(c.Add)
+	for _, o := range opts {
+		if _, err := quote.CrypttabOption(o); err != nil {
+			return File{}, err
+		}
+	}
+	return File{Kind: "crypttab", Path: "/etc/crypttab", Name: c.Name, Options: opts,
+		Why: fmt.Sprintf("%s is not LUKS2, so no header keeps the flags: crypttab applies them at every open (regenerate the initramfs if it opens at boot)", c.Name)}, nil
 }
 
-func sysctlFile(id string, cs []check.SysctlChange) File {
+// PathComponent spells s as one file name component that needs no
+// quoting anywhere: letters, digits, _, - and . are kept (a leading . is
+// encoded, so "." and ".." cannot occur); every other byte is written %XX.
+// % is never kept, so two different strings never give the same name.
+func PathComponent(s string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by slowpath fix for %s.\n", id)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			b.WriteByte(c)
+		case c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// SysctlFileName is the drop-in a finding's sysctls go to.
+func SysctlFileName(id string) string {
+	return "/etc/sysctl.d/60-slowpath-" + PathComponent(strings.ReplaceAll(id, ".", "-")) + ".conf"
+}
+
+// sysctlFile is the sysctl.d drop-in (sysctl.d(5): "key = value" lines);
+// each key must be one systemd-sysctl key (quote.SysctlKey).
+func sysctlFile(id string, cs []check.SysctlChange) (File, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by slowpath fix for %s.\n", quote.Comment(id))
 	for _, c := range cs {
+		k, err := quote.SysctlKey(c.Key)
+		if err != nil {
+			return File{}, err
+		}
 		if c.From != nil {
 			fmt.Fprintf(&b, "# was %d\n", *c.From)
 		}
-		fmt.Fprintf(&b, "%s = %d\n", c.Key, c.To)
+		fmt.Fprintf(&b, "%s = %d\n", k, c.To)
 	}
-	return File{Kind: "file", Path: SysctlFileName(id), Content: b.String(), Why: "systemd-sysctl applies it at every boot"}
+	return File{Kind: "file", Path: SysctlFileName(id), Content: b.String(), Why: "systemd-sysctl applies it at every boot"}, nil
 }
 
 // ringFile is a udev rule that sets the ring whenever the interface
@@ -298,14 +377,33 @@ func sysctlFile(id string, cs []check.SysctlChange) File {
 // .link file: only the first matching .link file applies, so a new one
 // would replace the distribution's 99-default.link naming policy for the
 // device (systemd.link(5)).
-func ringFile(r check.RingChange) File {
+//
+// Every value from the snapshot is a udev match value (quote.Udev); the
+// command names the device with udev's own $name substitution (udev(7)),
+// so the interface name is never part of RUN. A value udev cannot hold
+// literally refuses the file.
+func ringFile(r check.RingChange) (File, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by slowpath fix: RX ring of %s to %d (driver maximum %d, was %d).\n", r.Interface, r.RX, r.RXMax, r.RXFrom)
-	match := fmt.Sprintf(`NAME=="%s"`, r.Interface)
+	fmt.Fprintf(&b, "# Written by slowpath fix: RX ring of %s to %d (driver maximum %d, was %d).\n", quote.Comment(r.Interface), r.RX, r.RXMax, r.RXFrom)
+	var match string
 	if r.BusInfo != "" && r.Driver != "" {
-		match = fmt.Sprintf(`KERNELS=="%s", DRIVERS=="%s"`, r.BusInfo, r.Driver)
+		bus, err := quote.Udev(r.BusInfo)
+		if err != nil {
+			return File{}, err
+		}
+		drv, err := quote.Udev(r.Driver)
+		if err != nil {
+			return File{}, err
+		}
+		match = "KERNELS==" + bus + ", DRIVERS==" + drv
+	} else {
+		name, err := quote.Udev(r.Interface)
+		if err != nil {
+			return File{}, err
+		}
+		match = "NAME==" + name
 	}
 	fmt.Fprintf(&b, "ACTION==\"add\", SUBSYSTEM==\"net\", %s, RUN+=\"/usr/sbin/ethtool -G $name rx %d\"\n", match, r.RX)
-	return File{Kind: "file", Path: "/etc/udev/rules.d/60-slowpath-ring-" + r.Interface + ".rules", Content: b.String(),
-		Why: "udev sets the ring each time the interface appears (boot, driver reload)"}
+	return File{Kind: "file", Path: "/etc/udev/rules.d/60-slowpath-ring-" + PathComponent(r.Interface) + ".rules", Content: b.String(),
+		Why: "udev sets the ring each time the interface appears (boot, driver reload)"}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/slowpath/slowpath/internal/quote"
 )
 
 // Formats are the plan renderings.
@@ -24,7 +26,11 @@ func WriteWith(w io.Writer, p *Plan, format string, k KubernetesOptions) error {
 		_, err := io.WriteString(w, Shell(p))
 		return err
 	case "files":
-		_, err := w.Write(Files(p))
+		b, err := Files(p)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
 		return err
 	case "kubernetes":
 		b, err := Kubernetes(p, k)
@@ -41,10 +47,12 @@ func WriteWith(w io.Writer, p *Plan, format string, k KubernetesOptions) error {
 	return fmt.Errorf("unknown --format %q: use %s", format, strings.Join(Formats, ", "))
 }
 
-// comment prefixes every line of s with "# ".
+// comment prefixes every line of s with "# ". Each line is made safe
+// with quote.Comment, so no character of s can end the comment early: a
+// newline in s only starts another comment line.
 func comment(b *strings.Builder, s string) {
 	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
+		b.WriteString(strings.TrimRight("# "+quote.Comment(l), " ") + "\n")
 	}
 }
 
@@ -64,16 +72,18 @@ func heredoc(content string) string {
 func Shell(p *Plan) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
-	b.WriteString("# slowpath fix plan")
+	title := "slowpath fix plan"
 	if p.Kernel != "" {
-		b.WriteString(" for kernel " + p.Kernel)
+		title += " for kernel " + quote.Comment(p.Kernel)
 	}
-	b.WriteString(".\n# Review before running; `slowpath fix --apply` makes the runtime changes\n# with verification and rollback instead.\nset -eu\n")
+	comment(&b, title+".")
+	b.WriteString("# Review before running; `slowpath fix --apply` makes the runtime changes\n# with verification and rollback instead.\nset -eu\n")
 	if len(p.Entries) == 0 {
 		b.WriteString("# Nothing to fix: no finding has a host-level fix.\n")
 	}
 	for _, e := range p.Entries {
-		fmt.Fprintf(&b, "\n# == %s on %s (%s)\n", e.ID, e.Subject, e.Severity)
+		b.WriteString("\n")
+		comment(&b, fmt.Sprintf("== %s on %s (%s)", quote.Comment(e.ID), quote.Comment(e.Subject), quote.Comment(fmt.Sprint(e.Severity))))
 		if e.NotApplicable != "" {
 			comment(&b, "Not applicable here: "+e.NotApplicable)
 		}
@@ -81,19 +91,17 @@ func Shell(p *Plan) string {
 			b.WriteString("# runtime\n")
 		}
 		for _, s := range e.Steps {
-			b.WriteString(s.Command + "\n")
+			b.WriteString(StepCommand(s) + "\n")
 		}
 		for _, f := range e.Files {
-			fmt.Fprintf(&b, "# persistent: %s\n", f.Why)
+			comment(&b, "persistent: "+quote.Comment(f.Why))
 			switch f.Kind {
 			case "crypttab":
-				// cat > rather than mv keeps the file's owner and mode.
-				fmt.Fprintf(&b, "# add %s to the options (fourth field) of %s in %s\n", strings.Join(f.Options, ","), f.Name, f.Path)
-				fmt.Fprintf(&b, "awk -v n=%s -v o=%s '$1==n && $0 !~ /^[ \\t]*#/ {if (NF<4) {$3=($3==\"\"?\"none\":$3); $4=o} else $4=$4\",\"o} {print}' %s > %s.new && cat %s.new > %s && rm %s.new\n",
-					f.Name, strings.Join(f.Options, ","), f.Path, f.Path, f.Path, f.Path, f.Path)
+				comment(&b, fmt.Sprintf("add %s to the options (fourth field) of %s in %s", quote.Comment(strings.Join(f.Options, ",")), quote.Comment(f.Name), quote.Comment(f.Path)))
+				b.WriteString(crypttabEdit(f) + "\n")
 			default:
 				d := heredoc(f.Content)
-				fmt.Fprintf(&b, "mkdir -p %s\ncat > %s <<'%s'\n%s%s\n", dir(f.Path), f.Path, d, f.Content, d)
+				fmt.Fprintf(&b, "mkdir -p %s\ncat > %s <<'%s'\n%s%s\n", quote.Shell(dir(f.Path)), quote.Shell(f.Path), d, f.Content, d)
 			}
 		}
 		for _, m := range e.Manual {
@@ -109,6 +117,17 @@ func Shell(p *Plan) string {
 	return b.String()
 }
 
+// crypttabEdit adds f's options to the fourth field of f.Name's line. The
+// name and options reach awk through the environment (ENVIRON, POSIX awk)
+// rather than -v, which would interpret backslash escapes in them; cat >
+// rather than mv keeps the file's owner and mode.
+func crypttabEdit(f File) string {
+	t := quote.Shell(f.Path)
+	tn := quote.Shell(f.Path + ".new")
+	return fmt.Sprintf("n=%s o=%s awk '$1==ENVIRON[\"n\"] && $0 !~ /^[ \\t]*#/ {if (NF<4) {$3=($3==\"\"?\"none\":$3); $4=ENVIRON[\"o\"]} else $4=$4\",\"ENVIRON[\"o\"]} {print}' %s > %s && cat %s > %s && rm %s",
+		quote.Shell(f.Name), quote.Shell(strings.Join(f.Options, ",")), t, tn, tn, t, tn)
+}
+
 func dir(p string) string {
 	if i := strings.LastIndex(p, "/"); i > 0 {
 		return p[:i]
@@ -120,28 +139,53 @@ func dir(p string) string {
 // per file, named by its absolute path. The comment lists what is not a
 // whole file (crypttab options, manual and cloud commands, entries that
 // do not apply).
-func Files(p *Plan) []byte {
+//
+// txtar has no escaping: a file name is the rest of its "-- NAME --" line
+// and a data line of that shape starts a new file. So every comment line is
+// made one line with quote.Comment, and a name or a content line that
+// txtar would read differently is refused.
+func Files(p *Plan) ([]byte, error) {
 	var a txtar.Archive
 	var c strings.Builder
 	c.WriteString("slowpath fix: persistent files (txtar: one section per file).\n")
+	line := func(format string, args ...any) {
+		c.WriteString(quote.Comment(fmt.Sprintf(format, args...)) + "\n")
+	}
 	for _, e := range p.Entries {
 		if e.NotApplicable != "" {
-			fmt.Fprintf(&c, "%s on %s: not applicable here: %s\n", e.ID, e.Subject, e.NotApplicable)
+			line("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable)
 		}
 		for _, f := range e.Files {
 			if f.Kind == "crypttab" {
-				fmt.Fprintf(&c, "%s on %s: add %s to the options of %s in %s\n", e.ID, e.Subject, strings.Join(f.Options, ","), f.Name, f.Path)
+				line("%s on %s: add %s to the options of %s in %s", e.ID, e.Subject, strings.Join(f.Options, ","), f.Name, f.Path)
 				continue
+			}
+			if err := txtarSafe(f); err != nil {
+				return nil, err
 			}
 			a.Files = append(a.Files, txtar.File{Name: f.Path, Data: []byte(f.Content)})
 		}
 		for _, m := range e.Manual {
-			fmt.Fprintf(&c, "%s on %s: run by hand: %s\n", e.ID, e.Subject, m)
+			line("%s on %s: run by hand: %s", e.ID, e.Subject, m)
 		}
 		for _, cl := range e.Cloud {
-			fmt.Fprintf(&c, "%s on %s: cloud (%s), not run: %s\n", e.ID, e.Subject, cl.Provider, strings.Join(cl.Commands, "; "))
+			line("%s on %s: cloud (%s), not run: %s", e.ID, e.Subject, cl.Provider, strings.Join(cl.Commands, "; "))
 		}
 	}
 	a.Comment = []byte(c.String())
-	return txtar.Format(&a)
+	return txtar.Format(&a), nil
+}
+
+// txtarSafe refuses a file txtar cannot hold as it is: a name that is not
+// one clean line, or a content line that reads as a file marker.
+func txtarSafe(f File) error {
+	if f.Path == "" || quote.Comment(f.Path) != f.Path || strings.TrimSpace(f.Path) != f.Path || strings.Contains(f.Path, " --") {
+		return fmt.Errorf("file name %q cannot be a txtar section name: use --format shell", f.Path)
+	}
+	for _, l := range strings.Split(f.Content, "\n") {
+		if strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
+			return fmt.Errorf("%s: line %q would start a new txtar section: use --format shell", f.Path, l)
+		}
+	}
+	return nil
 }

@@ -47,7 +47,7 @@ func TestShellCommandsRun(t *testing.T) {
 	// The crypttab edit.
 	var line string
 	for _, l := range strings.Split(script, "\n") {
-		if strings.HasPrefix(l, "awk -v n=data") {
+		if strings.HasPrefix(l, "n=data o=") {
 			line = l
 		}
 	}
@@ -65,5 +65,30 @@ func TestShellCommandsRun(t *testing.T) {
 	want := "# data /dev/x\ndata /dev/sdb none plain,discard,no-read-workqueue,no-write-workqueue\nswap /dev/sdc /dev/urandom swap\n"
 	if string(got) != want {
 		t.Errorf("crypttab:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The crypttab edit receives the name byte-exact (through ENVIRON, not
+// awk -v, which would turn \t into a tab): a name with backslashes, a
+// quote and shell syntax edits its own line and no other. The first line
+// is the decoy: awk -v would read the name a\\b as a\b and edit it.
+func TestCrypttabEditExactName(t *testing.T) {
+	testenv.RequireTool(t, "awk", "mawk")
+	sh := testenv.RequireTool(t, "sh", "dash")
+	for _, name := range []string{`a\\b`, `a\tb`, `it's`, "$(id)", "x;touch${IFS}/tmp/PWNED;#", `a\`} {
+		tab := filepath.Join(t.TempDir(), "crypttab")
+		in := `a\b /dev/sda none discard` + "\n" + name + " /dev/sdb none plain\n"
+		if err := os.WriteFile(tab, []byte(in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		line := crypttabEdit(File{Kind: "crypttab", Path: tab, Name: name, Options: []string{"no-read-workqueue"}})
+		if out, err := exec.Command(sh, "-c", line).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", line, err, out)
+		}
+		got, _ := os.ReadFile(tab)
+		want := `a\b /dev/sda none discard` + "\n" + name + " /dev/sdb none plain,no-read-workqueue\n"
+		if string(got) != want {
+			t.Errorf("name %q:\n%s\nwant\n%s", name, got, want)
+		}
 	}
 }

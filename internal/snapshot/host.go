@@ -4,9 +4,12 @@ package snapshot
 type Host struct {
 	KernelRelease string `json:"kernel_release"` // uname -r
 	// BootID is /proc/sys/kernel/random/boot_id (a UUID, new at every boot)
-	// and MachineID /etc/machine-id (32 hex digits, machine-id(5)) of the
-	// collecting host. fix refuses to change this host from a snapshot whose
-	// identity is another's. Empty when unread and in older snapshots.
+	// of the collecting host. MachineID is not /etc/machine-id itself,
+	// which machine-id(5) calls confidential, but the app-specific id
+	// derived from it as sd_id128_get_machine_app_specific(3) does (32 hex
+	// digits; internal/collect/host/identity.go). fix refuses to change
+	// this host from a snapshot whose identity is another's. Empty when
+	// unread and in older snapshots.
 	BootID    string `json:"boot_id,omitempty"`
 	MachineID string `json:"machine_id,omitempty"`
 	Arch      string `json:"arch,omitempty"` // uname -m

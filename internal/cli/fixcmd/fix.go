@@ -64,6 +64,11 @@ worse. Applying twice changes nothing the second time. --rollback restores
 what the state file records (only settings that still hold the value
 slowpath set, unless --force). --persist writes the files, listing each.
 
+With --from, --apply and --persist are refused unless the snapshot is of
+this host: the same boot id, or the same machine id and every device the
+plan touches here with the same ifindex or dm device number and uuid.
+Printing the plan of another host's snapshot is always allowed.
+
 Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,6 +130,14 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	plan, err := fix.Build(s, r.Findings, fix.Options{Only: o.Only})
 	if err != nil {
 		return usageErr(err)
+	}
+	// A snapshot from elsewhere (a ticket, another node) names devices
+	// that may be other devices here: its plan is only printed unless the
+	// snapshot is shown to be of this host (docs/fix.md).
+	if o.From != "" && (o.Apply || o.Persist) {
+		if err := apply.CheckSameHost(s, apply.Live(o.Collect.FS), plan); err != nil {
+			return usageErr(fmt.Errorf("fix --from %s with --apply or --persist: %w; run slowpath fix on this host without --from (it collects this host), or drop --apply and --persist to only print the plan", o.From, err))
+		}
 	}
 	if err := fix.WriteWith(env.Stdout, plan, o.Format, o.K8s); err != nil {
 		return usageErr(err)

@@ -3,8 +3,11 @@ package fixcmd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,9 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/fixcmd"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 const accelnet = "../../../testdata/hosts/net-azure-accelnet.json"
@@ -67,14 +73,59 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+const (
+	treeBoot    = "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f"
+	treeMachine = "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f"
+	// treeMachineApp is slowpath's app-specific id of treeMachine
+	// (internal/collect/host TestCollectIdentity).
+	treeMachineApp = "5a94e339d5424f3a808dcfb5934e9f45"
+)
+
+// hostTree is a host root for the live side of fix: boot id, machine id
+// and the accelnet fixture's VF at ifindex 3.
+func hostTree(t *testing.T) hostfs.FS {
+	t.Helper()
+	dir := t.TempDir()
+	hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", treeBoot+"\n")
+	hostfstest.WriteFile(t, dir, "etc/machine-id", treeMachine+"\n")
+	hostfstest.WriteFile(t, dir, "sys/class/net/enP30832s1/ifindex", "3\n")
+	return hostfs.New(dir)
+}
+
+// withIdentity writes a copy of the snapshot at src with the given host
+// ids, as if it had been collected where they hold.
+func withIdentity(t *testing.T, src, boot, machine string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	h := m["host"].(map[string]any)
+	h["boot_id"], h["machine_id"] = boot, machine
+	out := filepath.Join(t.TempDir(), "snapshot.json")
+	b, err = json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // --persist without --apply writes the plan's files under --path.rootfs,
-// lists each, does it once; --rollback removes them again.
+// lists each, does it once; --rollback removes them again. The snapshot
+// is of this host (the tree's boot id).
 func TestPersistFromSnapshot(t *testing.T) {
-	root := t.TempDir()
-	fs := hostfs.Default()
-	fs.Root = root
+	fs := hostTree(t)
+	root := fs.Root
+	snap := withIdentity(t, accelnet, treeBoot, "")
 	state := filepath.Join(t.TempDir(), "state.json")
-	args := []string{"fix", "--from", accelnet, "--persist", "--only", "net.backlog-drops,net.ring-undersized", "--state", state}
+	args := []string{"fix", "--from", snap, "--persist", "--only", "net.backlog-drops,net.ring-undersized", "--state", state}
 	code, stdout, stderr := runCLI(t, fs, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -103,4 +154,153 @@ func TestPersistFromSnapshot(t *testing.T) {
 			t.Errorf("%s left after --rollback: %v", f, err)
 		}
 	}
+}
+
+// fix --from a snapshot of another host prints its plan but refuses
+// --apply and --persist, saying why and what to do; nothing is written.
+// The same machine after a reboot is accepted when the plan's devices are
+// here with the same identity.
+func TestFromOtherHost(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		boot, machine string
+		ifindex       string // of enP30832s1 in the tree; "" removes it
+		refused       []string
+	}{
+		{"no identity", "", "", "3", []string{"its boot id (none) is not this boot's " + treeBoot, "machine id (none)"}},
+		{"other boot, other machine", "11111111-2222-4333-8444-555555555555", "0123456789abcdef0123456789abcdef", "3",
+			[]string{"boot id 11111111-2222-4333-8444-555555555555", "machine id 0123456789abcdef0123456789abcdef is not this host's " + treeMachineApp}},
+		{"same machine, ifindex changed", "11111111-2222-4333-8444-555555555555", treeMachineApp, "7",
+			[]string{`interface "enP30832s1" has ifindex 7 here, 3 in the snapshot`}},
+		{"same machine, interface gone", "11111111-2222-4333-8444-555555555555", treeMachineApp, "",
+			[]string{`interface "enP30832s1" is not on this host`}},
+		{"same machine, same devices", "11111111-2222-4333-8444-555555555555", treeMachineApp, "3", nil},
+		{"same boot", treeBoot, "", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := hostTree(t)
+			ifx := filepath.Join(fs.Root, "sys/class/net/enP30832s1/ifindex")
+			if tc.ifindex == "" {
+				if err := os.Remove(ifx); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(ifx, []byte(tc.ifindex+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			snap := withIdentity(t, accelnet, tc.boot, tc.machine)
+			state := filepath.Join(t.TempDir(), "state.json")
+			only := []string{"--only", "net.ring-undersized", "--state", state}
+
+			code, plan, stderr := runCLI(t, fs, append([]string{"fix", "--from", snap}, only...)...)
+			if code != 0 || !strings.Contains(plan, "ethtool -G enP30832s1") {
+				t.Fatalf("printing the plan: exit %d, %s\n%s", code, stderr, plan)
+			}
+			code, stdout, stderr := runCLI(t, fs, append([]string{"fix", "--from", snap, "--persist"}, only...)...)
+			rule := filepath.Join(fs.Root, "etc/udev/rules.d/60-slowpath-ring-enP30832s1.rules")
+			if tc.refused == nil {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				if _, err := os.Stat(rule); err != nil {
+					t.Errorf("accepted but not written: %v", err)
+				}
+				return
+			}
+			if code != clienv.ExitUsage || stdout != "" {
+				t.Errorf("exit %d, stdout %q; want 2 and nothing printed", code, stdout)
+			}
+			for _, want := range append(tc.refused, "not of this host", "without --from", "drop --apply and --persist") {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			for _, p := range []string{rule, state} {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s written although refused: %v", p, err)
+				}
+			}
+			if code, _, stderr := runCLI(t, fs, append([]string{"fix", "--from", snap, "--apply"}, only...)...); code != clienv.ExitUsage || !strings.Contains(stderr, "not of this host") {
+				t.Errorf("--apply: exit %d: %s", code, stderr)
+			}
+		})
+	}
+}
+
+// A snapshot this host has just collected of itself is accepted.
+func TestFromOwnFreshSnapshot(t *testing.T) {
+	fs := hostTree(t)
+	snap := filepath.Join(t.TempDir(), "self.json")
+	if code, _, stderr := runCLI(t, fs, "collect", "--cloud", "none", "--net-interval", "0", "-o", snap); code != 0 {
+		t.Fatalf("collect: exit %d: %s", code, stderr)
+	}
+	s, err := snapshot.Load(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Host == nil || s.Host.BootID != treeBoot || s.Host.MachineID != treeMachineApp {
+		t.Fatalf("collected identity %+v", s.Host)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	if code, _, stderr := runCLI(t, fs, "fix", "--from", snap, "--persist", "--state", state); code != 0 || strings.Contains(stderr, "not of this host") {
+		t.Errorf("own snapshot: exit %d: %s", code, stderr)
+	}
+}
+
+// A snapshot of this host whose interface has a hostile (kernel-valid)
+// name: every format prints it as data, the shell script passes sh -n,
+// and --persist writes only inside --path.rootfs.
+func TestHostileSnapshotPersist(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	for _, name := range []string{"a;reboot", "..;reboot", "$(id)", "`id`"} {
+		t.Run(name, func(t *testing.T) {
+			fs := hostTree(t)
+			b, err := os.ReadFile(withIdentity(t, accelnet, treeBoot, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, _ := json.Marshal(name)
+			snap := filepath.Join(t.TempDir(), "hostile.json")
+			if err := os.WriteFile(snap, bytes.ReplaceAll(b, []byte(`"enP30832s1"`), q), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			parent := filepath.Dir(fs.Root)
+			before := listTree(t, parent)
+			for _, format := range []string{"files", "kubernetes", "json"} {
+				if code, _, stderr := runCLI(t, fs, "fix", "--from", snap, "--format", format); code != 0 {
+					t.Errorf("--format %s: exit %d: %s", format, code, stderr)
+				}
+			}
+			state := filepath.Join(fs.Root, "var/lib/slowpath/fix/state.json")
+			code, script, stderr := runCLI(t, fs, "fix", "--from", snap, "--persist", "--only", "net.ring-undersized", "--state", state)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if out, err := exec.Command(sh, "-n", "-c", script).CombinedOutput(); err != nil {
+				t.Errorf("sh -n: %v: %s\n%s", err, out, script)
+			}
+			if !strings.Contains(script, "ethtool -G '"+strings.ReplaceAll(name, "'", `'\''`)+"' rx") {
+				t.Errorf("ethtool line does not quote %q:\n%s", name, script)
+			}
+			for _, p := range listTree(t, parent) {
+				if !strings.HasPrefix(p, fs.Root+string(filepath.Separator)) && !slices.Contains(before, p) {
+					t.Errorf("written outside --path.rootfs: %s", p)
+				}
+			}
+		})
+	}
+}
+
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-// Package host collects kernel release, CPU flags, DMI identity and crypto
+// Package host collects kernel release, boot and machine id, CPU flags, DMI identity and crypto
 // drivers into snapshot.Host. Each reader lives in a file named after the
 // kernel file it reads; a missing file is recorded in the manifest and the
 // rest is still collected.
@@ -14,6 +14,7 @@ func Collect(fs hostfs.FS, s *snapshot.Snapshot) {
 	h := &snapshot.Host{}
 	s.Host = h
 	collectKernel(fs, h, s)
+	collectIdentity(fs, h, s)
 	collectCPUInfo(fs, h, s)
 	collectDMI(fs, h, s)
 	collectCrypto(fs, h, s)

@@ -140,10 +140,22 @@ func (a *Applier) load() error {
 	return nil
 }
 
-// save writes the state atomically; with nothing recorded it removes the file.
+// save writes the state atomically; with nothing recorded it removes the
+// file. It works through an os.Root at the state's directory with a fresh
+// O_EXCL temporary file, so a link planted at state.json.tmp cannot send
+// the write anywhere else.
 func (a *Applier) save() error {
+	dir, base := filepath.Split(a.StatePath)
+	if dir == "" {
+		dir = "."
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	defer r.Close()
 	if len(a.state.Changes) == 0 && len(a.state.Files) == 0 {
-		if err := os.Remove(a.StatePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := r.Remove(base); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
@@ -152,11 +164,23 @@ func (a *Applier) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := a.StatePath + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	tmp := base + ".tmp"
+	if err := r.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("write state: %w", err)
 	}
-	return os.Rename(tmp, a.StatePath)
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Remove(tmp)
+		return fmt.Errorf("write state: %w", err)
+	}
+	return r.Rename(tmp, base)
 }
 
 func (a *Applier) find(key string) int {

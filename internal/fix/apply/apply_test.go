@@ -15,6 +15,7 @@ import (
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // The state machine runs here against a temporary /proc/sys tree and
@@ -355,4 +356,169 @@ func FuzzCryptOptions(f *testing.F) {
 			t.Fatalf("%q -> %q: options %v then %v (%v)", params, out, opts, again, err)
 		}
 	})
+}
+
+// walkFiles lists every file and link under dir, so a test can see that
+// nothing appeared outside the root.
+func walkFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Persist writes only inside --path.rootfs: a path with .., and a path
+// whose directory is a symlink out of the root, are refused with the
+// path; a symlink that stays inside the root is followed.
+func TestPersistStaysInRoot(t *testing.T) {
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, root string)
+		path  string
+		ok    bool
+	}{
+		{"dotdot", nil, "/etc/udev/rules.d/../../../" + filepath.Base(outside) + "/x.rules", false},
+		{"relative", nil, "etc/x.conf", false},
+		{"symlink out", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "etc/udev"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(root, "etc/udev/rules.d")); err != nil {
+				t.Fatal(err)
+			}
+		}, "/etc/udev/rules.d/60-slowpath-ring-eth0.rules", false},
+		{"relative symlink out", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(filepath.Join(root, "etc"), outside)
+			if err := os.Symlink(rel, filepath.Join(root, "etc/sysctl.d")); err != nil {
+				t.Fatal(err)
+			}
+		}, "/etc/sysctl.d/60-slowpath-x.conf", false},
+		{"symlink inside", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "usr/lib/sysctl.d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../usr/lib/sysctl.d", filepath.Join(root, "etc/sysctl.d")); err != nil {
+				t.Fatal(err)
+			}
+		}, "/etc/sysctl.d/60-slowpath-x.conf", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t)
+			if err := os.MkdirAll(h.FS.Root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.setup != nil {
+				tc.setup(t, h.FS.Root)
+			}
+			a := open(t, h, filepath.Join(t.TempDir(), "state.json"))
+			_, err := a.Persist(fix.Entry{ID: "x", Files: []fix.File{{Kind: "file", Path: tc.path, Content: "x\n"}}})
+			if got := walkFiles(t, outside); len(got) != 0 {
+				t.Fatalf("written outside the root: %v", got)
+			}
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, err := os.ReadFile(filepath.Join(h.FS.Root, "usr/lib/sysctl.d/60-slowpath-x.conf")); err != nil || string(b) != "x\n" {
+					t.Errorf("not written through the inner link: %q %v", b, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOutsideRoot) || !strings.Contains(err.Error(), filepath.Base(tc.path)) {
+				t.Errorf("want ErrOutsideRoot naming the path, got %v", err)
+			}
+			if len(a.State().Files) != 0 {
+				t.Errorf("refused file recorded: %+v", a.State().Files)
+			}
+		})
+	}
+}
+
+// Rollback takes its paths from the state file, which is data too: a path
+// that leaves the root is refused and the file outside stays.
+func TestRollbackStaysInRoot(t *testing.T) {
+	h := newHost(t)
+	if err := os.MkdirAll(h.FS.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(h.FS.Root, victim)
+	state := filepath.Join(t.TempDir(), "state.json")
+	st := fmt.Sprintf(`{"boot_id":"boot-1","changes":[],"files":[{"path":"/%s","id":"x","existed":false,"written":"keep\n"}]}`, rel)
+	if err := os.WriteFile(state, []byte(st), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, h, state)
+	if err := a.Rollback(true); !errors.Is(err, ErrOutsideRoot) {
+		t.Errorf("rollback of %s: %v, want ErrOutsideRoot", rel, err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep\n" {
+		t.Errorf("file outside the root touched: %q %v", b, err)
+	}
+}
+
+// A sysctl key from a snapshot names a file under /proc/sys or nothing.
+func TestSysctlKeyStaysInProcSys(t *testing.T) {
+	h := newHost(t)
+	hostfstest.WriteFile(t, h.proc, "etc/victim", "keep\n")
+	a := open(t, h, filepath.Join(t.TempDir(), "state.json"))
+	for _, k := range []string{"net.core/../../../etc/victim", "net..core", "..etc.victim"} {
+		if _, err := a.ApplyEntry(fix.Entry{ID: "x", Steps: []fix.Step{sysctlStep(k, 1)}}); err == nil || !strings.Contains(err.Error(), "sysctl key") {
+			t.Errorf("key %q: %v, want a sysctl key error", k, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.proc, "etc/victim")); string(b) != "keep\n" {
+		t.Errorf("victim changed: %q", b)
+	}
+}
+
+// Persist keeps the mode of the file it edits (crypttab is often 0600).
+func TestPersistKeepsMode(t *testing.T) {
+	h := newHost(t)
+	tab := filepath.Join(h.FS.Root, "etc/crypttab")
+	hostfstest.WriteFile(t, h.FS.Root, "etc/crypttab", "data /dev/sdb none plain\n")
+	if err := os.Chmod(tab, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, h, filepath.Join(t.TempDir(), "state.json"))
+	if _, err := a.Persist(fix.Entry{ID: "x", Files: []fix.File{{Kind: "crypttab", Path: "/etc/crypttab", Name: "data", Options: []string{"no-read-workqueue"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(tab); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("crypttab mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+// The /proc/sys reader works through os.Root on the real procfs too.
+func TestLiveSysctlRead(t *testing.T) {
+	const key = "net.core.netdev_max_backlog"
+	want, err := os.ReadFile("/proc/sys/net/core/netdev_max_backlog")
+	if err != nil {
+		testenv.Unavailable(t, "no /proc/sys/net/core/netdev_max_backlog: "+err.Error())
+	}
+	got, err := Live(hostfs.Default()).read(sysctlStep(key, 0))
+	if err != nil || got != strings.TrimSpace(string(want)) {
+		t.Errorf("read %s = %q, %v; /proc says %q", key, got, err, want)
+	}
 }

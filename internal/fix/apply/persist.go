@@ -23,16 +23,96 @@ func (a *Applier) rootPath(p string) string {
 	return filepath.Join(a.Host.FS.Root, filepath.FromSlash(p))
 }
 
+// ErrOutsideRoot marks a path that would leave the host root
+// (--path.rootfs): through .., or through a symlink that points out.
+var ErrOutsideRoot = errors.New("would leave --path.rootfs: refused")
+
+// rootRel is the path of p relative to the host root. p must be absolute
+// and clean, with no .. component: fix writes only where it means to.
+func rootRel(p string) (string, error) {
+	rel := strings.TrimPrefix(p, "/")
+	if !strings.HasPrefix(p, "/") || rel == "" || !filepath.IsLocal(rel) || filepath.Clean(rel) != rel {
+		return "", fmt.Errorf("%q: %w", p, ErrOutsideRoot)
+	}
+	return rel, nil
+}
+
+// openRoot opens the host root as an os.Root: every file fix writes or
+// restores is opened through it, so neither .. nor a symlink under the
+// root (an /etc/udev/rules.d -> /elsewhere) leads outside it.
+func (a *Applier) openRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(a.Host.FS.Root)
+	if err != nil {
+		return nil, fmt.Errorf("open --path.rootfs %s: %w", a.Host.FS.Root, err)
+	}
+	return r, nil
+}
+
+// inRoot wraps an error of an os.Root operation on rel, naming the full
+// path and saying when the cause is a symlink that leads out of the root.
+// os does not export its "path escapes from parent" error (os/root.go
+// errPathEscapes), so this is the one place that reads the message.
+func (a *Applier) inRoot(op, rel string, err error) error {
+	full := a.rootPath("/" + rel)
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("%s %s: %w (a symlink on the way is absolute or points outside %s)", op, full, ErrOutsideRoot, a.Host.FS.Root)
+	}
+	return fmt.Errorf("%s %s: %w", op, full, err)
+}
+
+// writeAtomic writes content to rel through a fresh temporary file
+// (O_EXCL: never through a link left at its name) renamed over rel. The
+// file keeps the permissions of the one it replaces (an /etc/crypttab of
+// mode 0600 stays 0600).
+func writeAtomic(r *os.Root, rel, content string) error {
+	mode := os.FileMode(0o644)
+	if fi, err := r.Stat(rel); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp := rel + ".slowpath-tmp"
+	if err := r.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.Chmod(tmp, mode) // past the umask
+	}
+	if err != nil {
+		r.Remove(tmp)
+		return err
+	}
+	return r.Rename(tmp, rel)
+}
+
 // Persist writes the persistent files of e under the host root and
 // records them, so Rollback removes or restores them.
+//
+// Every path stays inside the host root: a plan path that is not absolute
+// and clean, or one whose way leads out through a symlink, is refused
+// with ErrOutsideRoot and the path.
 func (a *Applier) Persist(e fix.Entry) ([]Persisted, error) {
 	var out []Persisted
+	r, err := a.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	for _, f := range e.Files {
-		full := a.rootPath(f.Path)
-		old, err := os.ReadFile(full)
+		rel, err := rootRel(f.Path)
+		if err != nil {
+			return out, err
+		}
+		old, err := r.ReadFile(rel)
 		existed := err == nil
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return out, fmt.Errorf("read %s: %w", full, err)
+			return out, a.inRoot("read", rel, err)
 		}
 		content := f.Content
 		if f.Kind == "crypttab" {
@@ -51,15 +131,11 @@ func (a *Applier) Persist(e fix.Entry) ([]Persisted, error) {
 			out = append(out, Persisted{Path: f.Path, ID: e.ID})
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return out, err
+		if err := r.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			return out, a.inRoot("mkdir", filepath.Dir(rel), err)
 		}
-		tmp := full + ".slowpath-tmp"
-		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-			return out, fmt.Errorf("write %s: %w", full, err)
-		}
-		if err := os.Rename(tmp, full); err != nil {
-			return out, err
+		if err := writeAtomic(r, rel, content); err != nil {
+			return out, a.inRoot("write", rel, err)
 		}
 		i := slices.IndexFunc(a.state.Files, func(c FileChange) bool { return c.Path == f.Path })
 		if i >= 0 {
@@ -81,14 +157,28 @@ func (a *Applier) Persist(e fix.Entry) ([]Persisted, error) {
 
 // unpersist restores or removes every recorded file, last first. A file
 // whose content is no longer what slowpath wrote is left alone unless forced.
+// The paths come from the state file and go through the same root as
+// Persist's.
 func (a *Applier) unpersist(force bool) error {
+	if len(a.state.Files) == 0 {
+		return nil
+	}
+	r, err := a.openRoot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 	var errs []error
 	for i := len(a.state.Files) - 1; i >= 0; i-- {
 		fc := a.state.Files[i]
-		full := a.rootPath(fc.Path)
-		cur, err := os.ReadFile(full)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		rel, err := rootRel(fc.Path)
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		cur, err := r.ReadFile(rel)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, a.inRoot("read", rel, err))
 			continue
 		}
 		if err == nil && string(cur) != fc.Written && !force {
@@ -96,15 +186,15 @@ func (a *Applier) unpersist(force bool) error {
 			continue
 		}
 		if fc.Existed {
-			err = os.WriteFile(full, []byte(fc.Previous), 0o644)
+			err = writeAtomic(r, rel, fc.Previous)
 		} else {
-			err = os.Remove(full)
+			err = r.Remove(rel)
 			if errors.Is(err, os.ErrNotExist) {
 				err = nil
 			}
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, a.inRoot("restore", rel, err))
 			continue
 		}
 		fmt.Fprintf(a.Log, "%s: %s %s\n", fc.ID, map[bool]string{true: "restored", false: "removed"}[fc.Existed], fc.Path)

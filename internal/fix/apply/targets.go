@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/quote"
 )
 
 // Rings reads and sets NIC RX ring sizes.
@@ -67,13 +69,33 @@ func (h Host) sysctlPath(key string) string {
 	return h.FS.ProcPath(append([]string{"sys"}, strings.Split(key, ".")...)...)
 }
 
+// sysctlFile opens the /proc/sys file of key through an os.Root at
+// /proc/sys: the key must be a sysctl name (quote.SysctlKey), so it names
+// a file under /proc/sys and nothing else.
+func (h Host) sysctlFile(key string, flag int) (*os.File, error) {
+	if _, err := quote.SysctlKey(key); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(h.FS.ProcPath("sys"))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.OpenFile(strings.ReplaceAll(key, ".", "/"), flag, 0)
+}
+
 // read returns the current value of what s changes, in the form the state
 // file keeps: a number for sysctls and rings, the optional parameters
 // (never the key) for crypt tables.
 func (h Host) read(s fix.Step) (string, error) {
 	switch s.Kind {
 	case fix.KindSysctl:
-		b, err := os.ReadFile(h.sysctlPath(s.Sysctl.Key))
+		f, err := h.sysctlFile(s.Sysctl.Key, os.O_RDONLY)
+		if err != nil {
+			return "", fmt.Errorf("read sysctl %s: %w", s.Sysctl.Key, err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
 		if err != nil {
 			return "", fmt.Errorf("read sysctl %s: %w", s.Sysctl.Key, err)
 		}
@@ -138,7 +160,15 @@ func (h Host) write(s fix.Step, value string) error {
 	switch s.Kind {
 	case fix.KindSysctl:
 		p := h.sysctlPath(s.Sysctl.Key)
-		if err := os.WriteFile(p, []byte(value+"\n"), 0); err != nil {
+		f, err := h.sysctlFile(s.Sysctl.Key, os.O_WRONLY|os.O_TRUNC)
+		if err != nil {
+			return fmt.Errorf("write %s: %w (run as root)", p, err)
+		}
+		_, err = f.WriteString(value + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return fmt.Errorf("write %s: %w (run as root)", p, err)
 		}
 		return nil

@@ -6,9 +6,9 @@ set -eu
 
 # == dmcrypt.workqueue on /dev/mapper/data (warning)
 # runtime
-dmsetup table --showkeys data | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload data && dmsetup resume data
+dmsetup table --showkeys -- data | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- data && dmsetup resume -- data
 # persistent, run by hand (asks for the passphrase, key file or token):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent data
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- data
 
 # == storage.stacked-encryption on /mnt/data (warning)
 # cloud (azure), not run by slowpath: turn encryption at host off (the VM is deallocated, so it stops until started again)

@@ -1,0 +1,57 @@
+package apply
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/fix"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// A dm device is the same when its name, major:minor and uuid are; the
+// snapshot has the same machine id and another boot id throughout.
+func TestCheckSameHostDM(t *testing.T) {
+	const app = "5a94e339d5424f3a808dcfb5934e9f45" // of the machine id below
+	for _, tc := range []struct {
+		name      string
+		tree      map[string]string
+		dm        string // the plan's mapping
+		wantError string
+	}{
+		{"same", map[string]string{"sys/block/dm-0/dm/name": "data", "sys/block/dm-0/dev": "253:0", "sys/block/dm-0/dm/uuid": "CRYPT-PLAIN-data"}, "data", ""},
+		{"other number", map[string]string{"sys/block/dm-1/dm/name": "data", "sys/block/dm-1/dev": "253:1", "sys/block/dm-1/dm/uuid": "CRYPT-PLAIN-data"}, "data", `dm device "data" is 253:1 here, 253:0 in the snapshot`},
+		{"other uuid", map[string]string{"sys/block/dm-0/dm/name": "data", "sys/block/dm-0/dev": "253:0", "sys/block/dm-0/dm/uuid": "CRYPT-LUKS2-x-data"}, "data", `has uuid "CRYPT-LUKS2-x-data" here`},
+		{"absent", map[string]string{"sys/block/dm-0/dm/name": "other", "sys/block/dm-0/dev": "253:0"}, "data", `dm device "data" is not on this host`},
+		{"not in snapshot", nil, "../../x", `dm device "../../x" is not in the snapshot`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f\n")
+			hostfstest.WriteFile(t, dir, "etc/machine-id", "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f\n")
+			for p, c := range tc.tree {
+				hostfstest.WriteFile(t, dir, p, c+"\n")
+			}
+			s := &snapshot.Snapshot{
+				Host: &snapshot.Host{BootID: "11111111-2222-4333-8444-555555555555", MachineID: app},
+				Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{Name: "dm-0", MajorMinor: "253:0", Kind: snapshot.KindDM,
+					DM: &snapshot.DM{Name: "data", UUID: "CRYPT-PLAIN-data"}}}},
+			}
+			p := &fix.Plan{Entries: []fix.Entry{{ID: "dmcrypt.workqueue", Steps: []fix.Step{{Kind: fix.KindCrypt,
+				Crypt: &check.CryptChange{Name: tc.dm, Add: []string{"no_read_workqueue"}}}}}}}
+			err := CheckSameHost(s, Host{FS: hostfs.New(dir)}, p)
+			if tc.wantError == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOtherHost) || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("got %v, want ErrOtherHost with %q", err, tc.wantError)
+			}
+		})
+	}
+}
