@@ -98,9 +98,9 @@ func (s *Snapshot) Validate() error {
 	}
 	for _, f := range []func() error{
 		func() error { return validateManifest(&s.Manifest) },
-		func() error { return validateHost(s.Host) },
+		func() error { return ValidateHost("host", s.Host) },
 		func() error { return validateStorage(s.Storage) },
-		func() error { return validateCloud(s.Cloud) },
+		func() error { return ValidateCloud("cloud", s.Cloud) },
 		func() error { return validateNet(s.Net) },
 	} {
 		if err := f(); err != nil {
@@ -475,12 +475,15 @@ func checkToken(p, s string, maxLen int, optional bool) error {
 	return nil
 }
 
-func validateHost(h *Host) error {
+// ValidateHost checks a host section by the rules of Validate; prefix is
+// its JSON path ("host" in a snapshot, "environment.host" in a bench
+// result, which carries the same section).
+func ValidateHost(prefix string, h *Host) error {
 	if h == nil {
 		return nil
 	}
 	// uname(2) fields are char[__NEW_UTS_LEN + 1] (include/uapi/linux/utsname.h).
-	for _, f := range []struct{ p, v string }{{"host.kernel_release", h.KernelRelease}, {"host.arch", h.Arch}} {
+	for _, f := range []struct{ p, v string }{{prefix+".kernel_release", h.KernelRelease}, {prefix+".arch", h.Arch}} {
 		if len(f.v) > 64 {
 			return invalidString(f.p, f.v, "not a uname field", fmt.Sprintf("%d bytes, at most 64", len(f.v)), "include/uapi/linux/utsname.h __NEW_UTS_LEN 64")
 		}
@@ -488,20 +491,20 @@ func validateHost(h *Host) error {
 			return err
 		}
 	}
-	if err := checkBootID("host.boot_id", h.BootID); err != nil {
+	if err := checkBootID(prefix+".boot_id", h.BootID); err != nil {
 		return err
 	}
-	if err := checkMachineID("host.machine_id", h.MachineID); err != nil {
+	if err := checkMachineID(prefix+".machine_id", h.MachineID); err != nil {
 		return err
 	}
 	if h.NumCPU < 0 || h.NumCPU > maxNumCPU {
-		return invalidNumber("host.num_cpu", h.NumCPU, "out of range", fmt.Sprintf("want 0 (unknown) to %d", maxNumCPU), srcSlowpath)
+		return invalidNumber(prefix+".num_cpu", h.NumCPU, "out of range", fmt.Sprintf("want 0 (unknown) to %d", maxNumCPU), srcSlowpath)
 	}
-	if err := checkText("host.cpu_model", h.CPUModel, maxLine, false); err != nil {
+	if err := checkText(prefix+".cpu_model", h.CPUModel, maxLine, false); err != nil {
 		return err
 	}
 	for i, f := range h.CPUFlags {
-		if err := checkToken(fmt.Sprintf("host.cpu_flags[%d]", i), f, maxWord, false); err != nil {
+		if err := checkToken(fmt.Sprintf("%s.cpu_flags[%d]", prefix, i), f, maxWord, false); err != nil {
 			return err
 		}
 	}
@@ -511,13 +514,13 @@ func validateHost(h *Host) error {
 			{"sys_vendor", d.SysVendor}, {"product_name", d.ProductName}, {"product_version", d.ProductVersion},
 			{"board_vendor", d.BoardVendor}, {"bios_vendor", d.BIOSVendor}, {"chassis_asset_tag", d.ChassisAssetTag},
 		} {
-			if err := checkText("host.dmi."+f.p, f.v, maxLine, false); err != nil {
+			if err := checkText(prefix+".dmi."+f.p, f.v, maxLine, false); err != nil {
 				return err
 			}
 		}
 	}
 	for i, c := range h.Crypto {
-		p := fmt.Sprintf("host.crypto[%d]", i)
+		p := fmt.Sprintf("%s.crypto[%d]", prefix, i)
 		if err := checkCryptoName(p+".name", c.Name, false); err != nil {
 			return err
 		}
@@ -536,31 +539,31 @@ func validateHost(h *Host) error {
 		}
 	}
 	if c := h.Cipher; c != nil {
-		if err := checkCryptoName("host.cipher.algorithm", c.Algorithm, false); err != nil {
+		if err := checkCryptoName(prefix+".cipher.algorithm", c.Algorithm, false); err != nil {
 			return err
 		}
-		if err := checkCryptoName("host.cipher.driver", c.Driver, true); err != nil {
+		if err := checkCryptoName(prefix+".cipher.driver", c.Driver, true); err != nil {
 			return err
 		}
-		if err := checkEnum("host.cipher.method", c.Method, "af_alg", "user-space"); err != nil {
+		if err := checkEnum(prefix+".cipher.method", c.Method, "af_alg", "user-space"); err != nil {
 			return err
 		}
 		if c.KeyBits < 0 {
-			return invalidNumber("host.cipher.key_bits", c.KeyBits, "negative", "", srcSlowpath)
+			return invalidNumber(prefix+".cipher.key_bits", c.KeyBits, "negative", "", srcSlowpath)
 		}
 		if c.SectorSize < 0 {
-			return invalidNumber("host.cipher.sector_size", c.SectorSize, "negative", "", srcSlowpath)
+			return invalidNumber(prefix+".cipher.sector_size", c.SectorSize, "negative", "", srcSlowpath)
 		}
 		if c.DurationMS < 0 {
-			return invalidNumber("host.cipher.duration_ms", c.DurationMS, "negative", "", srcSlowpath)
+			return invalidNumber(prefix+".cipher.duration_ms", c.DurationMS, "negative", "", srcSlowpath)
 		}
 		if v := c.BytesPerSecPerCore; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return invalidNumber("host.cipher.bytes_per_sec_per_core", v, "not a throughput", "want a finite number >= 0", srcSlowpath)
+			return invalidNumber(prefix+".cipher.bytes_per_sec_per_core", v, "not a throughput", "want a finite number >= 0", srcSlowpath)
 		}
-		if err := checkText("host.cipher.what", c.What, maxMessage, false); err != nil {
+		if err := checkText(prefix+".cipher.what", c.What, maxMessage, false); err != nil {
 			return err
 		}
-		if err := checkText("host.cipher.why", c.Why, maxMessage, false); err != nil {
+		if err := checkText(prefix+".cipher.why", c.Why, maxMessage, false); err != nil {
 			return err
 		}
 	}
@@ -871,54 +874,56 @@ func validateIdentity(p string, id *Identity) error {
 	return nil
 }
 
-func validateCloud(c *Cloud) error {
+// ValidateCloud checks a cloud section by the rules of Validate; prefix is
+// its JSON path ("cloud", or "environment.cloud" in a bench result).
+func ValidateCloud(prefix string, c *Cloud) error {
 	if c == nil {
 		return nil
 	}
-	if err := checkEnum("cloud.provider", c.Provider, "azure", "aws", "gcp"); err != nil {
+	if err := checkEnum(prefix+".provider", c.Provider, "azure", "aws", "gcp"); err != nil {
 		return err
 	}
-	if err := checkEnum("cloud.detected_by", c.DetectedBy, "dmi", "flag"); err != nil {
+	if err := checkEnum(prefix+".detected_by", c.DetectedBy, "dmi", "flag"); err != nil {
 		return err
 	}
 	// Instance types and regions are the providers' identifiers:
 	// printable words, short.
-	if err := checkToken("cloud.instance_type", c.InstanceType, maxEnumish, true); err != nil {
+	if err := checkToken(prefix+".instance_type", c.InstanceType, maxEnumish, true); err != nil {
 		return err
 	}
-	if err := checkToken("cloud.region", c.Region, maxEnumish, true); err != nil {
+	if err := checkToken(prefix+".region", c.Region, maxEnumish, true); err != nil {
 		return err
 	}
-	if err := checkText("cloud.metadata_error", c.MetadataError, maxMessage, true); err != nil {
+	if err := checkText(prefix+".metadata_error", c.MetadataError, maxMessage, true); err != nil {
 		return err
 	}
 	if a := c.Azure; a != nil {
-		if err := checkToken("cloud.azure.vm_size", a.VMSize, maxEnumish, true); err != nil {
+		if err := checkToken(prefix+".azure.vm_size", a.VMSize, maxEnumish, true); err != nil {
 			return err
 		}
 		if a.ResourceDiskSizeMB < 0 {
-			return invalidNumber("cloud.azure.resource_disk_size_mb", a.ResourceDiskSizeMB, "negative", "", srcSlowpath)
+			return invalidNumber(prefix+".azure.resource_disk_size_mb", a.ResourceDiskSizeMB, "negative", "", srcSlowpath)
 		}
 	}
 	if a := c.AWS; a != nil {
-		if err := checkToken("cloud.aws.instance_type", a.InstanceType, maxEnumish, true); err != nil {
+		if err := checkToken(prefix+".aws.instance_type", a.InstanceType, maxEnumish, true); err != nil {
 			return err
 		}
 		for _, k := range sortedKeys(a.BlockDeviceMapping) {
-			if err := checkToken("cloud.aws.block_device_mapping", k, maxEnumish, false); err != nil {
+			if err := checkToken(prefix+".aws.block_device_mapping", k, maxEnumish, false); err != nil {
 				return err
 			}
-			if err := checkToken(fmt.Sprintf("cloud.aws.block_device_mapping[%q]", k), a.BlockDeviceMapping[k], maxEnumish, false); err != nil {
+			if err := checkToken(fmt.Sprintf("%s.aws.block_device_mapping[%q]", prefix, k), a.BlockDeviceMapping[k], maxEnumish, false); err != nil {
 				return err
 			}
 		}
 	}
 	if g := c.GCP; g != nil {
-		if err := checkToken("cloud.gcp.machine_type", g.MachineType, maxEnumish, true); err != nil {
+		if err := checkToken(prefix+".gcp.machine_type", g.MachineType, maxEnumish, true); err != nil {
 			return err
 		}
 		for i, d := range g.Disks {
-			dp := fmt.Sprintf("cloud.gcp.disks[%d]", i)
+			dp := fmt.Sprintf("%s.gcp.disks[%d]", prefix, i)
 			for _, f := range []struct{ p, v string }{{".device_name", d.DeviceName}, {".type", d.Type}, {".interface", d.Interface}, {".mode", d.Mode}} {
 				if err := checkToken(dp+f.p, f.v, maxEnumish, true); err != nil {
 					return err
