@@ -483,7 +483,7 @@ func ValidateHost(prefix string, h *Host) error {
 		return nil
 	}
 	// uname(2) fields are char[__NEW_UTS_LEN + 1] (include/uapi/linux/utsname.h).
-	for _, f := range []struct{ p, v string }{{prefix+".kernel_release", h.KernelRelease}, {prefix+".arch", h.Arch}} {
+	for _, f := range []struct{ p, v string }{{prefix + ".kernel_release", h.KernelRelease}, {prefix + ".arch", h.Arch}} {
 		if len(f.v) > 64 {
 			return invalidString(f.p, f.v, "not a uname field", fmt.Sprintf("%d bytes, at most 64", len(f.v)), "include/uapi/linux/utsname.h __NEW_UTS_LEN 64")
 		}
