@@ -269,7 +269,8 @@ func canonicalUint(s string, max uint64) bool {
 }
 
 // Device-mapper: drivers/md/dm-ioctl.c check_name() refuses '/' and the
-// names "control", "." and ".." (the last two since Linux 6.2);
+// name "control"; current kernels also "." and ".." (Demi Marie Obenour's
+// 2022 patch), which slowpath refuses whatever the kernel;
 // validate_params() refuses an empty name at creation. Names fit
 // name[DM_NAME_LEN 128], UUIDs uuid[DM_UUID_LEN 129], target types
 // target_type[DM_MAX_TYPE_NAME 16] (include/uapi/linux/dm-ioctl.h), each
