@@ -375,22 +375,24 @@ func checkSysctlKey(p, k string) error {
 	return nil
 }
 
-// sysctlMin is the least value the kernel's handler accepts for each
-// sysctl slowpath collects (net/core/sysctl_net_core.c net_core_table):
-// all are int (maxlen sizeof(int)). netdev_max_backlog and netdev_budget
-// use plain proc_dointvec, which accepts a negative number; a negative
-// queue length or packet budget means nothing, so slowpath requires >= 0
-// there (its own rule). The rest have extra1 = SYSCTL_ZERO or larger.
+// sysctlMin is the least value slowpath accepts for each sysctl it
+// collects (net/core/sysctl_net_core.c net_core_table); all are int
+// (maxlen sizeof(int)). netdev_budget_usecs and somaxconn have extra1 =
+// SYSCTL_ZERO; rmem_* and wmem_* have extra1 = min_rcvbuf/min_sndbuf
+// (higher; 1 on older kernels). netdev_max_backlog and netdev_budget use
+// plain proc_dointvec, and so does dev_weight on older kernels: they take
+// a negative number, which as a queue length, packet budget or weight
+// means nothing, so slowpath requires >= 0 (its own rule).
 var sysctlMin = map[string]int64{
 	"net.core.netdev_max_backlog":  0,
 	"net.core.netdev_budget":       0,
-	"net.core.netdev_budget_usecs": 0, // extra1 SYSCTL_ZERO
-	"net.core.dev_weight":          0, // proc_do_dev_weight; extra1 SYSCTL_ONE since 6.12
-	"net.core.rmem_max":            0, // extra1 min_rcvbuf
-	"net.core.rmem_default":        0, // extra1 min_rcvbuf
-	"net.core.wmem_max":            0, // extra1 min_sndbuf
-	"net.core.wmem_default":        0, // extra1 min_sndbuf
-	"net.core.somaxconn":           0, // extra1 SYSCTL_ZERO
+	"net.core.netdev_budget_usecs": 0,
+	"net.core.dev_weight":          0,
+	"net.core.rmem_max":            0,
+	"net.core.rmem_default":        0,
+	"net.core.wmem_max":            0,
+	"net.core.wmem_default":        0,
+	"net.core.somaxconn":           0,
 }
 
 // ---- sections ----
