@@ -149,6 +149,7 @@ const (
 	maxLine    = 1024      // one-line values: models, vendors, IRQ names
 	maxMessage = 4096      // an error message or note
 	maxFixture = 64 << 10  // a fixture's description of where its facts come from
+	maxErrText = 64 << 10  // a collection error: a live one may join several
 	maxParams  = 64 << 10  // a dm target's parameter string
 	pathMax    = 4096      // PATH_MAX, include/uapi/linux/limits.h (with the NUL)
 	maxWord    = 64        // a token of a space-separated list: CPU flag, scheduler
@@ -435,7 +436,7 @@ func validateManifest(m *Manifest) error {
 			string(hostfs.KindUnsupported), string(hostfs.KindError), string(hostfs.KindSkipped)); err != nil {
 			return err
 		}
-		if err := checkText(p+".message", e.Message, maxMessage, true); err != nil {
+		if err := checkText(p+".message", e.Message, maxErrText, true); err != nil {
 			return err
 		}
 	}
@@ -897,7 +898,7 @@ func ValidateCloud(prefix string, c *Cloud) error {
 	if err := checkToken(prefix+".region", c.Region, maxEnumish, true); err != nil {
 		return err
 	}
-	if err := checkText(prefix+".metadata_error", c.MetadataError, maxMessage, true); err != nil {
+	if err := checkText(prefix+".metadata_error", c.MetadataError, maxErrText, true); err != nil {
 		return err
 	}
 	if a := c.Azure; a != nil {

@@ -233,7 +233,7 @@ func TestValidateRules(t *testing.T) {
 		field("manifest.format_version", func(s *Snapshot) *int { return &s.Manifest.FormatVersion }, []int{FormatVersion}, []int{0, FormatVersion + 1}),
 		field("manifest.hostname", func(s *Snapshot) *string { return &s.Manifest.Hostname }, []string{"", "node-a.example", r("h", 64)}, []string{r("h", 65), "a\nb"}),
 		field("manifest.fixture", func(s *Snapshot) *string { return &s.Manifest.Fixture }, []string{"a\nb\tc"}, []string{"a\rb", "a\x00b", r("f", 64<<10+1)}),
-		field("manifest.errors[0].message", func(s *Snapshot) *string { return &s.Manifest.Errors[0].Message }, []string{"a\n\tb"}, []string{"a\x1b[31mb", r("m", 4097)}),
+		field("manifest.errors[0].message", func(s *Snapshot) *string { return &s.Manifest.Errors[0].Message }, []string{"a\n\tb"}, []string{"a\x1b[31mb", r("m", 64<<10+1)}),
 		field("manifest.errors[0].collector", func(s *Snapshot) *string { return &s.Manifest.Errors[0].Collector }, []string{"storage.dm"}, []string{"", "a b"}),
 		field("manifest.errors[0].kind", func(s *Snapshot) *hostfs.Kind { return &s.Manifest.Errors[0].Kind }, []hostfs.Kind{hostfs.KindSkipped}, []hostfs.Kind{"", "fatal"}),
 		field("manifest.live_sources.mode", func(s *Snapshot) *string { return &s.Manifest.LiveSources.Mode }, []string{"off"}, []string{"", "maybe"}),
