@@ -127,3 +127,52 @@ func TestShellWordNameIsAValidSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileStorageSnapshotExit2: the same for the storage fields a plan
+// or a file uses (a dm name, a mount point, a block device name), set in a
+// LUKS fixture; doctor and fix refuse it, naming the field.
+func TestHostileStorageSnapshotExit2(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		set  func(s map[string]any)
+	}{
+		{"storage.block_devices[5].dm.name", func(s map[string]any) { dev(s, 5)["dm"].(map[string]any)["name"] = "../../etc/x" }},
+		{"storage.block_devices[5].dm.name", func(s map[string]any) { dev(s, 5)["dm"].(map[string]any)["name"] = "x\nrm -rf /" }},
+		{"storage.mounts[5].mount_point", func(s map[string]any) {
+			s["storage"].(map[string]any)["mounts"].([]any)[5].(map[string]any)["mount_point"] = "/data/../../etc"
+		}},
+		{"storage.block_devices[4].name", func(s map[string]any) { dev(s, 4)["name"] = "nvme1n1/../../x" }},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hosts", "aws-i4i-luks-default.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		tc.set(s)
+		if b, err = json.Marshal(s); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		p := filepath.Join(dir, "hostile.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := listTree(t, dir)
+		for _, args := range [][]string{{"doctor", "--from", p}, {"fix", "--from", p, "--format", "shell"}, {"fix", "--from", p, "--persist", "--path.rootfs", dir}} {
+			code, stdout, stderr := run(t, args...)
+			if code != clienv.ExitUsage || stdout != "" || !strings.Contains(stderr, "snapshot: "+tc.path+" ") {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout and an error naming %s", args, code, stdout, stderr, tc.path)
+			}
+		}
+		if after := listTree(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("files changed under %s: %q", dir, after)
+		}
+	}
+}
+
+func dev(s map[string]any, i int) map[string]any {
+	return s["storage"].(map[string]any)["block_devices"].([]any)[i].(map[string]any)
+}
