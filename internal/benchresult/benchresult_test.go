@@ -2,6 +2,7 @@ package benchresult
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -179,4 +180,31 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadRefusesHostileEnvironment: a result's host and cloud sections
+// obey the snapshot's rules (they come from another machine and reach
+// compare's reports).
+func TestReadRefusesHostileEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		set  func(*Result)
+	}{
+		{"environment.host.kernel_release", func(r *Result) { r.Environment.Host.KernelRelease = "6.1\x1b[2J" }},
+		{"environment.cloud.provider", func(r *Result) { r.Environment.Cloud = &snapshot.Cloud{Provider: "x;y", DetectedBy: "dmi"} }},
+	} {
+		r := sample()
+		tc.set(r)
+		// Write refuses it too (it validates); encode by hand to test Read.
+		var b bytes.Buffer
+		r.Kind, r.SchemaVersion = Kind, SchemaVersion
+		if err := json.NewEncoder(&b).Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Read(&b)
+		var ve *snapshot.ValidationError
+		if !errors.As(err, &ve) || ve.Path != tc.path {
+			t.Errorf("%s: Read error %v; want a validation error at that path", tc.path, err)
+		}
+	}
 }

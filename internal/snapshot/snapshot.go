@@ -92,7 +92,9 @@ var ErrVersion = errors.New("unsupported snapshot format version")
 // snapshotName is the member of a snapshot archive that holds the JSON.
 const snapshotName = "snapshot.json"
 
-// Decode reads a snapshot from JSON and checks its version.
+// Decode reads a snapshot from JSON, checks its version and validates it
+// (Validate): a snapshot that breaks a rule is an error wrapping
+// ErrInvalid, and no caller ever sees its content.
 func Decode(r io.Reader) (*Snapshot, error) {
 	dec := json.NewDecoder(r)
 	var s Snapshot
@@ -102,6 +104,9 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	if s.Manifest.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("%w %d (this slowpath reads version %d): read it with the slowpath that wrote it, or collect again with this one",
 			ErrVersion, s.Manifest.FormatVersion, FormatVersion)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -128,6 +133,9 @@ func Load(path string) (*Snapshot, error) {
 	}
 	if errors.Is(err, ErrVersion) {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
+	}
+	if errors.Is(err, ErrInvalid) {
+		return nil, fmt.Errorf("load snapshot %s: %w: the snapshot holds a value slowpath refuses (docs/snapshot.md, section Validation); collect it again on the host with `slowpath collect -o FILE`", path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w: the file is truncated or not a slowpath snapshot; write it again with `slowpath collect -o FILE`", path, err)

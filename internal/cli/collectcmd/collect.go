@@ -70,8 +70,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 }
 
 // Snapshot loads the snapshot saved at from, or collects this host when
-// from is empty: what doctor and fix analyse. Errors are usage errors
-// (exit 2).
+// from is empty: what doctor and fix analyse. Both obey the same rules
+// (snapshot.Validate: Load validates, and so does this after collecting),
+// so a live host and a replayed snapshot are refused alike. Errors are
+// usage errors (exit 2).
 func Snapshot(ctx context.Context, from string, o collect.Options) (*snapshot.Snapshot, error) {
 	if from != "" {
 		s, err := snapshot.Load(from)
@@ -83,5 +85,9 @@ func Snapshot(ctx context.Context, from string, o collect.Options) (*snapshot.Sn
 	if err := o.Cloud.Validate(); err != nil {
 		return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
-	return collect.Run(ctx, o), nil
+	s := collect.Run(ctx, o)
+	if err := s.Validate(); err != nil {
+		return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("collect: %w: this host reports a value slowpath refuses (docs/snapshot.md, section Validation); please report it", err)}
+	}
+	return s, nil
 }
