@@ -82,7 +82,7 @@ func TestCompareNames(t *testing.T) {
 			crypt := strings.Join(results(t, "crypt"), ",")
 			plain := "plain=" + strings.Join(results(t, "plain"), ",")
 			r := s.run(t, []string{"compare", c.Name + "=" + crypt, plain, "--format", "json", "--html", html}, rep)
-			if outcome(t, r, c.Expect, "name", 0) {
+			if outcome(t, r, c.Expect, "name|"+c.Name, 0) {
 				doc := decodeJSON(t, "compare --format json", r.stdout)
 				want := c.Name
 				if want == "" {
@@ -123,7 +123,7 @@ func TestCompareNames(t *testing.T) {
 				return
 			}
 			if c.Expect == refused || r.code == 2 {
-				outcome(t, r, refused, "target", 0)
+				outcome(t, r, refused, "name|target", 0)
 			}
 		})
 	}
@@ -153,7 +153,7 @@ func TestCompareDuplicates(t *testing.T) {
 		}, true, "crypt-1.json"},
 		{"same content under another name", func(copy string) []string {
 			return []string{"a=" + strings.Join(crypt, ","), "b=" + strings.Join(plain[1:], ",") + "," + copy}
-		}, true, "copy.json"},
+		}, true, "copy.json|crypt-1.json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

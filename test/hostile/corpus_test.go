@@ -79,17 +79,18 @@ var field = map[string]string{
 	roleMessage:  "manifest.errors[].message",
 }
 
-// fieldHint is what a refusal must name: the field's JSON name.
+// fieldHint is what a refusal must name: the field, in any reasonable
+// spelling (|-separated).
 var fieldHint = map[string]string{
-	roleIface:    "interfaces",
+	roleIface:    "interface",
 	roleDM:       "dm",
-	roleBlock:    "block_devices",
-	roleMount:    "mount_point",
-	roleSysctl:   "sysctls",
-	roleKernel:   "kernel_release",
+	roleBlock:    "block",
+	roleMount:    "mount",
+	roleSysctl:   "sysctl",
+	roleKernel:   "kernel",
 	roleHostname: "hostname",
-	roleInstance: "instance_type",
-	roleMessage:  "errors",
+	roleInstance: "instance",
+	roleMessage:  "error|message",
 }
 
 // ringIface: the udev rule matches by NAME only without bus info, so the

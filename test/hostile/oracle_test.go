@@ -43,7 +43,7 @@ type call struct {
 // checkShell parses script with a real POSIX shell parser, holds every
 // command to rules and returns the calls. Word values are computed
 // without running anything.
-func checkShell(t *testing.T, what, script string, rules shellRules) []call {
+func checkShell(t testing.TB, what, script string, rules shellRules) []call {
 	t.Helper()
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "plan.sh")
 	if err != nil {
@@ -55,10 +55,18 @@ func checkShell(t *testing.T, what, script string, rules shellRules) []call {
 	if out, err := sh.CombinedOutput(); err != nil {
 		t.Errorf("%s: sh -n: %v %s", what, err, out)
 	}
+	// Variables the script sets to a literal (a quoted name in a
+	// variable is as good as the quoted name), in source order.
+	vars := map[string]string{}
 	assigned := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if a, ok := n.(*syntax.Assign); ok && a.Name != nil {
 			assigned[a.Name.Value] = true
+			if a.Value != nil {
+				if v, ok := wordValue(a.Value, vars); ok {
+					vars[a.Name.Value] = v
+				}
+			}
 		}
 		return true
 	})
@@ -82,7 +90,7 @@ func checkShell(t *testing.T, what, script string, rules shellRules) []call {
 			}
 			var c call
 			for i, w := range x.Args {
-				v, ok := wordValue(w)
+				v, ok := wordValue(w, vars)
 				if ok && i > 0 && expands(w) {
 					problems = append(problems, fmt.Sprintf("unquoted pattern or tilde in %q at %s", v, w.Pos()))
 				}
@@ -108,9 +116,23 @@ func excerpt(s string) string {
 	return s
 }
 
-// wordValue is the value of a word made only of literals and quotes.
-func wordValue(w *syntax.Word) (string, bool) {
+// wordValue is the value of a word made only of literals, quotes and
+// plain expansions of variables in vars. An unquoted expansion counts only
+// when splitting and globbing leave its value alone.
+func wordValue(w *syntax.Word, vars map[string]string) (string, bool) {
 	var b strings.Builder
+	param := func(p syntax.WordPart, quoted bool) bool {
+		x, ok := p.(*syntax.ParamExp)
+		if !ok || x.Param == nil || x.Excl || x.Length || x.Width || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Exp != nil {
+			return false
+		}
+		v, ok := vars[x.Param.Value]
+		if !ok || !quoted && strings.ContainsAny(v, " \t\n*?[") {
+			return false
+		}
+		b.WriteString(v)
+		return true
+	}
 	for _, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
@@ -122,14 +144,16 @@ func wordValue(w *syntax.Word) (string, bool) {
 			b.WriteString(x.Value)
 		case *syntax.DblQuoted:
 			for _, q := range x.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescape(l.Value, func(c byte) bool { return strings.IndexByte("$`\"\\\n", c) >= 0 }))
+				} else if !param(q, true) {
 					return "", false
 				}
-				b.WriteString(unescape(l.Value, func(c byte) bool { return strings.IndexByte("$`\"\\\n", c) >= 0 }))
 			}
 		default:
-			return "", false
+			if !param(p, false) {
+				return "", false
+			}
 		}
 	}
 	return b.String(), true
@@ -176,8 +200,8 @@ func expands(w *syntax.Word) bool {
 
 // argIs checks that every call of cmd whose first argument is sub (any,
 // when sub is "") carries want as the argument at index i (from the end
-// when i < 0), and that there is at least one.
-func argIs(t *testing.T, what string, calls []call, cmd, sub string, i int, want string) {
+// when i < 0, anywhere when i == 0), and that there is at least one.
+func argIs(t testing.TB, what string, calls []call, cmd, sub string, i int, want string) {
 	t.Helper()
 	n := 0
 	for _, c := range calls {
@@ -185,11 +209,14 @@ func argIs(t *testing.T, what string, calls []call, cmd, sub string, i int, want
 			continue
 		}
 		n++
-		j := i
-		if j < 0 {
-			j = len(c.args) + i
+		found := false
+		for j := 1; j < len(c.args); j++ {
+			at := i == 0 || j == i || i < 0 && j == len(c.args)+i
+			if at && c.ok[j] && c.args[j] == want {
+				found = true
+			}
 		}
-		if j <= 0 || j >= len(c.args) || !c.ok[j] || c.args[j] != want {
+		if !found {
 			t.Errorf("%s: %s %s: want %q as one argument, got the words %q", what, cmd, sub, want, c.args)
 		}
 	}
@@ -246,9 +273,11 @@ func parseUdevLine(line string) ([]udevKey, error) {
 		for j < len(line) && line[j] == ' ' {
 			j++
 		}
+		// Prefixes: e (C escapes) and i (case-insensitive match), in
+		// either order.
 		escaped := false
-		if j < len(line) && (line[j] == 'e' || line[j] == 'i') {
-			escaped = line[j] == 'e'
+		for n := 0; n < 2 && j < len(line) && (line[j] == 'e' || line[j] == 'i'); n++ {
+			escaped = escaped || line[j] == 'e'
 			j++
 		}
 		if j >= len(line) || line[j] != '"' {
@@ -295,7 +324,7 @@ var udevMatch = setOf("ACTION", "SUBSYSTEM", "NAME", "KERNEL", "KERNELS", "DRIVE
 
 // checkUdevRing holds a ring rule to one RUN of ethtool on the matched
 // interface, and, where it matches by name, to that name exactly.
-func checkUdevRing(t *testing.T, what, content, iface string) {
+func checkUdevRing(t testing.TB, what, content, iface string) {
 	t.Helper()
 	runs := 0
 	for _, line := range strings.Split(content, "\n") {
@@ -314,7 +343,7 @@ func checkUdevRing(t *testing.T, what, content, iface string) {
 				runs++
 				f := strings.Fields(k.value)
 				if len(f) != 5 || path.Base(f[0]) != "ethtool" || f[1] != "-G" || f[3] != "rx" ||
-					!(f[2] == "$name" || f[2] == "%k" || f[2] == "$kernel" || f[2] == "$env{INTERFACE}" || f[2] == iface) {
+					!(f[2] == "$name" || f[2] == "%k" || f[2] == "$kernel" || f[2] == "$env{INTERFACE}" || iface != "" && strings.Trim(f[2], `'"`) == iface) {
 					t.Errorf("%s: udev RUN %q: want ethtool -G on the matched interface", what, k.value)
 				}
 			case udevMatch[k.key] && (k.op == "==" || k.op == "!="):
@@ -332,7 +361,7 @@ func checkUdevRing(t *testing.T, what, content, iface string) {
 }
 
 // checkSysctlConf holds a sysctl.d file to comments and key = value lines.
-func checkSysctlConf(t *testing.T, what, content string) {
+func checkSysctlConf(t testing.TB, what, content string) {
 	t.Helper()
 	for _, line := range strings.Split(content, "\n") {
 		l := strings.TrimSpace(line)
@@ -349,7 +378,7 @@ func checkSysctlConf(t *testing.T, what, content string) {
 
 // checkPersistPath: a file a plan would write is an absolute, clean path
 // under /etc.
-func checkPersistPath(t *testing.T, what, p string) {
+func checkPersistPath(t testing.TB, what, p string) {
 	t.Helper()
 	if !strings.HasPrefix(p, "/etc/") || path.Clean(p) != p || strings.ContainsAny(p, "\x00\n") {
 		t.Errorf("%s: file %q is not a clean path under /etc", what, p)
@@ -357,7 +386,7 @@ func checkPersistPath(t *testing.T, what, p string) {
 }
 
 // decodeJSON decodes out or fails.
-func decodeJSON(t *testing.T, what, out string) any {
+func decodeJSON(t testing.TB, what, out string) any {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
@@ -420,7 +449,7 @@ func fieldValues(v any, path ...string) []any {
 
 // checkNoControl: text for a terminal carries no control character but
 // newline and tab (an escape sequence rewrites the screen).
-func checkNoControl(t *testing.T, what, out string) {
+func checkNoControl(t testing.TB, what, out string) {
 	t.Helper()
 	for i, r := range out {
 		if r != '\n' && r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029') {
@@ -431,7 +460,7 @@ func checkNoControl(t *testing.T, what, out string) {
 }
 
 // checkHTML: a value with markup never appears raw in HTML.
-func checkHTML(t *testing.T, what, out, value string) {
+func checkHTML(t testing.TB, what, out, value string) {
 	t.Helper()
 	if strings.ContainsAny(value, "<>&\"") && strings.Contains(out, value) {
 		t.Errorf("%s: %q appears unescaped in the HTML", what, value)
@@ -446,7 +475,7 @@ func checkHTML(t *testing.T, what, out, value string) {
 
 // checkKubernetes decodes the objects and holds the DaemonSet's script to
 // the shell rules. It returns the script's calls (nil for an empty List).
-func checkKubernetes(t *testing.T, what, out string) ([]call, bool) {
+func checkKubernetes(t testing.TB, what, out string) ([]call, bool) {
 	t.Helper()
 	j, err := yaml.YAMLToJSON([]byte(out))
 	if err != nil {

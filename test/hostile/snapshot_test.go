@@ -75,7 +75,7 @@ func fixFormats(t *testing.T, c snapCase, file, h, hint string) {
 			case roleIface:
 				argIs(t, what, calls, "ethtool", "-G", 2, h)
 			case roleDM:
-				argIs(t, what, calls, "dmsetup", "", -1, h)
+				argIs(t, what, calls, "dmsetup", "", 0, h)
 				for _, cl := range calls {
 					for i, a := range cl.args {
 						if cl.args[0] == "awk" && i > 0 && cl.args[i-1] == "-v" && strings.HasPrefix(a, "n=") && a != "n="+h {
@@ -128,7 +128,7 @@ func containsExact(vs []any, want string) bool {
 }
 
 // files checks the txtar archive of --format files.
-func files(t *testing.T, what, out, role, h string) {
+func files(t testing.TB, what, out, role, h string) {
 	t.Helper()
 	a := txtar.Parse([]byte(out))
 	rules := 0
@@ -142,7 +142,9 @@ func files(t *testing.T, what, out, role, h string) {
 			checkSysctlConf(t, what+" "+f.Name, string(f.Data))
 		}
 	}
-	if role == roleIface && rules == 0 {
+	// A name udev cannot match by NAME== without its own escaping may be
+	// left to the user; any other name gets its rule.
+	if role == roleIface && rules == 0 && !strings.ContainsAny(h, "\"\\") {
 		t.Errorf("%s: no udev rule for the ring of %q", what, h)
 	}
 }
