@@ -2,6 +2,7 @@ package hostile_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,7 @@ func TestFioJobFiles(t *testing.T) {
 			if err := os.WriteFile(job, bytes.ReplaceAll(raw, []byte("@OUT@"), []byte(s.out)), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			exportRepro(t, s, job, c.Expect, c.Option)
 			r := s.run(t, []string{"bench", "fio:" + job, "--dir", work, "--runtime", "1s", "--cloud", "none"}, work, calls)
 			ran := fioJobs(t, calls)
 			if c.Expect == refused && ran > 0 {
@@ -174,6 +176,62 @@ func TestCompareDuplicates(t *testing.T) {
 			}
 			if outcome(t, r, expect, c.mention, 0) {
 				decodeJSON(t, "compare", r.stdout)
+			}
+		})
+	}
+}
+
+// exportRepro runs bench export on the job file: refused like bench, or a
+// reproduction whose run.sh holds to the shell rules.
+func exportRepro(t *testing.T, s *sandbox, job, expect, hint string) {
+	t.Helper()
+	dir := s.dir(t, "export")
+	repro := filepath.Join(dir, "repro")
+	r := s.run(t, []string{"bench", "export", "fio:" + job, "-o", repro, "--runtime", "1s"}, dir)
+	if !outcome(t, r, expect, hint, 0) {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(repro, "run.sh"))
+	if err != nil {
+		t.Errorf("%s: %v", r, err)
+		return
+	}
+	checkShell(t, "bench export run.sh", string(b), shellRules{commands: exportCommands, cmdSubst: true, script: true})
+}
+
+// TestFioFileNames: a job file's own name reaches bench's result and
+// bench export's run.sh, as one word or not at all.
+func TestFioFileNames(t *testing.T) {
+	slowpath(t)
+	raw, err := os.ReadFile(filepath.Join(corpusRoot(t), "fio", "ok.fio"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range fioNames {
+		// Not the name itself: t.TempDir is named after the test, and a
+		// directory named PWNED is what the filesystem oracle looks for.
+		t.Run(fmt.Sprintf("name%d", i+1), func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			job := filepath.Join(s.in, n.Name)
+			if err := os.WriteFile(job, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			exportRepro(t, s, job, n.Expect, "name")
+			testenv.RequireTool(t, "fio", "fio")
+			work, res := s.dir(t, "work"), s.dir(t, "result")
+			out := filepath.Join(res, "result.json")
+			r := s.run(t, []string{"bench", "fio:" + job, "--dir", work, "--runtime", "1s", "--cloud", "none", "-o", out}, work, res)
+			if !outcome(t, r, n.Expect, "name", 0) {
+				return
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Errorf("%s: %v", r, err)
+				return
+			}
+			if doc := decodeJSON(t, "bench -o", string(b)); doc != nil && !hasValue(doc, n.Name, false) {
+				t.Errorf("%s: the result names the job file %q nowhere", r, n.Name)
 			}
 		})
 	}

@@ -237,6 +237,18 @@ var fioCases = []fioCase{
 	{"ioengine-external.fio", "ioengine", refused, "loads a shared object from outside --dir"},
 }
 
+// fioNames are job file names: ok.fio is copied under each at test time
+// (a name with a newline is no file to commit). The name reaches bench's
+// result (profile fio:NAME) and bench export's run.sh and README.
+var fioNames = []struct{ Name, Expect, Why string }{
+	{"a;b.fio", quoted, "command separator"},
+	{"$(touch PWNED).fio", quoted, "command substitution"},
+	{"`id`.fio", quoted, "backquote"},
+	{"x'y.fio", quoted, "single quote"},
+	{"-rf.fio", quoted, "reads as an option"},
+	{"x\ntouch PWNED\n.fio", either, "newline: a line of its own in run.sh's header comment"},
+}
+
 // sideCase is a compare side name (testdata/hostile/compare-sides.json).
 type sideCase struct {
 	Name   string `json:"name"`
@@ -410,6 +422,19 @@ temporary directories, so an unconfined file can never write anywhere else.
 `)
 	for _, c := range fioCases {
 		fmt.Fprintf(&b, "| fio/%s | %s | %s | %s |\n", c.File, c.Option, c.Why, c.Expect)
+	}
+	b.WriteString(`
+## fio job file names
+
+` + "`fio/ok.fio`" + ` copied under each name by the test, for ` + "`bench fio:NAME`" + ` and
+` + "`bench export fio:NAME`" + ` (every fio file above goes through ` + "`bench export`" + ` too).
+
+| name (JSON) | what is hostile | expected |
+|---|---|---|
+`)
+	for _, n := range fioNames {
+		q, _ := json.Marshal(n.Name)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(string(q)), n.Why, n.Expect)
 	}
 	b.WriteString(`
 ## compare side names (compare-sides.json)

@@ -211,6 +211,9 @@ func tempMarkers() map[string]bool {
 	for _, root := range []string{os.TempDir(), "/tmp", "/var/tmp"} {
 		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "Test") {
+				continue // t.TempDir of a test running beside this one
+			}
 			for _, mk := range markers {
 				if strings.Contains(e.Name(), mk) {
 					m[filepath.Join(root, e.Name())] = true
