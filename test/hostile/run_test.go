@@ -111,7 +111,12 @@ type result struct {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("slowpath %s: exit %d, stderr %s", shortArgs(r.args), r.code, short(r.stderr))
+	// The error is the last thing a command says; progress comes before.
+	msg := r.stderr
+	if i := strings.LastIndex(msg, "slowpath: "); i >= 0 {
+		msg = msg[i:]
+	}
+	return fmt.Sprintf("slowpath %s: exit %d, stderr %s", shortArgs(r.args), r.code, short(msg))
 }
 
 func shortArgs(args []string) string {
