@@ -146,6 +146,11 @@ func readJobFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
 	}
+	// Refused before anything is created or run: a job file that cannot
+	// be confined to the run's directory (docs/bench.md).
+	if _, err := fio.CheckJobFile(b, ""); err != nil {
+		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
+	}
 	return b, nil
 }
 

@@ -2,6 +2,7 @@ package benchcmd_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -357,5 +358,56 @@ func TestExport(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(target); len(ents) != 0 {
 		t.Errorf("search-index run.sh left %v", ents)
+	}
+}
+
+// TestFioJobFileConfined: fio itself writes every file of a ':' list, one
+// outside the run's directory included; bench refuses that job file with
+// the option and section, runs nothing and leaves nothing behind.
+func TestFioJobFileConfined(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	jf := []byte("[leave]\nrw=write\nbs=4k\nsize=64k\nioengine=psync\nfilename=a:" + elsewhere + "/x.dat\n")
+
+	// The threat is real: fio run on it directly creates the outside file.
+	scratch := t.TempDir()
+	if err := os.MkdirAll(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("fio", "--output-format=json", "-")
+	cmd.Dir, cmd.Stdin = scratch, bytes.NewReader(jf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fio: %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "x.dat")); err != nil {
+		t.Fatalf("fio did not write the outside file (the test shows nothing): %v", err)
+	}
+	if err := os.RemoveAll(elsewhere); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	jobFile := filepath.Join(t.TempDir(), "leave.fio")
+	if err := os.WriteFile(jobFile, jf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "bench", "fio:"+jobFile, "--dir", dir, "--runtime", "1s")
+	want := `section [leave]: filename="a:` + elsewhere + `/x.dat": ` + elsewhere + `/x.dat: an absolute path`
+	if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	if _, err := os.Lstat(elsewhere); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after the refused run: %v", elsewhere, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused run left %v in --dir", ents)
+	}
+	// bench export refuses it too.
+	code, _, stderr = run(t, "bench", "export", "fio:"+jobFile, "-o", filepath.Join(dir, "x"))
+	if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("export: exit %d, stderr %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused export left %v", ents)
 	}
 }
