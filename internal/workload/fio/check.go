@@ -163,18 +163,18 @@ func jobName(n string) error {
 type class int
 
 const (
-	plain       class = iota // no file, program, device or network
-	pathOne                  // one path
-	pathList                 // ':'-separated paths, '\:' escapes a colon
-	pathLog                  // a log prefix; bare = the job's name
-	pathFormat               // filename_format: a path template
-	patternOpt               // buffer_pattern, verify_pattern: 'FILE' reads a file
-	memOpt                   // mem=TYPE[:FILE]
-	engineOpt                // ioengine
-	nameOpt                  // name=
-	refuseProgram            // runs a program or loads code
-	refuseDevice             // touches devices or system state
-	refuseIndirect           // reads file names from another file
+	plain          class = iota // no file, program, device or network
+	pathOne                     // one path
+	pathList                    // ':'-separated paths, '\:' escapes a colon
+	pathLog                     // a log prefix; bare = the job's name
+	pathFormat                  // filename_format: a path template
+	patternOpt                  // buffer_pattern, verify_pattern: 'FILE' reads a file
+	memOpt                      // mem=TYPE[:FILE]
+	engineOpt                   // ioengine
+	nameOpt                     // name=
+	refuseProgram               // runs a program or loads code
+	refuseDevice                // touches devices or system state
+	refuseIndirect              // reads file names from another file
 )
 
 // options is fio 3.33's `fio --cmdhelp=all` plus the engine options of the
