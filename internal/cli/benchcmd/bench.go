@@ -142,6 +142,11 @@ func readJobFile(name string) ([]byte, error) {
 	if !strings.HasPrefix(name, profile.FioPrefix) {
 		return nil, nil
 	}
+	// The job file's base name becomes the profile's name in the result,
+	// reports and bench export's run.sh: a label, checked first.
+	if err := benchresult.ValidProfile(profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))); err != nil {
+		return nil, usageErr(err)
+	}
 	b, err := os.ReadFile(strings.TrimPrefix(name, profile.FioPrefix))
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
