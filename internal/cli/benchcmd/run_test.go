@@ -411,3 +411,56 @@ func TestFioJobFileConfined(t *testing.T) {
 		t.Errorf("refused export left %v", ents)
 	}
 }
+
+// TestExportScripts: the run.sh of every profile, a user's job file
+// included, passes `sh -n`; it refuses a DIR that the job files could not
+// hold as a value before creating anything; a job file holding the
+// placeholder or with a name outside the label alphabet is refused.
+func TestExportScripts(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	jobFile := filepath.Join(t.TempDir(), "mine.fio")
+	if err := os.WriteFile(jobFile, []byte("[seqread]\nrw=read\nbs=128k\nsize=8m\nfilename=data\nioengine=psync\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, prof := range []string{"search-index", "db-commit", "telemetry-ingest", "fio:" + jobFile} {
+		out := filepath.Join(t.TempDir(), "repro")
+		if code, _, stderr := run(t, "bench", "export", prof, "--scale", "0.05", "--runtime", "1s", "-o", out); code != 0 {
+			t.Fatalf("export %s: exit %d: %s", prof, code, stderr)
+		}
+		script := filepath.Join(out, "run.sh")
+		if b, err := exec.Command(sh, "-n", script).CombinedOutput(); err != nil {
+			t.Errorf("%s: sh -n run.sh: %v: %s", prof, err, b)
+		}
+		for _, dir := range []string{"/tmp/a:b", "/tmp/a\nrw=write", "/tmp/a;b", "/tmp/a#b", "-x", "/tmp/a|b", "/tmp/$(touch x)", ""} {
+			target := t.TempDir()
+			cmd := exec.Command(sh, script, dir)
+			cmd.Dir = target
+			b, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(b), "run.sh: DIR") {
+				t.Errorf("%s: run.sh %q: %v: %s", prof, dir, err, b)
+			}
+			if ents, _ := os.ReadDir(target); len(ents) != 0 {
+				t.Errorf("%s: run.sh %q left %v", prof, dir, ents)
+			}
+		}
+	}
+	dir := t.TempDir()
+	placeholder := filepath.Join(dir, "p.fio")
+	if err := os.WriteFile(placeholder, []byte("[a]\nfilename=..@DIR@/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(dir, "a b.fio")
+	if err := os.WriteFile(odd, []byte("[a]\nrw=read\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for jf, want := range map[string]string{placeholder: "holds @DIR@", odd: `NAME "a b.fio": use letters`} {
+		code, _, stderr := run(t, "bench", "export", "fio:"+jf, "-o", filepath.Join(dir, "out"))
+		if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("export %s: exit %d, %q; want %q", jf, code, stderr, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused export created its directory: %v", err)
+	}
+}

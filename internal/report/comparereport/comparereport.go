@@ -107,6 +107,10 @@ func joinSides(r *comparison.Result, sep string) string {
 	return strings.Join(n, sep)
 }
 
+// MarkdownText is s escaped for Markdown inline text or a table cell
+// (bench export's README uses it too).
+func MarkdownText(s string) string { return mdEscape(s) }
+
 // mdEscape makes s one table cell's inline text: '|' and a line break
 // would end the cell or the row, and Markdown renders raw HTML, so '&',
 // '<' and '>' become entities; a backtick could open a code span in
