@@ -100,6 +100,10 @@ func ParseJobFile(b []byte) ([]ParsedSection, error) {
 			return nil, bad("include directives are not allowed: paste the included options into the job file")
 		}
 		if p[0] == '[' {
+			// fio cuts a header line's comment too (strip_blank_end).
+			if j := strings.IndexAny(p, ";#"); j >= 0 {
+				p = strings.TrimSpace(p[:j])
+			}
 			if !strings.HasSuffix(p, "]") {
 				return nil, bad(fmt.Sprintf("section header %q does not end with ']'", p))
 			}
@@ -154,7 +158,7 @@ func jobName(n string) error {
 		return err
 	}
 	if n == "." || n == ".." || len(n) > 64 {
-		return fmt.Errorf("fio job name %q: at most 64 of letters, digits, '_', '.', '-', and not . or ..", n)
+		return fmt.Errorf("fio job name %q: at most 64 of letters, digits, '_', '.', '-', and not '.' or '..'", n)
 	}
 	return nil
 }

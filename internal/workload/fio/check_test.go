@@ -22,7 +22,7 @@ func TestCheckJobFile(t *testing.T) {
 		{"format", "[a]\nfilename_format=files/$jobname.$jobnum.$filenum\n", ""},
 		{"mem file", "[a]\nmem=mmap:buffers\niomem=malloc\n", ""},
 		{"pattern", "[a]\nbuffer_pattern=0xdeadbeef\nverify_pattern=\"str'ing\"\nbuffer_pattern='seed'\n", ""},
-		{"comment cut", "; header\n# more\n[a] \nrw=write ; a comment\nfilename=x # another\n", ""},
+		{"comment cut", "; header\n# more\n[a] ; the job\nrw=write ; a comment\nfilename=x # another\n", ""},
 		{"alias", "[a]\nreadwrite=write\nblocksize=8k\ntimeout=10\n", ""},
 		{"engine options", "[a]\nioengine=io_uring\nfixedbufs\nsqthread_poll=1\n", ""},
 		{"stdin", "[a]\nfilename=-\n", ""},
@@ -82,10 +82,11 @@ func TestCheckJobFile(t *testing.T) {
 		{"before section", "rw=read\n[a]\n", "option before the first [section]"},
 		{"no section", "; nothing\n", "no [section]"},
 		{"section slash", "[../x]\nrw=read\n", "fio job name \"../x\""},
-		{"section dotdot", "[..]\nrw=read\n", "not . or .."},
+		{"section dotdot", "[..]\nrw=read\n", "not '.' or '..'"},
 		{"name dotdot", "[a]\nname=..\n", "name=\"..\""},
 		{"name slash", "[a]\nname=x/y\n", "name="},
 		{"header", "[a\n", "does not end with ']'"},
+		{"header comment", "[a;b]\n", "does not end with ']'"},
 		{"control", "[a]\nfilename=x\x00/etc/y\n", "control character"},
 		{"long line", "[a]\ndescription=" + strings.Repeat("x", 5000) + "\n", "longer than 4095 bytes"},
 		{"comment in key", "[a]\nfile;name=x\n", "comment character"},
@@ -202,6 +203,9 @@ func oracle(t *testing.T, b []byte) {
 			t.Fatalf("accepted %q", p)
 		}
 		if p[0] == '[' {
+			if i := strings.IndexAny(p, ";#"); i >= 0 {
+				p = strings.TrimSpace(p[:i])
+			}
 			name := strings.TrimSuffix(p[1:], "]")
 			if strings.Contains(name, "/") || name == "." || name == ".." {
 				t.Fatalf("accepted section [%s]", name)
