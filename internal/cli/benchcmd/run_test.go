@@ -464,3 +464,41 @@ func TestExportScripts(t *testing.T) {
 		t.Errorf("refused export created its directory: %v", err)
 	}
 }
+
+// TestHostileJobFiles: every job file of testdata/hostile-fio tries to
+// write, run or reach outside the run's directory (@OUT@ is a directory of
+// this test, ${SLOWPATH_HOSTILE_OUT} too). bench and bench export refuse
+// each, exit 2, and nothing appears in @OUT@ or in --dir.
+func TestHostileJobFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/hostile-fio/*.fio")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("hostile corpus: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			outside, dir := t.TempDir(), t.TempDir()
+			t.Setenv("SLOWPATH_HOSTILE_OUT", outside)
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jf := filepath.Join(t.TempDir(), filepath.Base(f))
+			if err := os.WriteFile(jf, bytes.ReplaceAll(b, []byte("@OUT@"), []byte(outside)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, "bench", "fio:"+jf, "--dir", dir, "--runtime", "1s")
+			if code != clienv.ExitUsage || !strings.Contains(stderr, "fio job file line ") {
+				t.Errorf("bench: exit %d, %q", code, stderr)
+			}
+			code, _, stderr = run(t, "bench", "export", "fio:"+jf, "-o", filepath.Join(dir, "export"))
+			if code != clienv.ExitUsage || !strings.Contains(stderr, "fio job file line ") {
+				t.Errorf("export: exit %d, %q", code, stderr)
+			}
+			for _, d := range []string{outside, dir} {
+				if ents, _ := os.ReadDir(d); len(ents) != 0 {
+					t.Errorf("%s holds %v after the refusals", d, ents)
+				}
+			}
+		})
+	}
+}

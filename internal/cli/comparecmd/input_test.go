@@ -102,6 +102,7 @@ func TestDuplicateResults(t *testing.T) {
 		args []string
 		want string // "" = accepted
 	}{
+		{[]string{p1, p1, p1}, p1 + " and " + p1 + " have the same content"},
 		{[]string{"a=" + p1 + "," + p1, "b=" + p2}, p1 + " and " + p1 + " have the same content"},
 		{[]string{"a=" + p1, "b=" + copyBytes}, p1 + " and " + copyBytes + " have the same content"},
 		{[]string{"a=" + p1 + "," + p2, "b=" + reenc}, p1 + " and " + reenc + " are the same run"},
