@@ -325,9 +325,15 @@ func checkOption(sec string, o ParsedOption, dir string) error {
 	if r, ok := reasons[cl]; ok {
 		return bad(r)
 	}
-	// Both readings of the value must pass: the one fio 3.33 makes (cut at
-	// ';' or '#') and the whole line, should a fio read it differently.
-	for _, v := range uniq(o.Value, o.Raw) {
+	// A path must pass both readings of its value: the one fio 3.33 makes
+	// (cut at ';' or '#', as fio --showcmd shows) and the whole line,
+	// should another fio read it differently. Names and engines are read
+	// as fio 3.33 does, so "ioengine=psync ; comment" passes.
+	vals := []string{o.Value}
+	if cl != nameOpt && cl != engineOpt {
+		vals = uniq(o.Value, o.Raw)
+	}
+	for _, v := range vals {
 		if err := checkValue(cl, o, v, dir); err != "" {
 			return bad(err)
 		}

@@ -23,6 +23,7 @@ func TestCheckJobFile(t *testing.T) {
 		{"mem file", "[a]\nmem=mmap:buffers\niomem=malloc\n", ""},
 		{"pattern", "[a]\nbuffer_pattern=0xdeadbeef\nverify_pattern=\"str'ing\"\nbuffer_pattern='seed'\n", ""},
 		{"comment cut", "; header\n# more\n[a] ; the job\nrw=write ; a comment\nfilename=x # another\n", ""},
+		{"engine comment", "[a]\nioengine=psync ; plain reads\nname=job # the job\n", ""},
 		{"alias", "[a]\nreadwrite=write\nblocksize=8k\ntimeout=10\n", ""},
 		{"engine options", "[a]\nioengine=io_uring\nfixedbufs\nsqthread_poll=1\n", ""},
 		{"stdin", "[a]\nfilename=-\n", ""},
@@ -220,9 +221,12 @@ func oracle(t *testing.T, b []byte) {
 		if i := strings.IndexAny(cut, "#"); i >= 0 {
 			cut = cut[:i]
 		}
-		for _, l := range []string{p, cut} {
+		for li, l := range []string{cut, p} {
 			k, v, _ := strings.Cut(l, "=")
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if li == 1 && (k == "ioengine" || k == "name") {
+				continue // names and engines: fio 3.33's reading only
+			}
 			for _, n := range oracleNever {
 				if k == n {
 					t.Fatalf("accepted %s", l)
@@ -265,6 +269,7 @@ func FuzzCheckJobFile(f *testing.F) {
 		"[a]\nfilename_format=$jobname/../$filenum\nmem=mmap:buf\nbuffer_pattern='seed'\"x\"\n",
 		"[a]\nfilename=a;/b\nfilename=a#:/b\ninclude x\n",
 		"[a]\nioengine=libaio\nexec_prerun=x\n",
+		"[a]\nioengine=psync ; c\nname=j # c\n",
 		"[a]\niomem=mmaphuge:/x\n",
 		"[..]\nname=x\n",
 	} {
