@@ -152,16 +152,16 @@ func ParseJobFile(b []byte) ([]ParsedSection, error) {
 
 // jobName checks a section name or name= value: fio names a job's files
 // and logs after it ($jobname.$jobnum.$filenum), so it must be one safe
-// path component.
+// path component (never . or ..); it also names the result's streams,
+// whose labels start with a letter or digit (benchresult.ValidLabel).
 func jobName(n string) error {
-	if err := validName(n); err != nil {
-		return err
-	}
-	if n == "." || n == ".." || len(n) > 64 {
-		return fmt.Errorf("fio job name %q: at most 64 of letters, digits, '_', '.', '-', and not '.' or '..'", n)
+	if err := validName(n); err != nil || len(n) > 64 || !isAlnum(n[0]) {
+		return fmt.Errorf("fio job name %q: 1-64 letters, digits, '_', '.', '-', starting with a letter or digit", n)
 	}
 	return nil
 }
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
 
 // class is how an option is checked.
 type class int
