@@ -502,3 +502,47 @@ func TestHostileJobFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestDirWithColon: fio splits directory= at ':'; with --dir P/a:b an
+// unescaped job file names two directories, P/a and b/slowpath-bench-*
+// (fio then stops on the second, or with a fixed file name writes in the
+// first). Escaped, the run works and its files stay in the run's
+// directory, which is removed; a --dir with ';' (fio's comment) is refused.
+func TestDirWithColon(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	parent := t.TempDir()
+	sibling, dir := filepath.Join(parent, "a"), filepath.Join(parent, "a:b")
+	for _, d := range []string{sibling, dir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := run(t, "bench", "telemetry-ingest", "--dir", dir, "--scale", "0.05", "--runtime", "1s", "--interval", "200ms", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := benchresult.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := figure(t, r, "ingest", "append_ops_per_sec"); f <= 0 {
+		t.Errorf("append_ops_per_sec %v", f)
+	}
+	for _, d := range []string{sibling, dir} {
+		if ents, _ := os.ReadDir(d); len(ents) != 0 {
+			t.Errorf("%s holds %v after the run", d, ents)
+		}
+	}
+	semi := filepath.Join(parent, "x;y")
+	if err := os.Mkdir(semi, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = run(t, "bench", "telemetry-ingest", "--dir", semi, "--runtime", "1s")
+	if code != clienv.ExitUsage || !strings.Contains(stderr, "which an fio job file cannot hold") {
+		t.Errorf("--dir with ';': exit %d, %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(semi); len(ents) != 0 {
+		t.Errorf("refused run left %v", ents)
+	}
+}
