@@ -571,6 +571,12 @@ func Read(r io.Reader) (*Result, error) {
 	if err := res.Validate(); err != nil {
 		return nil, err
 	}
+	// A file from elsewhere: its strings are checked before any report
+	// sees them (validate.go). Not at Write: a run's result is saved
+	// whatever its host's names are.
+	if err := res.validateStrings(); err != nil {
+		return nil, err
+	}
 	return &res, nil
 }
 

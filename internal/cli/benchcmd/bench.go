@@ -142,8 +142,18 @@ func readJobFile(name string) ([]byte, error) {
 	if !strings.HasPrefix(name, profile.FioPrefix) {
 		return nil, nil
 	}
+	// The job file's base name becomes the profile's name in the result,
+	// reports and bench export's run.sh: a label, checked first.
+	if err := benchresult.ValidProfile(profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))); err != nil {
+		return nil, usageErr(err)
+	}
 	b, err := os.ReadFile(strings.TrimPrefix(name, profile.FioPrefix))
 	if err != nil {
+		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
+	}
+	// Refused before anything is created or run: a job file that cannot
+	// be confined to the run's directory (docs/bench.md).
+	if _, err := fio.CheckJobFile(b, ""); err != nil {
 		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
 	}
 	return b, nil

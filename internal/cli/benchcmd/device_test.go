@@ -1,13 +1,19 @@
 package benchcmd_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/cli/benchcmd"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -87,5 +93,76 @@ func TestDevice(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "refusing --device") || !(strings.Contains(stderr, "mounted at /") || strings.Contains(stderr, "root filesystem")) {
 			t.Errorf("root disk: exit %d, %q", code, stderr)
 		}
+	}
+}
+
+func majorMinor(t *testing.T, dev string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+}
+
+// TestDeviceExclusive: a device another process opened with O_EXCL (what
+// a Ceph OSD or a ZFS pool holds, with no signature bench knows) is
+// refused; so is one under a dm device, naming it. A run's own claim
+// keeps every other exclusive opener out until it is released.
+func TestDeviceExclusive(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	dev := loopDevice(t)
+	name := filepath.Base(dev)
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("exclusive open of the blank loop device: %v", err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, _, stderr := run(t, "bench", "db-commit", "--device", dev, "--destroy-data", "--scale", "0.05", "--runtime", "1s")
+	unix.Close(fd)
+	if code != 2 || !strings.Contains(stderr, "refusing --device "+dev+": "+name+" is in use: another process has it open exclusively") {
+		t.Errorf("held device: exit %d, %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("refused run left %v", ents)
+	}
+
+	mm := majorMinor(t, dev)
+	release, err := benchcmd.ClaimDevice(hostfs.Default(), dev, mm)
+	if err != nil {
+		t.Fatalf("claim of the released device: %v", err)
+	}
+	if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0); err == nil {
+		unix.Close(fd)
+		t.Error("a second exclusive open succeeded while the claim is held")
+	} else if !errors.Is(err, unix.EBUSY) {
+		t.Errorf("second exclusive open: %v, want EBUSY", err)
+	}
+	if fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
+		t.Errorf("plain open (what fio does) refused under the claim: %v", err)
+	} else {
+		unix.Close(fd)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A holder in sysfs is named: a real EBUSY (the test's exclusive
+	// open) with a fixture sysfs whose holders/ lists a dm device, as
+	// /sys/class/block/NAME/holders does for a dm-crypt member.
+	fd, err = unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	fixture := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fixture, "sys/class/block", name, "holders", "dm-7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs := hostfs.Default()
+	fs.Sys = filepath.Join(fixture, "sys")
+	if _, err := benchcmd.ClaimDevice(fs, dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: held by dm-7") {
+		t.Errorf("claim with a holder: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package benchcmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -69,6 +72,12 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	if err != nil {
 		return err
 	}
+	// run.sh replaces the placeholder by its directory: in a user's job
+	// file it would turn a checked relative path into another one
+	// ("..@DIR@/x" is one name here, "../tmp/..." there).
+	if bytes.Contains(jobFile, []byte(dirPlaceholder)) {
+		return usageErr(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, dirPlaceholder))
+	}
 	name := o.Profile
 	if strings.HasPrefix(name, profile.FioPrefix) {
 		name = profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))
@@ -108,17 +117,39 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 			return err
 		}
 	}
+	// Every file lands inside -o: names are this package's own, and the
+	// writes go through an os.Root of the directory just created.
+	root, err := os.OpenRoot(o.Output)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for n, b := range files {
+		if !filepath.IsLocal(n) || filepath.Base(n) != n {
+			return fmt.Errorf("export file name %q would leave %s", n, o.Output)
+		}
 		mode := os.FileMode(0o644)
 		if n == "run.sh" {
 			mode = 0o755
 		}
-		if err := os.WriteFile(filepath.Join(o.Output, n), b, mode); err != nil {
-			return err
+		if err := writeIn(root, n, b, mode); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Join(o.Output, n), err)
 		}
 	}
 	fmt.Fprintf(env.Stdout, "wrote %s: %s, run.sh, README.md%s\n", o.Output, strings.Join(jobNames, ", "), map[bool]string{true: ", result.json"}[res != nil])
 	return nil
+}
+
+func writeIn(root *os.Root, name string, b []byte, mode os.FileMode) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // script is a POSIX sh reproduction: it substitutes the directory into
@@ -133,6 +164,14 @@ func script(plan *profile.Plan, jobs []string) string {
 # created there and removed afterwards). Needs fio (apt-get install fio).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+# The job files get DIR's path as a value: a line break, ':' (fio's list
+# separator), ';' or '#' (comments) would change what fio reads, and sed
+# below must not see its own delimiter.
+case $1 in
+  ''|-*|*[!A-Za-z0-9/._+@,=-]*)
+    printf 'run.sh: DIR %s: use a path of letters, digits and / . _ + @ , = - not starting with - (the fio job files embed it)\n' "$1" >&2
+    exit 2;;
+esac
 command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "$1/slowpath-repro.XXXXXX")
@@ -142,7 +181,7 @@ mkdir -p "$out"
 `)
 	for i, j := range jobs {
 		ph := plan.Phases[i]
-		fmt.Fprintf(&b, "\n# Phase %d: %s\nsed \"s|%s|$work|g\" \"$here/%s\" > \"$work/%s\"\n", i+1, ph.Name, dirPlaceholder, j, j)
+		fmt.Fprintf(&b, "\n# Phase %d: %s\nsed \"s|%s|$work|g\" \"$here\"/%s > \"$work\"/%s\n", i+1, ph.Name, dirPlaceholder, quote.Shell(j), quote.Shell(j))
 		if ph.Loader != nil {
 			fmt.Fprintf(&b, `# Index loads: each writer file that reached %d bytes is evicted and read
 # once, at most 4 per second, timed in ms (GNU date).
@@ -162,9 +201,9 @@ mkdir -p "$out"
   done
 ) &
 loader=$!
-`, ph.Loader.FileSize, ph.Loader.Prefix, ph.Loader.FileSize)
+`, ph.Loader.FileSize, quote.Shell(ph.Loader.Prefix), ph.Loader.FileSize)
 		}
-		fmt.Fprintf(&b, "(cd \"$work\" && fio --output-format=json+ --output=\"$out/%s.json\" --eta=never %s)\n", strings.TrimSuffix(j, ".fio"), j)
+		fmt.Fprintf(&b, "(cd \"$work\" && fio --output-format=json+ --output=\"$out\"/%s --eta=never %s)\n", quote.Shell(strings.TrimSuffix(j, ".fio")+".json"), quote.Shell(j))
 		if ph.Loader != nil {
 			b.WriteString("kill $loader 2>/dev/null || true\nwait $loader 2>/dev/null || true\n")
 			b.WriteString("echo \"index loads (file, ms):\"; cat \"$out/loads.txt\" 2>/dev/null || echo none\n")
@@ -192,23 +231,26 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 	}
 	if res != nil {
 		b.WriteString("\n## This machine's result (`result.json`)\n\n")
+		// The result may come from another machine: its facts are
+		// Markdown-escaped like compare's cells.
+		md := comparereport.MarkdownText
 		if h := res.Environment.Host; h != nil {
-			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", h.KernelRelease, h.NumCPU, h.CPUModel)
+			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", md(h.KernelRelease), h.NumCPU, md(h.CPUModel))
 		}
 		if c := res.Environment.Cloud; c != nil {
-			fmt.Fprintf(&b, "- cloud %s %s %s\n", c.Provider, c.InstanceType, c.Region)
+			fmt.Fprintf(&b, "- cloud %s %s %s\n", md(c.Provider), md(c.InstanceType), md(c.Region))
 		}
 		if t := res.Environment.Target; t != nil && t.Storage != nil {
-			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", pathLine(t.Storage), t.Storage.EncryptionLayers)
+			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", md(pathLine(t.Storage)), t.Storage.EncryptionLayers)
 		}
 		b.WriteString("\n| phase | figure | value |\n|---|---|---|\n")
 		for _, f := range res.Figures {
 			if f.Phase != "" {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Phase, f.Name, formatValue(f.Value, f.Unit))
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", md(f.Phase), md(f.Name), md(formatValue(f.Value, f.Unit)))
 			}
 		}
 		if res.WhereTime != nil {
-			fmt.Fprintf(&b, "\nWhere the time went: %s\n", res.WhereTime.Summary)
+			fmt.Fprintf(&b, "\nWhere the time went: %s\n", md(res.WhereTime.Summary))
 		}
 	}
 	return b.String()

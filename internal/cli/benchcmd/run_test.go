@@ -2,6 +2,7 @@ package benchcmd_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -357,5 +358,191 @@ func TestExport(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(target); len(ents) != 0 {
 		t.Errorf("search-index run.sh left %v", ents)
+	}
+}
+
+// TestFioJobFileConfined: fio itself writes every file of a ':' list, one
+// outside the run's directory included; bench refuses that job file with
+// the option and section, runs nothing and leaves nothing behind.
+func TestFioJobFileConfined(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	jf := []byte("[leave]\nrw=write\nbs=4k\nsize=64k\nioengine=psync\nfilename=a:" + elsewhere + "/x.dat\n")
+
+	// The threat is real: fio run on it directly creates the outside file.
+	scratch := t.TempDir()
+	if err := os.MkdirAll(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("fio", "--output-format=json", "-")
+	cmd.Dir, cmd.Stdin = scratch, bytes.NewReader(jf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fio: %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "x.dat")); err != nil {
+		t.Fatalf("fio did not write the outside file (the test shows nothing): %v", err)
+	}
+	if err := os.RemoveAll(elsewhere); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	jobFile := filepath.Join(t.TempDir(), "leave.fio")
+	if err := os.WriteFile(jobFile, jf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "bench", "fio:"+jobFile, "--dir", dir, "--runtime", "1s")
+	want := `section [leave]: filename="a:` + elsewhere + `/x.dat": ` + elsewhere + `/x.dat: an absolute path`
+	if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	if _, err := os.Lstat(elsewhere); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after the refused run: %v", elsewhere, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused run left %v in --dir", ents)
+	}
+	// bench export refuses it too.
+	code, _, stderr = run(t, "bench", "export", "fio:"+jobFile, "-o", filepath.Join(dir, "x"))
+	if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("export: exit %d, stderr %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused export left %v", ents)
+	}
+}
+
+// TestExportScripts: the run.sh of every profile, a user's job file
+// included, passes `sh -n`; it refuses a DIR that the job files could not
+// hold as a value before creating anything; a job file holding the
+// placeholder or with a name outside the label alphabet is refused.
+func TestExportScripts(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	jobFile := filepath.Join(t.TempDir(), "mine.fio")
+	if err := os.WriteFile(jobFile, []byte("[seqread]\nrw=read\nbs=128k\nsize=8m\nfilename=data\nioengine=psync\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, prof := range []string{"search-index", "db-commit", "telemetry-ingest", "fio:" + jobFile} {
+		out := filepath.Join(t.TempDir(), "repro")
+		if code, _, stderr := run(t, "bench", "export", prof, "--scale", "0.05", "--runtime", "1s", "-o", out); code != 0 {
+			t.Fatalf("export %s: exit %d: %s", prof, code, stderr)
+		}
+		script := filepath.Join(out, "run.sh")
+		if b, err := exec.Command(sh, "-n", script).CombinedOutput(); err != nil {
+			t.Errorf("%s: sh -n run.sh: %v: %s", prof, err, b)
+		}
+		for _, dir := range []string{"/tmp/a:b", "/tmp/a\nrw=write", "/tmp/a;b", "/tmp/a#b", "-x", "/tmp/a|b", "/tmp/$(touch x)", ""} {
+			target := t.TempDir()
+			cmd := exec.Command(sh, script, dir)
+			cmd.Dir = target
+			b, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(b), "run.sh: DIR") {
+				t.Errorf("%s: run.sh %q: %v: %s", prof, dir, err, b)
+			}
+			if ents, _ := os.ReadDir(target); len(ents) != 0 {
+				t.Errorf("%s: run.sh %q left %v", prof, dir, ents)
+			}
+		}
+	}
+	dir := t.TempDir()
+	placeholder := filepath.Join(dir, "p.fio")
+	if err := os.WriteFile(placeholder, []byte("[a]\nfilename=..@DIR@/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(dir, "a b.fio")
+	if err := os.WriteFile(odd, []byte("[a]\nrw=read\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for jf, want := range map[string]string{placeholder: "holds @DIR@", odd: `NAME "a b.fio": use letters`} {
+		code, _, stderr := run(t, "bench", "export", "fio:"+jf, "-o", filepath.Join(dir, "out"))
+		if code != clienv.ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("export %s: exit %d, %q; want %q", jf, code, stderr, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused export created its directory: %v", err)
+	}
+}
+
+// TestHostileJobFiles: every job file of testdata/hostile-fio tries to
+// write, run or reach outside the run's directory (@OUT@ is a directory of
+// this test, ${SLOWPATH_HOSTILE_OUT} too). bench and bench export refuse
+// each, exit 2, and nothing appears in @OUT@ or in --dir.
+func TestHostileJobFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/hostile-fio/*.fio")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("hostile corpus: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			outside, dir := t.TempDir(), t.TempDir()
+			t.Setenv("SLOWPATH_HOSTILE_OUT", outside)
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jf := filepath.Join(t.TempDir(), filepath.Base(f))
+			if err := os.WriteFile(jf, bytes.ReplaceAll(b, []byte("@OUT@"), []byte(outside)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, "bench", "fio:"+jf, "--dir", dir, "--runtime", "1s")
+			if code != clienv.ExitUsage || !strings.Contains(stderr, "fio job file line ") {
+				t.Errorf("bench: exit %d, %q", code, stderr)
+			}
+			code, _, stderr = run(t, "bench", "export", "fio:"+jf, "-o", filepath.Join(dir, "export"))
+			if code != clienv.ExitUsage || !strings.Contains(stderr, "fio job file line ") {
+				t.Errorf("export: exit %d, %q", code, stderr)
+			}
+			for _, d := range []string{outside, dir} {
+				if ents, _ := os.ReadDir(d); len(ents) != 0 {
+					t.Errorf("%s holds %v after the refusals", d, ents)
+				}
+			}
+		})
+	}
+}
+
+// TestDirWithColon: fio splits directory= at ':'; with --dir P/a:b an
+// unescaped job file names two directories, P/a and b/slowpath-bench-*
+// (fio then stops on the second, or with a fixed file name writes in the
+// first). Escaped, the run works and its files stay in the run's
+// directory, which is removed; a --dir with ';' (fio's comment) is refused.
+func TestDirWithColon(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	parent := t.TempDir()
+	sibling, dir := filepath.Join(parent, "a"), filepath.Join(parent, "a:b")
+	for _, d := range []string{sibling, dir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := run(t, "bench", "telemetry-ingest", "--dir", dir, "--scale", "0.05", "--runtime", "1s", "--interval", "200ms", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := benchresult.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := figure(t, r, "ingest", "append_ops_per_sec"); f <= 0 {
+		t.Errorf("append_ops_per_sec %v", f)
+	}
+	for _, d := range []string{sibling, dir} {
+		if ents, _ := os.ReadDir(d); len(ents) != 0 {
+			t.Errorf("%s holds %v after the run", d, ents)
+		}
+	}
+	semi := filepath.Join(parent, "x;y")
+	if err := os.Mkdir(semi, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = run(t, "bench", "telemetry-ingest", "--dir", semi, "--runtime", "1s")
+	if code != clienv.ExitUsage || !strings.Contains(stderr, "which an fio job file cannot hold") {
+		t.Errorf("--dir with ';': exit %d, %q", code, stderr)
+	}
+	if ents, _ := os.ReadDir(semi); len(ents) != 0 {
+		t.Errorf("refused run left %v", ents)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/collect/storage"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/workload/fio"
@@ -39,6 +40,8 @@ type target struct {
 	dev      uint64 // st_dev of the directory, st_rdev of the device
 	devices  []sampler.Device
 	snap     *snapshot.Snapshot
+	// claim is the exclusive open of a device run, held until cleanup.
+	claim *os.File
 
 	once       sync.Once
 	cleanupErr error
@@ -80,15 +83,31 @@ func prepareDevice(env *clienv.Env, o *Options) (*target, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
 		return nil, usageErr(fmt.Errorf("--device %s is not a block device", o.Device))
 	}
+	mm := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	// The policy on what the storage collector says (mounted, the root
+	// disk, partitions, dm/md stacks), before the device is opened at all.
 	s := &snapshot.Snapshot{}
 	storage.Collect(context.Background(), env.FS, s)
-	mm := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	if err := refuseDevice(s, mm, "", nil); err != nil {
+		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+	}
+	// First line: an exclusive claim, held until the run's cleanup. The
+	// kernel refuses it (EBUSY) while anything else has the device: a
+	// mount, a dm or md device on it, or any exclusive opener (a Ceph OSD,
+	// a ZFS pool, LVM tools) that no on-disk signature may show.
+	claim, err := claimDevice(env.FS, o.Device, mm)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+	}
+	// Second line: the first bytes' signatures.
 	sig, sigErr := blocksig.ProbeDevice(o.Device)
 	if err := refuseDevice(s, mm, sig, sigErr); err != nil {
+		claim.Close()
 		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
 	}
 	tmp, err := os.MkdirTemp("", "slowpath-bench-")
 	if err != nil {
+		claim.Close()
 		return nil, err
 	}
 	name := ""
@@ -97,7 +116,54 @@ func prepareDevice(env *clienv.Env, o *Options) (*target, error) {
 			name = d.Name
 		}
 	}
-	return &target{given: o.Device, kind: "block", phaseDir: tmp, device: o.Device, devName: name, dev: st.Rdev, snap: s}, nil
+	return &target{given: o.Device, kind: "block", phaseDir: tmp, device: o.Device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
+}
+
+// claimDevice opens the block device dev (major:minor mm) with O_EXCL,
+// which for a block device is an exclusive claim rather than a create
+// flag (block/bdev.c, bdev_open: bd_prepare_to_claim returns -EBUSY while
+// another holder has it). fio's own opens, not exclusive, still succeed.
+// On EBUSY the error names the holder when sysfs or mountinfo tells.
+func claimDevice(fs hostfs.FS, dev, mm string) (*os.File, error) {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return os.NewFile(uintptr(fd), dev), nil
+	}
+	if !errors.Is(err, unix.EBUSY) {
+		return nil, fmt.Errorf("open it exclusively: %w", err)
+	}
+	name := filepath.Base(dev)
+	if link, lerr := os.Readlink(fs.SysPath("dev", "block", mm)); lerr == nil {
+		name = filepath.Base(link)
+	}
+	if hs, _ := os.ReadDir(fs.SysPath("class", "block", name, "holders")); len(hs) > 0 {
+		var names []string
+		for _, h := range hs {
+			names = append(names, h.Name())
+		}
+		return nil, fmt.Errorf("%s is in use: held by %s (a device-mapper or md device on it)", name, strings.Join(names, ", "))
+	}
+	if mnts := mountsOf(fs, mm); len(mnts) > 0 {
+		return nil, fmt.Errorf("%s is in use: %s is mounted at %s", name, name, strings.Join(mnts, ", "))
+	}
+	return nil, fmt.Errorf("%s is in use: another process has it open exclusively (a filesystem, Ceph OSD, ZFS pool or LVM tool; see fuser -v %s)", name, dev)
+}
+
+// mountsOf lists the mount points of major:minor mm in mountinfo
+// (proc(5): field 3 is major:minor, field 5 the mount point).
+func mountsOf(fs hostfs.FS, mm string) []string {
+	b, err := os.ReadFile(fs.ProcPath("self", "mountinfo"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[2] == mm {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 // refuseDevice is the policy: why the device with major:minor mm must not
@@ -225,6 +291,9 @@ func (t *target) cleanup() error {
 		}
 		if dir != "" {
 			t.cleanupErr = os.RemoveAll(dir)
+		}
+		if t.claim != nil {
+			t.claim.Close()
 		}
 	})
 	return t.cleanupErr

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -110,6 +111,9 @@ func (o *Options) validate() ([]Target, error) {
 			if !ok || name == "" || dir == "" {
 				return nil, fmt.Errorf("--target %q: want NAME=DIR", t)
 			}
+			if err := validSideName(name); err != nil {
+				return nil, fmt.Errorf("--target %w", err)
+			}
 			if seen[name] {
 				return nil, fmt.Errorf("--target name %q given twice", name)
 			}
@@ -125,6 +129,18 @@ func (o *Options) validate() ([]Target, error) {
 		return nil, errors.New("give at least two results to compare (or --profile with --target NAME=DIR twice)")
 	}
 	return nil, nil
+}
+
+// sideNameRE is the alphabet of side names. A name becomes a file name
+// under --save (NAME-N.json), a table cell and a chart label: one path
+// component, no markup, no line breaks.
+var sideNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func validSideName(name string) error {
+	if !sideNameRE.MatchString(name) {
+		return fmt.Errorf("side name %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (NAME=FILE names a side)", name)
+	}
+	return nil
 }
 
 // parseSide splits [NAME=]FILE[,FILE...]; the name defaults to the first
@@ -159,16 +175,21 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return usageErr(err)
 		}
 	} else {
+		var names []string
+		var lists [][]string
 		for _, arg := range o.Sides {
 			name, files := parseSide(arg)
 			if len(files) == 0 {
 				return usageErr(fmt.Errorf("side %q names no file", arg))
 			}
-			s, err := loadSide(name, files)
-			if err != nil {
+			if err := validSideName(name); err != nil {
 				return usageErr(err)
 			}
-			sides = append(sides, s)
+			names = append(names, name)
+			lists = append(lists, files)
+		}
+		if sides, err = loadSides(names, lists); err != nil {
+			return usageErr(err)
 		}
 	}
 	res, err := comparison.Compare(sides, comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence})

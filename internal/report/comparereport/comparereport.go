@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/slowpath/slowpath/internal/comparison"
 )
@@ -106,7 +107,37 @@ func joinSides(r *comparison.Result, sep string) string {
 	return strings.Join(n, sep)
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// MarkdownText is s escaped for Markdown inline text or a table cell
+// (bench export's README uses it too).
+func MarkdownText(s string) string { return mdEscape(s) }
+
+// mdEscape makes s one table cell's inline text: '|' and a line break
+// would end the cell or the row, and Markdown renders raw HTML, so '&',
+// '<' and '>' become entities; a backtick could open a code span in
+// which the entities show verbatim. Other control characters are dropped.
+func mdEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '|':
+			b.WriteString("&#124;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '`':
+			b.WriteString("&#96;")
+		case r == '\n' || r == '\r' || r == '\t' || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		case unicode.IsControl(r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)

@@ -92,3 +92,40 @@ func TestJSONRoundTrips(t *testing.T) {
 		t.Error("no error for an unknown format")
 	}
 }
+
+// TestMarkdownHostileCells: names, sources, metrics and facts with '|',
+// line breaks, HTML and backticks stay inside their cell: every table row
+// has its column count of unescaped '|', and no raw '<' reaches the
+// document.
+func TestMarkdownHostileCells(t *testing.T) {
+	r := fixture(t)
+	hostile := "a|b\nc\r<script>x</script>`code|`\\|"
+	r.Sides[0].Name = hostile
+	r.Sides[1].Sources = []string{"/tmp/" + hostile + ".json"}
+	r.Rows[0].Metric = hostile
+	r.Environment = append(r.Environment, comparison.EnvDiff{Key: hostile, Values: []string{hostile, "x", "y"}})
+	var buf bytes.Buffer
+	if err := Write(&buf, r, "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "<") || strings.Contains(out, "`") || strings.Contains(out, "\r") {
+		t.Errorf("raw markup in the Markdown:\n%s", out)
+	}
+	cols := 0
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			cols = 0
+			continue
+		}
+		n := strings.Count(line, "|")
+		if cols == 0 {
+			cols = n
+		} else if n != cols {
+			t.Errorf("row with %d '|', table has %d: %q", n, cols, line)
+		}
+	}
+	if !strings.Contains(out, "a&#124;b c") {
+		t.Errorf("escaped name not found:\n%s", out)
+	}
+}

@@ -74,3 +74,38 @@ func TestCDFPointsKeepTheTail(t *testing.T) {
 		t.Errorf("only %d points above p99: the tail was thinned away", tail)
 	}
 }
+
+// TestCompareHTMLHostileStrings: names, run labels, sources and facts
+// holding markup reach the document only escaped: as text by html/template,
+// inside the chart JSON with '<' as \u003c.
+func TestCompareHTMLHostileStrings(t *testing.T) {
+	sides := []comparison.Side{
+		comparisontest.Side(comparisontest.Spec{Name: "plain", Runs: 2, IOPS: 12000, Noise: 0.02, Seconds: 5, Buckets: 50, Requests: 1000, LoadMs: 4, Seed: 1}),
+		comparisontest.Side(comparisontest.Spec{Name: "crypt", Runs: 2, IOPS: 9000, Noise: 0.02, Seconds: 5, Buckets: 50, Requests: 1000, LoadMs: 9, Crypt: true, Seed: 2}),
+	}
+	const evil = `</script><img src=x onerror=alert(1)>`
+	sides[0].Name = "p" + evil
+	sides[0].Sources = []string{"/tmp/" + evil + ".json"}
+	for i := range sides[1].Runs {
+		sides[1].Runs[i].Label = evil
+	}
+	r, err := comparison.Compare(sides, comparison.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Environment = append(r.Environment, comparison.EnvDiff{Key: evil, Values: []string{evil, evil}})
+	var buf bytes.Buffer
+	if err := WriteCompare(&buf, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "<img src=x") || strings.Contains(out, "onerror=alert(1)>") {
+		t.Error("unescaped markup in the HTML report")
+	}
+	if !strings.Contains(out, "&lt;img src=x onerror=alert(1)&gt;") {
+		t.Error("the escaped name is not in the report")
+	}
+	if n := strings.Count(out, "</script>"); n != 2 {
+		t.Errorf("%d </script> in the report, want the page's own 2", n)
+	}
+}

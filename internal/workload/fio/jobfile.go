@@ -46,6 +46,10 @@ func (f *File) Render() ([]byte, error) {
 			if strings.ContainsAny(o.Value, "\n\r") {
 				return fmt.Errorf("fio section %s: option %s value %q contains a line break", name, o.Key, o.Value)
 			}
+			// fio cuts a line at ';' or '#' (parse.c, strip_blank_end).
+			if strings.ContainsAny(o.Value, ";#") {
+				return fmt.Errorf("fio section %s: option %s value %q contains ';' or '#', which fio reads as a comment", name, o.Key, o.Value)
+			}
 			if o.Value == "" {
 				fmt.Fprintf(&b, "%s\n", o.Key)
 			} else {

@@ -32,6 +32,20 @@ func TestNewRefuses(t *testing.T) {
 	if _, err := New(DBCommit, q); err == nil || !strings.Contains(err.Error(), "line break") {
 		t.Errorf("dir with a newline: %v", err)
 	}
+	for _, d := range []string{"/tmp/a;b", "/tmp/a#b", `/tmp/a\b`} {
+		q = p
+		q.Dir = d
+		if _, err := New(TelemetryIngest, q); err == nil || !strings.Contains(err.Error(), "cannot hold") {
+			t.Errorf("dir %q: %v", d, err)
+		}
+	}
+	// fio splits directory= at ':': the colon is escaped.
+	q = p
+	q.Dir = "/tmp/a:b"
+	pl, err := New(TelemetryIngest, q)
+	if err != nil || !strings.Contains(string(pl.Phases[0].JobFile), "directory=/tmp/a\\:b\n") {
+		t.Errorf("dir with a colon: %v %s", err, pl.Phases[0].JobFile)
+	}
 	q = p
 	q.Runtime = 0
 	if _, err := New(DBCommit, q); err == nil {
