@@ -442,15 +442,6 @@ func (r *Result) Validate() error {
 	if r.Profile == "" {
 		return errors.New("bench result has no profile")
 	}
-	// The environment carries a snapshot's host and cloud sections, from
-	// another machine: they obey the snapshot's rules (docs/snapshot.md,
-	// section Validation) before any report renders them.
-	if err := snapshot.ValidateHost("environment.host", r.Environment.Host); err != nil {
-		return err
-	}
-	if err := snapshot.ValidateCloud("environment.cloud", r.Environment.Cloud); err != nil {
-		return err
-	}
 	switch r.Status {
 	case StatusComplete, StatusInterrupted, StatusFailed:
 	default:

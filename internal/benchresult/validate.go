@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // A result file may come from another machine (compare reads files passed
@@ -101,6 +103,15 @@ func (r *Result) validateStrings() error {
 	}
 	if err := ValidProfile(r.Profile); err != nil {
 		return bad("profile", r.Profile, err)
+	}
+	// The environment carries a snapshot's host and cloud sections, from
+	// another machine: they obey the snapshot's rules (docs/snapshot.md,
+	// section Validation).
+	if err := snapshot.ValidateHost("environment.host", r.Environment.Host); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidString, err)
+	}
+	if err := snapshot.ValidateCloud("environment.cloud", r.Environment.Cloud); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidString, err)
 	}
 	for k := range r.Parameters.Settings {
 		if err := ValidLabel(k); err != nil {
