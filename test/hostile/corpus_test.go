@@ -187,7 +187,7 @@ var snapCases = []snapCase{
 	onCrypt(roleHostname, "fixture", "hostname-escape-seq.json", `"host\u001b]0;x\u0007"`, either, "terminal escape sequence (sets the title)"),
 
 	onCrypt(roleInstance, "i4i.2xlarge", "instance-semicolon.json", `"i4i.2xlarge;reboot"`, quoted, "command separator in metadata"),
-	onCrypt(roleInstance, "i4i.2xlarge", "instance-html.json", `"<img src=x onerror=alert(1)>"`, quoted, "markup in the HTML report"),
+	onCrypt(roleInstance, "i4i.2xlarge", "instance-html.json", `"<img/src=x/onerror=alert(1)>"`, quoted, "markup in the HTML report"),
 	onCrypt(roleInstance, "i4i.2xlarge", "instance-newline.json", `"i4i.2xlarge\nreboot"`, either, "newline"),
 
 	{File: "message-html.json", Base: baseCrypt, Role: roleMessage, Hostile: `"<script>alert(1)</script> $(id)"`, Expect: quoted, Why: "markup and command substitution in a collector error",
@@ -241,11 +241,11 @@ var fioCases = []fioCase{
 // (a name with a newline is no file to commit). The name reaches bench's
 // result (profile fio:NAME) and bench export's run.sh and README.
 var fioNames = []struct{ Name, Expect, Why string }{
-	{"a;b.fio", quoted, "command separator"},
-	{"$(touch PWNED).fio", quoted, "command substitution"},
-	{"`id`.fio", quoted, "backquote"},
-	{"x'y.fio", quoted, "single quote"},
-	{"-rf.fio", quoted, "reads as an option"},
+	{"a;b.fio", either, "command separator"},
+	{"$(touch PWNED).fio", either, "command substitution"},
+	{"`id`.fio", either, "backquote"},
+	{"x'y.fio", either, "single quote"},
+	{"-rf.fio", either, "reads as an option"},
 	{"x\ntouch PWNED\n.fio", either, "newline: a line of its own in run.sh's header comment"},
 }
 

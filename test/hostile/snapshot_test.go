@@ -3,6 +3,7 @@ package hostile_test
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/slowpath/slowpath/internal/quote"
 	"io/fs"
 	"net/http"
 	"os"
@@ -142,10 +143,14 @@ func files(t testing.TB, what, out, role, h string) {
 			checkSysctlConf(t, what+" "+f.Name, string(f.Data))
 		}
 	}
-	// A name udev cannot match by NAME== without its own escaping may be
-	// left to the user; any other name gets its rule.
-	if role == roleIface && rules == 0 && !strings.ContainsAny(h, "\"\\") {
-		t.Errorf("%s: no udev rule for the ring of %q", what, h)
+	// A name udev cannot hold literally in a match value may be left to
+	// the user, but then the archive's comment must say so and give the
+	// runtime command with the name as one quoted word.
+	if role == roleIface && rules == 0 {
+		c := string(a.Comment)
+		if !strings.Contains(c, "no udev rule written") || !strings.Contains(c, "ethtool -G "+quote.Shell(h)+" ") {
+			t.Errorf("%s: no udev rule for the ring of %q, and no stated refusal with the quoted runtime command:\n%s", what, h, c)
+		}
 	}
 }
 
