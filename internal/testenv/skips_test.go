@@ -18,7 +18,7 @@ var skipRE = regexp.MustCompile(`\.(Skip|Skipf|SkipNow)\(`)
 // module goes through Unavailable (RequireRoot, RequireTool), except a
 // skip guarded by testing.Short(), which is the user asking for less.
 func TestNoPlainSkips(t *testing.T) {
-	root := moduleRoot(t)
+	root := ModuleRoot(t)
 	var found int
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -66,23 +66,5 @@ func TestNoPlainSkips(t *testing.T) {
 	}
 	if found == 0 {
 		t.Error("no skip found at all: the scan no longer sees the module")
-	}
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
 	}
 }

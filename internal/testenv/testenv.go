@@ -53,3 +53,23 @@ func BuildSlowpath(t testing.TB) string {
 	}
 	return bin
 }
+
+// ModuleRoot returns the directory of go.mod above the test's working
+// directory, for tests that read the repository's shared testdata.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}

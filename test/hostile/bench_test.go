@@ -65,7 +65,7 @@ func TestFioJobFiles(t *testing.T) {
 func results(t *testing.T, prefix string) []string {
 	var out []string
 	for _, n := range []string{"1", "2", "3", "4"} {
-		out = append(out, filepath.Join(moduleRoot(t), "testdata", "results", prefix+"-"+n+".json"))
+		out = append(out, filepath.Join(testenv.ModuleRoot(t), "testdata", "results", prefix+"-"+n+".json"))
 	}
 	return out
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // update rewrites testdata/hostile (snapshots and README.md) from the
@@ -259,31 +261,13 @@ type sideCase struct {
 // corpusRoot is testdata/hostile of the module.
 func corpusRoot(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(moduleRoot(t), "testdata", "hostile")
-}
-
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
+	return filepath.Join(testenv.ModuleRoot(t), "testdata", "hostile")
 }
 
 // render builds one hostile snapshot from its base fixture.
 func (c snapCase) render(t testing.TB) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(moduleRoot(t), "testdata", "hosts", c.Base))
+	raw, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "testdata", "hosts", c.Base))
 	if err != nil {
 		t.Fatal(err)
 	}

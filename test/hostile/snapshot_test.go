@@ -3,7 +3,6 @@ package hostile_test
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/slowpath/slowpath/internal/quote"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/testenv"
 	"golang.org/x/tools/txtar"
 )
 
@@ -250,7 +251,7 @@ func persist(t *testing.T, c snapCase, file, h, hint string) {
 
 // diff compares the hostile snapshot with its base, both ways.
 func diff(t *testing.T, c snapCase, file, h, hint string) {
-	base := filepath.Join(moduleRoot(t), "testdata", "hosts", c.Base)
+	base := filepath.Join(testenv.ModuleRoot(t), "testdata", "hosts", c.Base)
 	for _, pair := range [][2]string{{file, base}, {base, file}} {
 		for _, format := range []string{"text", "json"} {
 			s := newSandbox(t)

@@ -238,13 +238,5 @@ func copyInto(root *os.Root, name, src string) error {
 	if err != nil {
 		return err
 	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return root.WriteFile(name, b, 0o644)
 }
