@@ -7,6 +7,7 @@ package kubernetes_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/prometheustest"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -259,6 +261,40 @@ func TestExpressionsRunInPrometheus(t *testing.T) {
 	for _, title := range []string{"Firing findings", "Encryption layers per mount", "Where each encryption layer runs", "Agent collectors"} {
 		if results[title] == 0 {
 			t.Errorf("panel %q shows nothing for the Azure double-encryption fixture", title)
+		}
+	}
+}
+
+// TestTaxThresholdsAreCryptotax: the encryption-tax alerts use the
+// thresholds of dmcrypt.tax, from internal/model/cryptotax, so a change
+// there fails here until the rules follow.
+func TestTaxThresholdsAreCryptotax(t *testing.T) {
+	_, pr := rulesFile(t, t.TempDir())
+	exprs := map[string]string{}
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			name := r.Alert + r.Record
+			exprs[name] = r.Expr.String()
+		}
+	}
+	farAbove := fmt.Sprintf("> %g", cryptotax.FarAbove)
+	minAdded := fmt.Sprintf("> %g", cryptotax.MinAdded.Seconds())
+	minIOs := fmt.Sprintf(">= %d", cryptotax.MinIOs)
+	for name, want := range map[string][]string{
+		"SlowpathEncryptionTaxFarAboveCipher":               {"_tax_ratio:rate5m " + farAbove + "\n", "_added_await_seconds:rate5m " + minAdded + "\n", "_ios:increase5m " + minIOs + "\n"},
+		"SlowpathEncryptionTaxGroupAboveFleet":              {fmt.Sprintf("> %g * scalar(", cryptotax.FarAbove), "median5m " + farAbove + "\n"},
+		"instance_type:slowpath_dmcrypt_tax_ratio:median5m": {"_ios:increase5m " + minIOs + ")"},
+		":slowpath_dmcrypt_tax_ratio:median5m":              {"_ios:increase5m " + minIOs + ")"},
+	} {
+		e, ok := exprs[name]
+		if !ok {
+			t.Errorf("no rule %s", name)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(e, w) {
+				t.Errorf("%s: %q not in\n%s", name, w, e)
+			}
 		}
 	}
 }
