@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
@@ -145,4 +146,31 @@ func (tr *Tree) write() error {
 		}
 	}
 	return nil
+}
+
+// Keep advances the tree by Advance(ios, bytesPerIO, topAwaitUS,
+// bottomAwaitUS) every 50 ms until the test ends: a workload that never
+// changes its awaits, so any window Prometheus takes sees them exactly.
+func (tr *Tree) Keep(t testing.TB, ios, bytesPerIO, topAwaitUS, bottomAwaitUS uint64) {
+	t.Helper()
+	if err := tr.Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				// Checked above: the same arguments cannot fail but on a
+				// write error, which the agent's next scrape reports.
+				_ = tr.Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
 }
