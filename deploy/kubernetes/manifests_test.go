@@ -214,7 +214,7 @@ func TestAlertRules(t *testing.T) {
 }
 
 // grafanaVars are the dashboard's variables with values Prometheus accepts.
-var grafanaVars = strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*")
+var grafanaVars = strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*", "$group", "instance_type")
 
 type dashboard struct {
 	Panels []struct {
@@ -361,6 +361,34 @@ func TestTaxRulesInPrometheus(t *testing.T) {
 	prom.WaitFor(t, `ALERTS{alertstate="firing",alertname="SlowpathEncryptionTaxGroupAboveFleet"}`, 30*time.Second)
 	if g := alerts("SlowpathEncryptionTaxGroupAboveFleet", "instance_type"); len(g) != 1 || !g[agenttest.Incident.Group] {
 		t.Errorf("group alert fires for %v, want %s only", g, agenttest.Incident.Group)
+	}
+
+	// The dashboard's tax panels show the fleet: every one of their
+	// expressions parses, and each panel has data.
+	b, err := os.ReadFile("dashboards/slowpath.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	taxPanels := 0
+	for _, p := range d.Panels {
+		if !strings.HasPrefix(p.Title, "Encryption tax") {
+			continue
+		}
+		taxPanels++
+		n := 0
+		for _, tg := range p.Targets {
+			n += len(prom.Query(t, grafanaVars.Replace(tg.Expr)))
+		}
+		if n == 0 {
+			t.Errorf("panel %q shows nothing for the tax fleet", p.Title)
+		}
+	}
+	if taxPanels < 3 {
+		t.Errorf("%d encryption tax panels, want the per-node, added-vs-cipher and per-group ones", taxPanels)
 	}
 
 	resp, err := http.Get("http://" + nodes[0].Addr + "/metrics")
