@@ -391,6 +391,19 @@ func TestTaxRulesInPrometheus(t *testing.T) {
 		t.Errorf("%d encryption tax panels, want the per-node, added-vs-cipher and per-group ones", taxPanels)
 	}
 
+	// The PromQL examples of docs/agent.md parse and run.
+	doc, err := os.ReadFile("../../docs/agent.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```promql\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) < 2 {
+		t.Errorf("docs/agent.md has %d promql blocks, want the node_exporter joins", len(blocks))
+	}
+	for _, b := range blocks {
+		prom.Query(t, string(b[1]))
+	}
+
 	resp, err := http.Get("http://" + nodes[0].Addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

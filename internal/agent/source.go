@@ -184,7 +184,7 @@ func (l *Live) readStats(s *snapshot.Snapshot, now time.Time) bool {
 		}
 		d.Stat = v
 		if p := l.prevStat[name]; p != nil && now.After(l.prevStatAt) {
-			d.StatWindow = SubStat(v, p)
+			d.StatWindow = subStat(v, p)
 		}
 	}
 	if now.After(l.prevStatAt) {
@@ -195,9 +195,9 @@ func (l *Live) readStats(s *snapshot.Snapshot, now time.Time) bool {
 	return ok
 }
 
-// SubStat is cur minus prev, field by field; nil when any counter went
+// subStat is cur minus prev, field by field; nil when any counter went
 // backwards. in_flight is a gauge: cur's.
-func SubStat(cur, prev *snapshot.BlockStat) *snapshot.BlockStat {
+func subStat(cur, prev *snapshot.BlockStat) *snapshot.BlockStat {
 	pairs := [][2]uint64{
 		{cur.ReadIOs, prev.ReadIOs}, {cur.ReadMerges, prev.ReadMerges}, {cur.ReadSectors, prev.ReadSectors}, {cur.ReadTicksMS, prev.ReadTicksMS},
 		{cur.WriteIOs, prev.WriteIOs}, {cur.WriteMerges, prev.WriteMerges}, {cur.WriteSectors, prev.WriteSectors}, {cur.WriteTicksMS, prev.WriteTicksMS},

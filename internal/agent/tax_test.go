@@ -216,10 +216,10 @@ func TestCipherCollector(t *testing.T) {
 // no window; in_flight is a gauge, taken as it is.
 func TestSubStat(t *testing.T) {
 	prev := &snapshot.BlockStat{ReadIOs: 10, ReadTicksMS: 5, InFlight: 3}
-	if d := SubStat(&snapshot.BlockStat{ReadIOs: 15, ReadTicksMS: 9, InFlight: 1}, prev); d == nil || d.ReadIOs != 5 || d.ReadTicksMS != 4 || d.InFlight != 1 {
+	if d := subStat(&snapshot.BlockStat{ReadIOs: 15, ReadTicksMS: 9, InFlight: 1}, prev); d == nil || d.ReadIOs != 5 || d.ReadTicksMS != 4 || d.InFlight != 1 {
 		t.Errorf("forward: %+v", d)
 	}
-	if d := SubStat(&snapshot.BlockStat{ReadIOs: 2, ReadTicksMS: 9}, prev); d != nil {
+	if d := subStat(&snapshot.BlockStat{ReadIOs: 2, ReadTicksMS: 9}, prev); d != nil {
 		t.Errorf("backwards: %+v, want nil", d)
 	}
 }
