@@ -223,3 +223,31 @@ func TestSubStat(t *testing.T) {
 		t.Errorf("backwards: %+v, want nil", d)
 	}
 }
+
+// BenchmarkTaxScrape is one scrape of a node with dm-crypt: the stat files
+// of the encrypted path read, the interval judged, every series built. The
+// topology (and the cipher) is read once, before the timer.
+func BenchmarkTaxScrape(b *testing.B) {
+	tr := taxtree.Write(b, 4)
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	live := newTaxLive(tr, c)
+	defer live.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&Exporter{Source: live})
+	if _, err := reg.Gather(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if err := tr.Advance(1000, 16384, 18000, 450); err != nil {
+			b.Fatal(err)
+		}
+		c.t = c.t.Add(15 * time.Second)
+		b.StartTimer()
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
