@@ -261,13 +261,18 @@ func (l *Live) refreshTopology(ctx context.Context, now time.Time) {
 	timed("net", func() { network.Collect(ctx, l.FS, network.Options{}, s) }, func() bool { return s.Net != nil && len(s.Net.Interfaces) > 0 })
 	s.SortErrors()
 	l.topo, l.topoRuns, l.topoAt = s, runs, now
-	// The topology's own stat reading starts the first window.
-	l.statDevs, l.prevStat, l.prevStatAt = nil, map[string]*snapshot.BlockStat{}, now
+	l.statDevs = nil
 	if sm, err := storagemodel.Build(s); err == nil && s.Storage != nil {
 		l.statDevs = EncryptedDevices(sm.Paths)
+	}
+	// The topology's own stat reading starts the first window. Later
+	// refreshes keep the last scrape's readings, so the scrape that reads
+	// the topology again still judges a whole interval (a device made
+	// again under its name shows as counters gone backwards: no window).
+	if l.prevStat == nil && s.Storage != nil {
+		l.prevStat, l.prevStatAt = map[string]*snapshot.BlockStat{}, now
 		for i := range s.Storage.BlockDevices {
-			d := &s.Storage.BlockDevices[i]
-			if d.Stat != nil {
+			if d := &s.Storage.BlockDevices[i]; d.Stat != nil {
 				l.prevStat[d.Name] = d.Stat
 			}
 		}

@@ -58,6 +58,9 @@ func TestTaxOverScrapeInterval(t *testing.T) {
 	tr := taxtree.Write(t, 4)
 	c := &clock{time.Unix(1_800_000_000, 0)}
 	live := newTaxLive(tr, c)
+	// Every scrape reads the topology again: it must still judge the
+	// interval since the scrape before.
+	live.TopologyInterval = 10 * time.Second
 	defer live.Close()
 	e := &Exporter{Source: live}
 
