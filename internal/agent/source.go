@@ -187,6 +187,7 @@ func (l *Live) readStats(s *snapshot.Snapshot, now time.Time) bool {
 			d.StatWindow = subStat(v, p)
 		}
 	}
+	st.Windowed = true
 	if now.After(l.prevStatAt) {
 		st.StatWindowMS = max(now.Sub(l.prevStatAt).Milliseconds(), 1)
 	}

@@ -6,9 +6,11 @@ package snapshot
 type Storage struct {
 	Mounts       []Mount       `json:"mounts,omitempty"`
 	BlockDevices []BlockDevice `json:"block_devices,omitempty"`
-	// StatWindowMS, when set, is the span the devices' StatWindow counts
-	// cover: the agent's scrape interval. Saved snapshots leave it 0, and
-	// checks read the since-boot Stat.
+	// Windowed marks the agent's snapshot: checks judge the devices'
+	// StatWindow, the counts over the last StatWindowMS (the scrape
+	// interval; 0 on the first scrape, which has no interval yet), not the
+	// since-boot Stat. Saved snapshots leave both unset.
+	Windowed     bool  `json:"windowed,omitempty"`
 	StatWindowMS int64 `json:"stat_window_ms,omitempty"`
 }
 

@@ -24,10 +24,15 @@ ip link set lo up
 modprobe brd rd_nr=1 rd_size=65536
 dmsetup create sp-lin --table "0 $(cat /sys/block/ram0/size) linear /dev/ram0 0"
 dmsetup create sp-tax --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + key + ` 0 /dev/mapper/sp-lin 0"
-top=$(basename $(readlink -f /dev/mapper/sp-tax)); low=$(basename $(readlink -f /dev/mapper/sp-lin))
+# No udev in the guest: /dev/mapper nodes are not links to dm-N; sysfs names them.
+for d in /sys/block/dm-*; do
+	case $(cat $d/dm/name) in sp-tax) top=${d##*/};; sp-lin) low=${d##*/};; esac
+done
 echo $top > /results/top; echo $low > /results/low
 dd if=/dev/zero of=/dev/mapper/sp-tax bs=1M count=32 2>/dev/null
-fio --name=tax --filename=/dev/mapper/sp-tax --rw=randrw --bs=4k --direct=1 --ioengine=psync --size=32m --time_based --runtime=60 --output=/dev/null &
+# Threads, not forked jobs, and no progress line on the console (it would
+# interleave with the result files); it ends by itself after the scrapes.
+fio --name=tax --filename=/dev/mapper/sp-tax --rw=randrw --bs=4k --direct=1 --ioengine=psync --size=32m --time_based --runtime=25 --thread --eta=never --output=/results/fio.txt >/dev/null 2>&1 &
 wl=$!
 sp agent --cloud none --web.listen-address 127.0.0.1:9877 --ready-file /tmp/ready 2>/results/agent.err &
 pid=$!
@@ -39,7 +44,7 @@ for i in ` + seq(scrapes) + `; do
 	sleep 4
 done
 kill $pid; wait $pid || true
-kill $wl; wait $wl || true
+wait $wl
 dmsetup remove sp-tax
 dmsetup remove sp-lin
 rmmod brd

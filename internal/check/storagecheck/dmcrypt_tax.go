@@ -63,15 +63,19 @@ func runTax(in *check.Input) []check.Finding {
 }
 
 // counters is what the device counters judged cover: since boot in a saved
-// snapshot, the last scrape interval in the agent's (StatWindowMS).
+// snapshot, the last scrape interval in the agent's (Windowed).
 type counters struct {
 	window bool
+	first  bool   // the agent's first scrape: no interval yet
 	phrase string // "since boot", "over the last 15s"
 }
 
 func countersOf(st *snapshot.Storage) counters {
-	if st.StatWindowMS > 0 {
+	switch {
+	case st.Windowed && st.StatWindowMS > 0:
 		return counters{window: true, phrase: fmt.Sprintf("over the last %v", time.Duration(st.StatWindowMS)*time.Millisecond)}
+	case st.Windowed:
+		return counters{window: true, first: true, phrase: "over a scrape interval"}
 	}
 	return counters{phrase: "since boot"}
 }
@@ -148,6 +152,10 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c
 		name string
 		dev  *snapshot.BlockDevice
 	}{{t.top.Device, topDev}, {t.bottom.Device, botDev}} {
+		if c.first {
+			return t.unknown("no interval yet: this is the agent's first reading of the I/O counters; " +
+				"the next scrape judges the interval since this one")
+		}
 		if d.dev != nil && c.window && d.dev.StatWindow == nil {
 			return t.unknown(fmt.Sprintf("no I/O counters of %s %s (/sys/class/block/%s/stat unreadable, or reset: "+
 				"see slowpath_scrape_collector_errors)", d.name, c.phrase, d.name))

@@ -154,7 +154,7 @@ func TestTaxWindow(t *testing.T) {
 		return s
 	}
 	set := func(s *snapshot.Snapshot, boot, window map[string]*snapshot.BlockStat) {
-		s.Storage.StatWindowMS = 15000
+		s.Storage.Windowed, s.Storage.StatWindowMS = true, 15000
 		for i := range s.Storage.BlockDevices {
 			d := &s.Storage.BlockDevices[i]
 			d.Stat, d.StatWindow = boot[d.Name], window[d.Name]
@@ -171,11 +171,15 @@ func TestTaxWindow(t *testing.T) {
 		{"fires over the window", fast, slow, check.Fail, "Over the last 15s, I/O through 2 dm-crypt layers"},
 		{"silent over the window", slow, fast, check.Pass, "over the last 15s: cipher"},
 		{"no window counters", slow, nil, check.Unknown, "no I/O counters of dm-1 over the last 15s"},
+		{"first scrape", slow, nil, check.Unknown, "no interval yet"},
 		{"idle window", slow, map[string]*snapshot.BlockStat{"dm-1": {}, "sda1": {}}, check.Unknown, "dm-1 counts no I/O over the last 15s (idle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := load()
 			set(s, tc.boot, tc.window)
+			if tc.name == "first scrape" {
+				s.Storage.StatWindowMS = 0
+			}
 			var inner *check.Finding
 			fs := run(t, "dmcrypt.tax", s, check.Config{})
 			for i := range fs {
