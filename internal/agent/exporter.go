@@ -101,6 +101,9 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		descSuccess, descDuration, descErrors} {
 		ch <- d
 	}
+	for _, d := range taxDescs {
+		ch <- d
+	}
 	if e.Drops != nil {
 		ch <- descSkbDrops
 	}
@@ -141,6 +144,10 @@ func collectorOf(c string) string {
 	switch c {
 	case "net.stats", "net.softnet", "net.qdisc", "net.ethtool.stats", "net.snmp":
 		return "net.counters"
+	case "host.cipher":
+		return "cipher"
+	case "storage.counters":
+		return c
 	}
 	first, _, _ := strings.Cut(c, ".")
 	return first
@@ -176,6 +183,7 @@ func Emit(ch chan<- prometheus.Metric, s *snapshot.Snapshot, cfg check.Config) b
 	emitNode(ch, s)
 	emitFindings(ch, r.Findings)
 	emitStorage(ch, r.Storage)
+	emitTax(ch, s, r.Storage)
 	if s.Net != nil {
 		emitNet(ch, s.Net, r.Network)
 	}

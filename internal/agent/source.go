@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/network"
 	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -44,11 +45,27 @@ func (f *Fixed) Snapshot(context.Context) (*snapshot.Snapshot, []CollectorRun) {
 // is read again only after TopologyInterval; drop counters are sampled on
 // every scrape. The previous scrape's sample is kept as the first of two,
 // so checks that need rates see the rate between two scrapes.
+//
+// The cipher of dmcrypt.tax is measured with the topology (the host.cipher
+// collector doctor runs: one core, CipherDuration, only where something
+// encrypts on this CPU and only on this host's own roots), and the
+// counters of the devices on encrypted paths are read on every scrape, so
+// the check judges the scrape interval, not the time since boot.
 type Live struct {
 	FS               hostfs.FS
 	Version          string
 	Cloud            cloud.Options
 	TopologyInterval time.Duration
+	// Cipher says where dmcrypt.tax's cipher figure comes from.
+	Cipher CipherSource
+	// CipherBytesPerSec is the figure CipherGiven uses (one core's
+	// AES-XTS, bytes per second).
+	CipherBytesPerSec float64
+	// MeasureCipher measures for CipherMeasure; nil is cipherlimit.Measure.
+	MeasureCipher host.CipherMeasure
+	// OpenDM opens the device-mapper control; nil is the host's own, only
+	// when FS.Live (storage.Collector). Tests answer for a fixture tree.
+	OpenDM func() (storage.DMControl, error)
 	// Now is the clock; tests fix it.
 	Now func() time.Time
 
@@ -58,7 +75,26 @@ type Live struct {
 	topoAt   time.Time
 	sampler  *network.Sampler
 	prev     *snapshot.NetSample
+	// statDevs are the devices on encrypted paths, whose stat is read on
+	// every scrape; prevStat is the last reading of each, at prevStatAt.
+	statDevs   []string
+	prevStat   map[string]*snapshot.BlockStat
+	prevStatAt time.Time
 }
+
+// CipherSource is where the agent's cipher figure comes from.
+type CipherSource int
+
+const (
+	// CipherOff: no figure; dmcrypt.tax stays unknown (--collector.cipher=false).
+	CipherOff CipherSource = iota
+	// CipherMeasure: the host.cipher collector at each topology refresh.
+	CipherMeasure
+	// CipherGiven: CipherBytesPerSec, measured elsewhere (slowpath lab
+	// crypto-limit on a node of the same type); for trees read with
+	// --live-sources off, where measuring would describe the wrong CPU.
+	CipherGiven
+)
 
 // Close releases the sampler's ethtool socket.
 func (l *Live) Close() {
@@ -111,8 +147,87 @@ func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []CollectorRun
 		s.Net = &n
 	}
 	l.prev = &cur
+	if l.topo.Storage != nil && len(l.statDevs) > 0 {
+		start := time.Now()
+		ok := l.readStats(&s, now)
+		runs = append(runs, CollectorRun{Name: "storage.counters", Success: ok, Duration: time.Since(start)})
+	}
 	s.SortErrors()
 	return &s, runs
+}
+
+// readStats reads the stat file of every device on an encrypted path into
+// a copy of the storage section: Stat the counters now, StatWindow their
+// growth since the last reading. A counter that went backwards (the device
+// was removed and made again under its name) gives no window for that
+// device this time.
+func (l *Live) readStats(s *snapshot.Snapshot, now time.Time) bool {
+	st := *l.topo.Storage
+	st.BlockDevices = append([]snapshot.BlockDevice(nil), st.BlockDevices...)
+	byName := map[string]*snapshot.BlockDevice{}
+	for i := range st.BlockDevices {
+		byName[st.BlockDevices[i].Name] = &st.BlockDevices[i]
+	}
+	cur := map[string]*snapshot.BlockStat{}
+	ok := true
+	for _, name := range l.statDevs {
+		v, err := storage.ReadBlockStat(l.FS, name)
+		if err != nil {
+			s.AddError("storage.counters", l.FS.SysPath("class", "block", name, "stat"), err)
+			ok = false
+			continue
+		}
+		cur[name] = v
+		d := byName[name]
+		if d == nil {
+			continue
+		}
+		d.Stat = v
+		if p := l.prevStat[name]; p != nil && now.After(l.prevStatAt) {
+			d.StatWindow = subStat(v, p)
+		}
+	}
+	st.Windowed = true
+	if now.After(l.prevStatAt) {
+		st.StatWindowMS = max(now.Sub(l.prevStatAt).Milliseconds(), 1)
+	}
+	s.Storage = &st
+	l.prevStat, l.prevStatAt = cur, now
+	return ok
+}
+
+// subStat is cur minus prev, field by field; nil when any counter went
+// backwards. in_flight is a gauge: cur's.
+func subStat(cur, prev *snapshot.BlockStat) *snapshot.BlockStat {
+	pairs := [][2]uint64{
+		{cur.ReadIOs, prev.ReadIOs}, {cur.ReadMerges, prev.ReadMerges}, {cur.ReadSectors, prev.ReadSectors}, {cur.ReadTicksMS, prev.ReadTicksMS},
+		{cur.WriteIOs, prev.WriteIOs}, {cur.WriteMerges, prev.WriteMerges}, {cur.WriteSectors, prev.WriteSectors}, {cur.WriteTicksMS, prev.WriteTicksMS},
+		{cur.IOTicksMS, prev.IOTicksMS}, {cur.TimeInQueueMS, prev.TimeInQueueMS},
+		{cur.DiscardIOs, prev.DiscardIOs}, {cur.DiscardMerges, prev.DiscardMerges}, {cur.DiscardSectors, prev.DiscardSectors}, {cur.DiscardTicksMS, prev.DiscardTicksMS},
+		{cur.FlushIOs, prev.FlushIOs}, {cur.FlushTicksMS, prev.FlushTicksMS},
+	}
+	d := make([]uint64, len(pairs))
+	for i, p := range pairs {
+		if p[0] < p[1] {
+			return nil
+		}
+		d[i] = p[0] - p[1]
+	}
+	return &snapshot.BlockStat{Fields: cur.Fields,
+		ReadIOs: d[0], ReadMerges: d[1], ReadSectors: d[2], ReadTicksMS: d[3],
+		WriteIOs: d[4], WriteMerges: d[5], WriteSectors: d[6], WriteTicksMS: d[7],
+		InFlight: cur.InFlight, IOTicksMS: d[8], TimeInQueueMS: d[9],
+		DiscardIOs: d[10], DiscardMerges: d[11], DiscardSectors: d[12], DiscardTicksMS: d[13],
+		FlushIOs: d[14], FlushTicksMS: d[15]}
+}
+
+func hasError(s *snapshot.Snapshot, collector string) bool {
+	for _, e := range s.Manifest.Errors {
+		if e.Collector == collector {
+			return true
+		}
+	}
+	return false
 }
 
 // refreshTopology runs every collector once, timing each, as collect.Run
@@ -130,12 +245,39 @@ func (l *Live) refreshTopology(ctx context.Context, now time.Time) {
 		runs = append(runs, CollectorRun{Name: name, Success: ok(), Duration: time.Since(start)})
 	}
 	timed("host", func() { host.Collect(l.FS, s) }, func() bool { return s.Host != nil })
-	timed("storage", func() { storage.Collect(ctx, l.FS, s) }, func() bool { return s.Storage != nil })
+	timed("storage", func() { (&storage.Collector{FS: l.FS, OpenDM: l.OpenDM}).Collect(ctx, s) }, func() bool { return s.Storage != nil })
+	switch l.Cipher {
+	case CipherMeasure:
+		// The measurement's cost is its own collector's duration, paid
+		// once per topology refresh.
+		timed("cipher", func() { host.CollectCipher(ctx, l.FS, s, l.MeasureCipher) }, func() bool { return !hasError(s, "host.cipher") })
+	case CipherGiven:
+		if s.Host != nil && l.CipherBytesPerSec > 0 {
+			s.Host.Cipher = &snapshot.CipherLimit{Algorithm: "xts(aes)", KeyBits: 512, Method: "given",
+				BytesPerSecPerCore: l.CipherBytesPerSec, What: "given with --collector.cipher.bytes-per-second"}
+		}
+	}
 	// No cloud detected is a success: the collector ran and found none.
 	timed("cloud", func() { cloud.Collect(ctx, l.Cloud, s) }, func() bool { return s.Cloud == nil || s.Cloud.MetadataError == "" })
 	timed("net", func() { network.Collect(ctx, l.FS, network.Options{}, s) }, func() bool { return s.Net != nil && len(s.Net.Interfaces) > 0 })
 	s.SortErrors()
 	l.topo, l.topoRuns, l.topoAt = s, runs, now
+	l.statDevs = nil
+	if sm, err := storagemodel.Build(s); err == nil && s.Storage != nil {
+		l.statDevs = EncryptedDevices(sm.Paths)
+	}
+	// The topology's own stat reading starts the first window. Later
+	// refreshes keep the last scrape's readings, so the scrape that reads
+	// the topology again still judges a whole interval (a device made
+	// again under its name shows as counters gone backwards: no window).
+	if l.prevStat == nil && s.Storage != nil {
+		l.prevStat, l.prevStatAt = map[string]*snapshot.BlockStat{}, now
+		for i := range s.Storage.BlockDevices {
+			if d := &s.Storage.BlockDevices[i]; d.Stat != nil {
+				l.prevStat[d.Name] = d.Stat
+			}
+		}
+	}
 	// The topology's own counter sample is as good as a scrape's.
 	if s.Net != nil && len(s.Net.Samples) > 0 && l.prev == nil {
 		smp := s.Net.Samples[len(s.Net.Samples)-1]

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"sigs.k8s.io/yaml"
 
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -40,10 +41,23 @@ type Server struct {
 // and waits until every target has been scraped once.
 func Start(t testing.TB, targets []Target) *Server {
 	t.Helper()
+	return StartRules(t, targets)
+}
+
+// StartRules is Start with rule files, evaluated every second.
+func StartRules(t testing.TB, targets []Target, ruleFiles ...string) *Server {
+	t.Helper()
 	bin := testenv.RequireTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	var cfg strings.Builder
-	cfg.WriteString("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: slowpath\n    static_configs:\n")
+	cfg.WriteString("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n")
+	if len(ruleFiles) > 0 {
+		cfg.WriteString("rule_files:\n")
+		for _, f := range ruleFiles {
+			fmt.Fprintf(&cfg, "  - %q\n", f)
+		}
+	}
+	cfg.WriteString("scrape_configs:\n  - job_name: slowpath\n    static_configs:\n")
 	for _, tg := range targets {
 		fmt.Fprintf(&cfg, "      - targets: [%q]\n", tg.Addr)
 		if len(tg.Labels) > 0 {
@@ -165,4 +179,44 @@ func (s *Server) WaitFor(t testing.TB, q string, timeout time.Duration) model.Ve
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// RulesOf writes the rule groups of a PrometheusRule manifest (the
+// prometheus-operator's kind) as a Prometheus rules file in a temporary
+// directory and returns its path. With noFor, every alert's `for` is
+// dropped, so a test of seconds sees alerts its expressions select fire
+// (promtool's unit tests cover the `for`).
+func RulesOf(t testing.TB, manifest string, noFor bool) string {
+	t.Helper()
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		Spec struct {
+			Groups []map[string]any `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &pr); err != nil {
+		t.Fatalf("%s: %v", manifest, err)
+	}
+	if noFor {
+		for _, g := range pr.Spec.Groups {
+			rules, _ := g["rules"].([]any)
+			for _, r := range rules {
+				if m, ok := r.(map[string]any); ok {
+					delete(m, "for")
+				}
+			}
+		}
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -6,6 +6,12 @@ package snapshot
 type Storage struct {
 	Mounts       []Mount       `json:"mounts,omitempty"`
 	BlockDevices []BlockDevice `json:"block_devices,omitempty"`
+	// Windowed marks the agent's snapshot: checks judge the devices'
+	// StatWindow, the counts over the last StatWindowMS (the scrape
+	// interval; 0 on the first scrape, which has no interval yet), not the
+	// since-boot Stat. Saved snapshots leave both unset.
+	Windowed     bool  `json:"windowed,omitempty"`
+	StatWindowMS int64 `json:"stat_window_ms,omitempty"`
 }
 
 // Mount is one line of /proc/self/mountinfo (proc(5)), plus what was learnt
@@ -77,6 +83,9 @@ type BlockDevice struct {
 	// Stat is the device's cumulative I/O counters since boot; nil when
 	// /sys/class/block/NAME/stat was absent or unreadable.
 	Stat *BlockStat `json:"stat,omitempty"`
+	// StatWindow is Stat minus the same counters StatWindowMS earlier
+	// (the agent fills it for devices on encrypted paths); nil otherwise.
+	StatWindow *BlockStat `json:"stat_window,omitempty"`
 }
 
 // BlockStat is /sys/class/block/NAME/stat: counters since boot (or since

@@ -33,19 +33,11 @@ func init() {
 	})
 }
 
+// The thresholds are cryptotax's (MinIOs, MinAdded, FarAbove): the agent's
+// alert rules use the same ones.
 const (
-	// taxMinIOs is the I/Os each device must have completed since boot.
-	// Below it a few slow I/Os at boot (a journal replay, a fsck) can make
-	// the mean.
-	taxMinIOs = 1000
-	// taxMinAdded is the smallest added await per I/O that fires. The
-	// counters are milliseconds summed over I/Os, so over taxMinIOs the mean
-	// is resolved to 1 µs; 20 µs is 20 times that, and still below the
-	// smallest overhead the check must catch: the PostgreSQL ramdisk's
-	// 4 KiB I/O at 171k IOPS plain and 26.6k through dm-crypt is +32 µs
-	// per I/O at one I/O in flight (1/26.6k − 1/171k s;
-	// https://blog.gonchik.com/2021/03/yet-another-compliance-request-can.html).
-	taxMinAdded = 20 * time.Microsecond
+	taxMinIOs   = cryptotax.MinIOs
+	taxMinAdded = cryptotax.MinAdded
 )
 
 func runTax(in *check.Input) []check.Finding {
@@ -65,9 +57,34 @@ func runTax(in *check.Input) []check.Finding {
 			continue
 		}
 		seen[t.top.Name] = true
-		out = append(out, t.judge(in, devs))
+		out = append(out, t.judge(in, devs, countersOf(in.Snapshot.Storage)))
 	}
 	return out
+}
+
+// counters is what the device counters judged cover: since boot in a saved
+// snapshot, the last scrape interval in the agent's (Windowed).
+type counters struct {
+	window bool
+	first  bool   // the agent's first scrape: no interval yet
+	phrase string // "since boot", "over the last 15s"
+}
+
+func countersOf(st *snapshot.Storage) counters {
+	switch {
+	case st.Windowed && st.StatWindowMS > 0:
+		return counters{window: true, phrase: fmt.Sprintf("over the last %v", time.Duration(st.StatWindowMS)*time.Millisecond)}
+	case st.Windowed:
+		return counters{window: true, first: true, phrase: "over a scrape interval"}
+	}
+	return counters{phrase: "since boot"}
+}
+
+func (c counters) of(d *snapshot.BlockDevice) *snapshot.BlockStat {
+	if c.window {
+		return d.StatWindow
+	}
+	return d.Stat
 }
 
 // taxSpan is the stretch of a path the tax is judged on: the topmost
@@ -118,7 +135,7 @@ func figuresOf(st *snapshot.BlockStat) ioFigures {
 	return f
 }
 
-func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice) check.Finding {
+func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c counters) check.Finding {
 	if t.bottom == nil {
 		return t.unknown(t.beneath)
 	}
@@ -135,7 +152,15 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice) c
 		name string
 		dev  *snapshot.BlockDevice
 	}{{t.top.Device, topDev}, {t.bottom.Device, botDev}} {
-		if d.dev == nil || d.dev.Stat == nil {
+		if c.first {
+			return t.unknown("no interval yet: this is the agent's first reading of the I/O counters; " +
+				"the next scrape judges the interval since this one")
+		}
+		if d.dev != nil && c.window && d.dev.StatWindow == nil {
+			return t.unknown(fmt.Sprintf("no I/O counters of %s %s (/sys/class/block/%s/stat unreadable, or reset: "+
+				"see slowpath_scrape_collector_errors)", d.name, c.phrase, d.name))
+		}
+		if d.dev == nil || c.of(d.dev) == nil {
 			return t.unknown(fmt.Sprintf("the snapshot has no I/O counters for %s (/sys/class/block/%s/stat: "+
 				"collected by an older slowpath, or unreadable: see the manifest)", d.name, d.name))
 		}
@@ -144,23 +169,27 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice) c
 	if host == nil || host.Cipher == nil {
 		return t.unknown(noCipherReason(in.Snapshot))
 	}
-	top, bot := figuresOf(topDev.Stat), figuresOf(botDev.Stat)
+	top, bot := figuresOf(c.of(topDev)), figuresOf(c.of(botDev))
 	for _, d := range []struct {
 		name string
 		f    ioFigures
 	}{{t.top.Device, top}, {t.bottom.Device, bot}} {
 		if d.f.ios == 0 {
+			if c.window {
+				return t.unknown(fmt.Sprintf("%s counts no I/O %s (idle, or a driver without I/O accounting such as brd), "+
+					"so its await is unknown", d.name, c.phrase))
+			}
 			return t.unknown(fmt.Sprintf("%s counts no I/O since boot (brd and some other drivers do no I/O accounting), "+
 				"so its await is unknown", d.name))
 		}
 	}
 	if top.ios < taxMinIOs || bot.ios < taxMinIOs {
-		return t.unknown(fmt.Sprintf("too few I/Os since boot to judge (%s %d, %s %d; at least %d each)",
-			t.top.Device, top.ios, t.bottom.Device, bot.ios, taxMinIOs))
+		return t.unknown(fmt.Sprintf("too few I/Os %s to judge (%s %d, %s %d; at least %d each)",
+			c.phrase, t.top.Device, top.ios, t.bottom.Device, bot.ios, taxMinIOs))
 	}
 	if top.await <= bot.await {
 		return check.Finding{Status: check.Pass, Subject: t.subject(), Summary: fmt.Sprintf(
-			"since boot: no added await (%s %v, %s %v)", t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))}
+			"%s: no added await (%s %v, %s %v)", c.phrase, t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))}
 	}
 	limit := cryptotax.Limit{BytesPerSecPerCore: host.Cipher.BytesPerSecPerCore, Source: host.Cipher.What}
 	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{
@@ -172,13 +201,21 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice) c
 	}
 	added := top.await - bot.await
 	if tax.Verdict != cryptotax.VerdictFarAbove || added < taxMinAdded {
-		s := "since boot: " + tax.Line()
+		s := c.phrase + ": " + tax.Line()
 		if tax.Verdict == cryptotax.VerdictFarAbove {
 			s += fmt.Sprintf(", but %v added per I/O is below the %v this check needs", added, taxMinAdded)
 		}
 		return check.Finding{Status: check.Pass, Subject: t.subject(), Summary: s}
 	}
-	return t.finding(in, tax, top, bot, host)
+	return t.finding(in, tax, top, bot, host, c)
+}
+
+// coda says how current the figures are.
+func (c counters) coda(t taxSpan) string {
+	if c.window {
+		return "The figures are means " + c.phrase + " (the agent's scrape interval)."
+	}
+	return fmt.Sprintf("The figures are since-boot means; iostat -x %s %s 5 shows whether it holds now.", t.top.Device, t.bottom.Device)
 }
 
 // noCipherReason says why the snapshot has no cipher figure, from the
@@ -193,7 +230,7 @@ func noCipherReason(s *snapshot.Snapshot) string {
 		"older snapshots and other roots have none)"
 }
 
-func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures, host *snapshot.Host) check.Finding {
+func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures, host *snapshot.Host, cn counters) check.Finding {
 	c := host.Cipher
 	src := "host.cipher (" + c.Method
 	if c.Driver != "" {
@@ -202,9 +239,9 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 	src += ")"
 	qd := fmt.Sprintf("%.1f", top.queueDepth)
 	ev := []check.Evidence{
-		{Source: "/sys/class/block/" + t.top.Device + "/stat", Key: "await since boot",
+		{Source: "/sys/class/block/" + t.top.Device + "/stat", Key: "await " + cn.phrase,
 			Observed: fmt.Sprintf("%v over %d I/Os, %s per I/O, %s in flight while busy", roundDur(top.await), top.ios, storagemodel.FormatBytes(uint64(top.bytesPerIO)), qd)},
-		{Source: "/sys/class/block/" + t.bottom.Device + "/stat", Key: "await since boot",
+		{Source: "/sys/class/block/" + t.bottom.Device + "/stat", Key: "await " + cn.phrase,
 			Observed: fmt.Sprintf("%v over %d I/Os", roundDur(bot.await), bot.ios)},
 		{Source: src, Key: "AES-XTS on one core", Observed: fmt.Sprintf("%.2f GB/s: %s", c.BytesPerSecPerCore/1e9, c.What)},
 		{Source: "expected encryption tax", Key: "added await per I/O",
@@ -220,10 +257,9 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 		Status:   check.Fail,
 		Severity: check.Warning,
 		Subject:  t.subject(),
-		Summary: fmt.Sprintf("Since boot, I/O through %s has waited far longer at %s than at %s beneath; "+
-			"the difference is %s. Evidence: both awaits, the cipher measured on this CPU and their ratio. "+
-			"The figures are since-boot means; iostat -x %s %s 5 shows whether it holds now.",
-			via, t.top.Device, t.bottom.Device, tax.Verdict, t.top.Device, t.bottom.Device),
+		Summary: fmt.Sprintf("%s, I/O through %s has waited far longer at %s than at %s beneath; "+
+			"the difference is %s. Evidence: both awaits, the cipher measured on this CPU and their ratio. %s",
+			strings.ToUpper(cn.phrase[:1])+cn.phrase[1:], via, t.top.Device, t.bottom.Device, tax.Verdict, cn.coda(t)),
 		Evidence:    ev,
 		Remediation: t.remediation(in),
 		References:  []string{refWorkqueue, refCloudflare, refDoubleEncryption, refIOStats},

@@ -139,3 +139,63 @@ func TestTaxNoAddedAwait(t *testing.T) {
 		t.Errorf("findings %+v", fs)
 	}
 }
+
+// TestTaxWindow: with StatWindowMS set (the agent's snapshot) the check
+// judges the counters over the window, not since boot. The since-boot
+// counters here say the opposite of the window's, so a check reading the
+// wrong ones fails this test either way.
+func TestTaxWindow(t *testing.T) {
+	load := func() *snapshot.Snapshot {
+		s, err := snapshot.Load(filepath.Join(hostsDir, "baremetal-crypt-on-crypt-loop.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Host.Cipher = &snapshot.CipherLimit{Algorithm: "xts(aes)", Method: "given", BytesPerSecPerCore: 2e9, What: "test figure"}
+		return s
+	}
+	set := func(s *snapshot.Snapshot, boot, window map[string]*snapshot.BlockStat) {
+		s.Storage.Windowed, s.Storage.StatWindowMS = true, 15000
+		for i := range s.Storage.BlockDevices {
+			d := &s.Storage.BlockDevices[i]
+			d.Stat, d.StatWindow = boot[d.Name], window[d.Name]
+		}
+	}
+	slow := map[string]*snapshot.BlockStat{"dm-1": ioStat(100000, 30000, 4096), "sda1": ioStat(100000, 8000, 4096)}
+	fast := map[string]*snapshot.BlockStat{"dm-1": ioStat(100000, 8010, 4096), "sda1": ioStat(100000, 8000, 4096)}
+	for _, tc := range []struct {
+		name         string
+		boot, window map[string]*snapshot.BlockStat
+		status       check.Status
+		want         string
+	}{
+		{"fires over the window", fast, slow, check.Fail, "Over the last 15s, I/O through 2 dm-crypt layers"},
+		{"silent over the window", slow, fast, check.Pass, "over the last 15s: cipher"},
+		{"no window counters", slow, nil, check.Unknown, "no I/O counters of dm-1 over the last 15s"},
+		{"first scrape", slow, nil, check.Unknown, "no interval yet"},
+		{"idle window", slow, map[string]*snapshot.BlockStat{"dm-1": {}, "sda1": {}}, check.Unknown, "dm-1 counts no I/O over the last 15s (idle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := load()
+			set(s, tc.boot, tc.window)
+			if tc.name == "first scrape" {
+				s.Storage.StatWindowMS = 0
+			}
+			var inner *check.Finding
+			fs := run(t, "dmcrypt.tax", s, check.Config{})
+			for i := range fs {
+				if fs[i].Subject == "/dev/mapper/inner" {
+					inner = &fs[i]
+				}
+			}
+			if inner == nil {
+				t.Fatalf("no finding on /dev/mapper/inner: %+v", fs)
+			}
+			if inner.Status != tc.status || !strings.Contains(inner.Summary, tc.want) {
+				t.Errorf("got %s %q, want %s containing %q", inner.Status, inner.Summary, tc.status, tc.want)
+			}
+			if inner.Status == check.Fail && (strings.Contains(inner.Summary, "since") || !strings.Contains(inner.Evidence[0].Key, "over the last 15s")) {
+				t.Errorf("window finding speaks of since boot: %q, %+v", inner.Summary, inner.Evidence[0])
+			}
+		})
+	}
+}

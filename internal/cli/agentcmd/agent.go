@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/slowpath/slowpath/internal/bpf/reasoncounter"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
+	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -35,15 +37,20 @@ const DefaultListen = "127.0.0.1:9877"
 
 // Options are the flags of `slowpath agent`.
 type Options struct {
-	Listen           string
-	WebConfig        string
-	From             string
-	TopologyInterval time.Duration
-	Drops            bool
-	DropsAttach      string
-	ReadyFile        string
-	Cloud            cloud.Options
-	LiveSources      hostfs.LiveSources
+	Listen            string
+	WebConfig         string
+	From              string
+	TopologyInterval  time.Duration
+	Drops             bool
+	DropsAttach       string
+	ReadyFile         string
+	Cloud             cloud.Options
+	LiveSources       hostfs.LiveSources
+	Cipher            bool
+	CipherBytesPerSec float64
+	// OpenDM answers the device-mapper ioctl for the tree read; nil is the
+	// host's own (when live). Not a flag: tests of a fixture tree set it.
+	OpenDM func() (storage.DMControl, error)
 }
 
 // NewCmdAgent builds the command; runF replaces the action in tests.
@@ -61,6 +68,13 @@ grouped by layer. The storage and network topology is read again every
 --web.config.file takes the exporter-toolkit web configuration (TLS, basic auth),
 as node_exporter does. --collector.drops adds slowpath_skb_drops_total from the
 eBPF drop counter of 'slowpath net drops' (needs CAP_BPF and CAP_PERFMON).
+
+The encryption tax: where dm-crypt or fscrypt encrypts, one core's AES-XTS is
+measured at start and at each topology refresh (about 150 ms, only on this
+host's own roots; --collector.cipher=false turns it off, and
+--collector.cipher.bytes-per-second gives a figure instead), the counters of
+the devices on encrypted paths are read on every scrape, and dmcrypt.tax
+judges the interval between two scrapes.
 Metrics and their labels: docs/agent.md.`,
 		Example: `  slowpath agent
   slowpath agent --web.listen-address :9877 --web.config.file web.yml
@@ -73,13 +87,16 @@ Metrics and their labels: docs/agent.md.`,
 			if o.DropsAttach != string(reasoncounter.TPBTF) && o.DropsAttach != string(reasoncounter.Fentry) {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--collector.drops.attach %q: want tp_btf or fentry", o.DropsAttach)}
 			}
+			if o.CipherBytesPerSec < 0 || math.IsNaN(o.CipherBytesPerSec) || math.IsInf(o.CipherBytesPerSec, 0) {
+				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--collector.cipher.bytes-per-second %v: want a positive figure from slowpath lab crypto-limit, or 0 to measure", o.CipherBytesPerSec)}
+			}
 			if o.TopologyInterval <= 0 {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--topology-interval %v: want a positive duration", o.TopologyInterval)}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			if err := run(cmd.Context(), env, o); err != nil {
+			if err := Run(cmd.Context(), env, o); err != nil {
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 			}
 			return nil
@@ -94,11 +111,15 @@ Metrics and their labels: docs/agent.md.`,
 	f.StringVar(&o.DropsAttach, "collector.drops.attach", string(reasoncounter.TPBTF), "how the drop counter attaches: tp_btf (skb:kfree_skb) or fentry (the kernel's drop function); docs/drops.md compares them")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "write the address served on to `FILE` once listening (for scripts; useful with port 0)")
 	f.Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
+	f.BoolVar(&o.Cipher, "collector.cipher", true, "measure one core's AES-XTS at start and at each topology refresh (about 150 ms, only where dm-crypt or fscrypt encrypts and the roots are this host's) for dmcrypt.tax and slowpath_cipher_bytes_per_second")
+	f.Float64Var(&o.CipherBytesPerSec, "collector.cipher.bytes-per-second", 0, "use this one-core AES-XTS figure (`BYTES/S`, from slowpath lab crypto-limit on a node of the same type) instead of measuring")
 	o.Cloud.AddFlags(f)
 	return cmd
 }
 
-func run(ctx context.Context, env *clienv.Env, o *Options) error {
+// Run serves until ctx ends: what the command does, for tests that set
+// Options fields no flag reaches (OpenDM).
+func Run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -123,7 +144,15 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		fs := env.FS.WithLiveSources(o.LiveSources)
 		c := o.Cloud
 		c.NotLive = fs.NotLive()
-		live := &agent.Live{FS: fs, Version: env.Version, Cloud: c, TopologyInterval: o.TopologyInterval}
+		live := &agent.Live{FS: fs, Version: env.Version, Cloud: c, TopologyInterval: o.TopologyInterval, OpenDM: o.OpenDM}
+		switch {
+		case !o.Cipher:
+			live.Cipher = agent.CipherOff
+		case o.CipherBytesPerSec > 0:
+			live.Cipher, live.CipherBytesPerSec = agent.CipherGiven, o.CipherBytesPerSec
+		default:
+			live.Cipher = agent.CipherMeasure
+		}
 		defer live.Close()
 		src = live
 	}

@@ -223,3 +223,39 @@ func TestLiveSourcesFlag(t *testing.T) {
 		t.Error("--live-sources sometimes was accepted")
 	}
 }
+
+// TestCipherFlags: the cipher collector is on by default, can be turned
+// off or given a figure; a figure that is not a positive number is a
+// usage error naming the flag.
+func TestCipherFlags(t *testing.T) {
+	env := &clienv.Env{Stdout: io.Discard, Stderr: io.Discard}
+	for _, tc := range []struct {
+		args   []string
+		cipher bool
+		given  float64
+	}{
+		{nil, true, 0},
+		{[]string{"--collector.cipher=false"}, false, 0},
+		{[]string{"--collector.cipher.bytes-per-second", "2.5e9"}, true, 2.5e9},
+	} {
+		var got *agentcmd.Options
+		cmd := agentcmd.NewCmdAgent(env, func(_ context.Context, o *agentcmd.Options) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got.Cipher != tc.cipher || got.CipherBytesPerSec != tc.given {
+			t.Errorf("%v: cipher %v, figure %v; want %v, %v", tc.args, got.Cipher, got.CipherBytesPerSec, tc.cipher, tc.given)
+		}
+	}
+	for _, bad := range []string{"-1", "NaN", "+Inf"} {
+		cmd := agentcmd.NewCmdAgent(env, func(context.Context, *agentcmd.Options) error { return nil })
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetArgs([]string{"--collector.cipher.bytes-per-second", bad})
+		err := cmd.Execute()
+		var ee *clienv.ExitError
+		if !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), "--collector.cipher.bytes-per-second") {
+			t.Errorf("%s: want a usage error naming the flag, got %v", bad, err)
+		}
+	}
+}

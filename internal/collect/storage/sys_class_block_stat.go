@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -32,6 +33,22 @@ func readBlockStat(a *attrReader) *snapshot.BlockStat {
 		return nil
 	}
 	return st
+}
+
+// ReadBlockStat reads the stat file of the block device name under fs's
+// /sys/class/block: what the agent reads on every scrape for the devices
+// on encrypted paths (the rest of the device is read with the topology).
+func ReadBlockStat(fs hostfs.FS, name string) (*snapshot.BlockStat, error) {
+	p := fs.SysPath("class", "block", name, "stat")
+	v, err := hostfs.ReadValue(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseBlockStat(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return st, nil
 }
 
 // parseBlockStat parses the one line of a block device's stat file:

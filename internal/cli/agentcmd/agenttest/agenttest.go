@@ -23,10 +23,17 @@ import (
 // until the test ends and returns the address it listens on.
 func Start(t testing.TB, args ...string) string {
 	t.Helper()
+	// The agent's HTTP server and metrics handler log from their own goroutines.
+	env := &clienv.Env{Stdout: io.Discard, Stderr: &lockedbuf.Buffer{}, FS: hostfs.Default(), Version: "test"}
+	return start(t, env, nil, args...)
+}
+
+// start runs the command with runF (nil: the agent itself).
+func start(t testing.TB, env *clienv.Env, runF func(context.Context, *agentcmd.Options) error, args ...string) string {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "addr")
-	stderr := &lockedbuf.Buffer{} // the agent's HTTP server and metrics handler log from their own goroutines
-	env := &clienv.Env{Stdout: io.Discard, Stderr: stderr, FS: hostfs.Default(), Version: "test"}
-	cmd := agentcmd.NewCmdAgent(env, nil)
+	stderr := env.Stderr.(*lockedbuf.Buffer)
+	cmd := agentcmd.NewCmdAgent(env, runF)
 	cmd.SetArgs(append([]string{"--web.listen-address", "127.0.0.1:0", "--ready-file", ready}, args...))
 	cmd.SetOut(env.Stdout)
 	cmd.SetErr(env.Stderr)

@@ -1,0 +1,176 @@
+// Package taxtree writes, for tests, a host tree with one dm-crypt mount
+// (/data on dm-0, a LUKS2 mapping over nvme0n1) whose block counters the
+// test advances, and answers the device-mapper ioctl for it: a node whose
+// encryption tax the agent reads, on a test host without dm-crypt.
+package taxtree
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/collect/storage"
+	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+)
+
+// Top and Bottom are the kernel names of the crypt mapping and the disk
+// beneath it; MountPoint is the filesystem on the mapping.
+const (
+	Top        = "dm-0"
+	Bottom     = "nvme0n1"
+	MountPoint = "/data"
+)
+
+const (
+	topDir    = "sys/devices/virtual/block/dm-0"
+	bottomDir = "sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1"
+)
+
+// Tree is the host tree. Advance is safe to call while an agent reads it.
+type Tree struct {
+	Root string
+	FS   hostfs.FS // not live: the tree is not this host's
+
+	mu          sync.Mutex
+	top, bottom counters
+}
+
+// counters are the fields of the stat file the tree moves: reads, their
+// sectors and ticks, io_ticks and time_in_queue.
+type counters struct{ ios, sectors, ticksMS, ioTicksMS, inQueueMS uint64 }
+
+func (c counters) line() string {
+	// Documentation/block/stat.rst: 17 fields on 5.5+; writes, discards
+	// and flushes stay 0.
+	return fmt.Sprintf("%d 0 %d %d 0 0 0 0 0 %d %d 0 0 0 0 0 0\n", c.ios, c.sectors, c.ticksMS, c.ioTicksMS, c.inQueueMS)
+}
+
+// Write makes the tree in a temporary directory with cpus processors.
+func Write(t testing.TB, cpus int) *Tree {
+	t.Helper()
+	root := t.TempDir()
+	w := func(rel, content string) { hostfstest.WriteFile(t, root, rel, content) }
+	link := func(rel, target string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w("proc/self/mountinfo", "22 1 253:0 / /data rw,relatime shared:1 - xfs /dev/mapper/data rw\n")
+	w("proc/sys/kernel/osrelease", "6.1.0-test\n")
+	w("proc/sys/kernel/hostname", "taxtree\n")
+	var ci strings.Builder
+	for i := range cpus {
+		fmt.Fprintf(&ci, "processor\t: %d\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 aes avx2\n\n", i)
+	}
+	w("proc/cpuinfo", ci.String())
+	link("sys/class/block/dm-0", "../../devices/virtual/block/dm-0")
+	link("sys/class/block/nvme0n1", "../../devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1")
+	w(bottomDir+"/dev", "259:0\n")
+	w(bottomDir+"/size", "1953525168\n")
+	w(bottomDir+"/queue/rotational", "0\n")
+	w(bottomDir+"/queue/logical_block_size", "512\n")
+	w(bottomDir+"/queue/scheduler", "[none] mq-deadline\n")
+	link(bottomDir+"/holders/dm-0", "../../../../../../virtual/block/dm-0")
+	w(topDir+"/dev", "253:0\n")
+	w(topDir+"/size", "1953492400\n")
+	w(topDir+"/dm/name", "data\n")
+	w(topDir+"/dm/uuid", "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-data\n")
+	w(topDir+"/queue/rotational", "0\n")
+	link(topDir+"/slaves/nvme0n1", "../../../../pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1")
+	tr := &Tree{Root: root, FS: hostfs.New(root)}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if err := tr.write(); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// OpenDM answers DM_TABLE_STATUS for dm-0: aes-xts-plain64 with a 512-bit
+// key over 259:0, no optional flags (the kcryptd workqueues in use).
+func (tr *Tree) OpenDM() (storage.DMControl, error) {
+	key := strings.Repeat("00", 64)
+	return &dmtest.Control{Payloads: map[string][]byte{
+		"253:0": dmtest.EncodeTableStatus([]dmtest.Target{dmtest.T(0, 1953492400, "crypt", "aes-xts-plain64 "+key+" 0 259:0 32768")}),
+	}}, nil
+}
+
+// Advance adds ios reads of bytesPerIO each at both devices, waiting
+// topAwaitUS at dm-0 and bottomAwaitUS at nvme0n1 on average, with one I/O
+// in flight. The kernel counts ticks in whole milliseconds, so ios times
+// each await must be a multiple of 1000 µs: then the await over any run of
+// Advance calls is exact, however a scrape falls between them.
+func (tr *Tree) Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS uint64) error {
+	if ios*topAwaitUS%1000 != 0 || ios*bottomAwaitUS%1000 != 0 || bytesPerIO%512 != 0 {
+		return fmt.Errorf("taxtree: %d I/Os at %d and %d µs of %d bytes are not whole ms and sectors", ios, topAwaitUS, bottomAwaitUS, bytesPerIO)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, d := range []struct {
+		c       *counters
+		awaitUS uint64
+	}{{&tr.top, topAwaitUS}, {&tr.bottom, bottomAwaitUS}} {
+		ms := ios * d.awaitUS / 1000
+		d.c.ios += ios
+		d.c.sectors += ios * bytesPerIO / 512
+		d.c.ticksMS += ms
+		d.c.ioTicksMS += ms
+		d.c.inQueueMS += ms
+	}
+	return tr.write()
+}
+
+// write replaces both stat files, each by a rename, so a reader sees the
+// old or the new line, never half of one.
+func (tr *Tree) write() error {
+	for _, f := range []struct {
+		dir string
+		c   counters
+	}{{topDir, tr.top}, {bottomDir, tr.bottom}} {
+		p := filepath.Join(tr.Root, f.dir, "stat")
+		if err := os.WriteFile(p+".new", []byte(f.c.line()), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(p+".new", p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Keep advances the tree by Advance(ios, bytesPerIO, topAwaitUS,
+// bottomAwaitUS) every 50 ms until the test ends: a workload that never
+// changes its awaits, so any window Prometheus takes sees them exactly.
+func (tr *Tree) Keep(t testing.TB, ios, bytesPerIO, topAwaitUS, bottomAwaitUS uint64) {
+	t.Helper()
+	if err := tr.Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				// Checked above: the same arguments cannot fail but on a
+				// write error, which the agent's next scrape reports.
+				_ = tr.Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}

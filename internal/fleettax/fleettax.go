@@ -1,0 +1,292 @@
+// Package fleettax reads the encryption tax of every node from Prometheus
+// (the recording rules of deploy/kubernetes/prometheusrule.yaml over the
+// agent's series) and summarises it per node group: what `slowpath fleet
+// --tax` prints. The figures are the rules' own, so the command, the
+// dashboard and the alerts say the same thing.
+package fleettax
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+)
+
+// The recorded series read (deploy/kubernetes/prometheusrule.yaml).
+const (
+	RatioSeries  = "instance_mountpoint:slowpath_dmcrypt_tax_ratio:rate5m"
+	AddedSeries  = "instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m"
+	CipherSeries = "instance_mountpoint:slowpath_dmcrypt_cipher_seconds_per_io:rate5m"
+	IOsSeries    = "instance_mountpoint:slowpath_dmcrypt_ios:increase5m"
+)
+
+// Summary is the JSON form of `slowpath fleet --tax` (docs/json.md).
+type Summary struct {
+	By     string  `json:"by"`
+	Groups []Group `json:"groups"`
+}
+
+// Group is the tax of the nodes sharing one value of the --by label, over
+// the mounts with enough I/O to judge (cryptotax.MinIOs in 5 minutes).
+type Group struct {
+	Value string `json:"value"` // "" when the nodes lack the label
+	Nodes int    `json:"nodes"` // nodes with at least one mount judged
+	// Mounts judged, and mounts on dm-crypt with too little I/O to judge.
+	Mounts    int `json:"mounts"`
+	NotJudged int `json:"not_judged"`
+	// Medians over the mounts judged.
+	AddedPerIOSeconds  float64 `json:"added_per_io_seconds"`
+	CipherPerIOSeconds float64 `json:"cipher_per_io_seconds"`
+	Ratio              Spread  `json:"ratio"`
+	// Highest and Lowest are the mounts at the extremes of the ratio.
+	Highest *Mount `json:"highest,omitempty"`
+	Lowest  *Mount `json:"lowest,omitempty"`
+}
+
+// Spread is a distribution's extremes and median.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// Mount is one node's figures for one encrypted mount.
+type Mount struct {
+	Job                string  `json:"job"`
+	Instance           string  `json:"instance"`
+	MountPoint         string  `json:"mountpoint"`
+	Device             string  `json:"device"` // the topmost dm-crypt device
+	Lower              string  `json:"lower"`  // the device beneath the lowest
+	AddedPerIOSeconds  float64 `json:"added_per_io_seconds"`
+	CipherPerIOSeconds float64 `json:"cipher_per_io_seconds"`
+	Ratio              float64 `json:"ratio"`
+	IOs                float64 `json:"ios"` // the fewer of the two devices' I/Os over 5 minutes
+}
+
+type mountKey struct{ job, instance, mountpoint, device string }
+
+func keyOf(m model.Metric) mountKey {
+	return mountKey{string(m[model.JobLabel]), string(m[model.InstanceLabel]), string(m["mountpoint"]), string(m["device"])}
+}
+
+func query(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector, error) {
+	v, _, _, err := a.Query(ctx, q, at)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("query %s: got %s, want a vector", q, v.Type())
+	}
+	return vec, nil
+}
+
+// Query reads the recorded tax series at at and groups them by the label
+// by: a label of the series (a target label) or of the node's
+// slowpath_node_info.
+func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
+	vecs := map[string]model.Vector{}
+	for _, q := range []string{RatioSeries, AddedSeries, CipherSeries, IOsSeries, "slowpath_node_info"} {
+		v, err := query(ctx, a, q, at)
+		if err != nil {
+			return nil, err
+		}
+		vecs[q] = v
+	}
+	if len(vecs[IOsSeries]) == 0 {
+		spans, err := query(ctx, a, "slowpath_dmcrypt_tax_span", at)
+		if err != nil {
+			return nil, err
+		}
+		if len(spans) > 0 {
+			return nil, fmt.Errorf("%d dm-crypt mounts in Prometheus but no %s: load the recording rules of deploy/kubernetes/prometheusrule.yaml", len(spans), IOsSeries)
+		}
+		return nil, fmt.Errorf("no slowpath_dmcrypt_tax_span series in Prometheus: no node reports a dm-crypt mount (is it scraping `slowpath agent`, see deploy/kubernetes/?)")
+	}
+	groupOf := map[[2]string]string{}
+	for _, s := range vecs["slowpath_node_info"] {
+		if g, ok := s.Metric[model.LabelName(by)]; ok {
+			groupOf[[2]string{string(s.Metric[model.JobLabel]), string(s.Metric[model.InstanceLabel])}] = string(g)
+		}
+	}
+	mounts := map[mountKey]*Mount{}
+	groups := map[mountKey]string{}
+	for _, s := range vecs[IOsSeries] {
+		k := keyOf(s.Metric)
+		mounts[k] = &Mount{Job: k.job, Instance: k.instance, MountPoint: k.mountpoint, Device: k.device,
+			Lower: string(s.Metric["lower"]), IOs: float64(s.Value), Ratio: math.NaN()}
+		g, ok := groupOf[[2]string{k.job, k.instance}]
+		if !ok {
+			g = string(s.Metric[model.LabelName(by)])
+		}
+		groups[k] = g
+	}
+	set := func(q string, f func(*Mount, float64)) {
+		for _, s := range vecs[q] {
+			if m := mounts[keyOf(s.Metric)]; m != nil {
+				f(m, float64(s.Value))
+			}
+		}
+	}
+	set(RatioSeries, func(m *Mount, v float64) { m.Ratio = v })
+	set(AddedSeries, func(m *Mount, v float64) { m.AddedPerIOSeconds = v })
+	set(CipherSeries, func(m *Mount, v float64) { m.CipherPerIOSeconds = v })
+
+	byGroup := map[string]*Group{}
+	members := map[string][]*Mount{}
+	nodes := map[string]map[[2]string]bool{}
+	for k, m := range mounts {
+		g := groups[k]
+		if byGroup[g] == nil {
+			byGroup[g] = &Group{Value: g}
+			nodes[g] = map[[2]string]bool{}
+		}
+		if m.IOs < cryptotax.MinIOs || math.IsNaN(m.Ratio) || math.IsInf(m.Ratio, 0) {
+			byGroup[g].NotJudged++
+			continue
+		}
+		members[g] = append(members[g], m)
+		nodes[g][[2]string{m.Job, m.Instance}] = true
+	}
+	s := &Summary{By: by, Groups: []Group{}}
+	for g, grp := range byGroup {
+		ms := members[g]
+		grp.Mounts, grp.Nodes = len(ms), len(nodes[g])
+		if len(ms) > 0 {
+			sort.Slice(ms, func(i, j int) bool {
+				if ms[i].Ratio != ms[j].Ratio {
+					return ms[i].Ratio < ms[j].Ratio
+				}
+				return ms[i].Instance+ms[i].MountPoint < ms[j].Instance+ms[j].MountPoint
+			})
+			grp.Lowest, grp.Highest = ms[0], ms[len(ms)-1]
+			grp.Ratio = Spread{Min: ms[0].Ratio, Max: ms[len(ms)-1].Ratio, Median: median(ms, func(m *Mount) float64 { return m.Ratio })}
+			grp.AddedPerIOSeconds = median(ms, func(m *Mount) float64 { return m.AddedPerIOSeconds })
+			grp.CipherPerIOSeconds = median(ms, func(m *Mount) float64 { return m.CipherPerIOSeconds })
+		}
+		s.Groups = append(s.Groups, *grp)
+	}
+	// Worst first: the group to look at heads the list.
+	sort.Slice(s.Groups, func(i, j int) bool {
+		a, b := s.Groups[i], s.Groups[j]
+		if (a.Mounts > 0) != (b.Mounts > 0) {
+			return a.Mounts > 0
+		}
+		if a.Ratio.Median != b.Ratio.Median {
+			return a.Ratio.Median > b.Ratio.Median
+		}
+		return a.Value < b.Value
+	})
+	return s, nil
+}
+
+// median of f over ms (the mean of the middle two for an even count, as
+// PromQL's quantile(0.5, ...) interpolates).
+func median(ms []*Mount, f func(*Mount) float64) float64 {
+	v := make([]float64, len(ms))
+	for i, m := range ms {
+		v[i] = f(m)
+	}
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// Seconds renders a duration in seconds with three significant figures in
+// the unit that suits it: 17.6 ms, 7 µs. It rounds to whole nanoseconds
+// first, so the last bits of a PromQL division (0.01755 computed as a hair
+// below or above) never decide the digit shown.
+func Seconds(s float64) string {
+	ns := math.Round(s * 1e9)
+	a := math.Abs(ns)
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3g s", ns/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3g ms", ns/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.3g µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// Ratio renders a ratio: 2678x, 1.1x.
+func Ratio(r float64) string {
+	if math.Abs(r) >= 10 {
+		return fmt.Sprintf("%.0fx", r)
+	}
+	return fmt.Sprintf("%.1fx", r)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func (g Group) name(by string) string {
+	if g.Value == "" {
+		return "(no " + by + ")"
+	}
+	return g.Value
+}
+
+func (m *Mount) String() string {
+	return fmt.Sprintf("%s %s %s (+%s)", m.Instance, m.MountPoint, Ratio(m.Ratio), Seconds(m.AddedPerIOSeconds))
+}
+
+// WriteText prints one block per group, worst first:
+//
+//	Standard_E16d_v5 (12 nodes): encryption adds 17.6 ms per I/O, 2678x the cipher's cost (6.55 µs)
+//	  ratio min 2100x, median 2678x, max 2900x over 12 mounts
+//	  highest: node-3:9877 /data 2900x (+19 ms); lowest: node-7:9877 /data 2100x (+13.8 ms)
+func WriteText(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	for _, g := range s.Groups {
+		if g.Mounts == 0 {
+			fmt.Fprintf(&b, "%s: no dm-crypt mount with enough I/O to judge (%s with fewer than %d I/Os in 5 minutes)\n",
+				g.name(s.By), plural(g.NotJudged, "mount", "mounts"), cryptotax.MinIOs)
+			continue
+		}
+		fmt.Fprintf(&b, "%s (%s): encryption adds %s per I/O, %s the cipher's cost (%s)\n",
+			g.name(s.By), plural(g.Nodes, "node", "nodes"), Seconds(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), Seconds(g.CipherPerIOSeconds))
+		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), plural(g.Mounts, "mount", "mounts"))
+		if g.NotJudged > 0 {
+			fmt.Fprintf(&b, " (%d not judged: too little I/O)", g.NotJudged)
+		}
+		fmt.Fprintf(&b, "\n  highest: %s; lowest: %s\n", g.Highest, g.Lowest)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown prints the groups as a table.
+func WriteMarkdown(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %s | nodes | added per I/O | cipher per I/O | ratio min / median / max | highest | lowest | not judged |\n", s.By)
+	b.WriteString("|---|---:|---:|---:|---|---|---|---:|\n")
+	for _, g := range s.Groups {
+		name := strings.ReplaceAll(g.name(s.By), "|", `\|`)
+		if g.Mounts == 0 {
+			fmt.Fprintf(&b, "| %s | 0 | | | | | | %d |\n", name, g.NotJudged)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s / %s / %s | %s | %s | %d |\n", name, g.Nodes,
+			Seconds(g.AddedPerIOSeconds), Seconds(g.CipherPerIOSeconds), Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max),
+			strings.ReplaceAll(g.Highest.String(), "|", `\|`), strings.ReplaceAll(g.Lowest.String(), "|", `\|`), g.NotJudged)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,55 @@
+package fleettax
+
+import "testing"
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{
+		{0.01755, "17.6 ms"},
+		{0.018 - 0.00045, "17.6 ms"}, // 0.017549999999999996 as computed
+		{0.01755000000000001, "17.6 ms"},
+		{7e-6, "7 µs"},
+		{6.999999999999e-6, "7 µs"},
+		{6.5536e-6, "6.55 µs"},
+		{1.5, "1.5 s"},
+		{4e-7, "400 ns"},
+		{0, "0 ns"},
+		{-2e-5, "-20 µs"},
+	} {
+		if got := Seconds(tc.in); got != tc.want {
+			t.Errorf("Seconds(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRatio(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{{2677.917, "2678x"}, {1.068, "1.1x"}, {10, "10x"}, {9.94, "9.9x"}, {0.5, "0.5x"}} {
+		if got := Ratio(tc.in); got != tc.want {
+			t.Errorf("Ratio(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	ms := func(v ...float64) []*Mount {
+		var out []*Mount
+		for _, x := range v {
+			out = append(out, &Mount{Ratio: x})
+		}
+		return out
+	}
+	r := func(m *Mount) float64 { return m.Ratio }
+	for _, tc := range []struct {
+		in   []*Mount
+		want float64
+	}{{ms(3), 3}, {ms(5, 1, 3), 3}, {ms(4, 1, 3, 2), 2.5}} {
+		if got := median(tc.in, r); got != tc.want {
+			t.Errorf("median = %v, want %v", got, tc.want)
+		}
+	}
+}
