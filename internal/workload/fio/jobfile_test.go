@@ -3,7 +3,10 @@ package fio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,27 +112,57 @@ func TestInvocationReal(t *testing.T) {
 	}
 	t.Logf("%d writes, %.0f IOPS, sync p99 %v; log %+v", j.Write.IOs, j.Write.IOPS, j.Sync.Lat.Max, logs[1])
 
-	// Interrupted after 1 s of a 30 s job: partial result, ctx's error.
-	long := File{Global: []Option{{"directory", dir}, {"ioengine", "psync"}},
+	// Interrupted once fio has read, well before the end of a 30 s job:
+	// partial result, ctx's error. A fixed delay would fail by chance on a
+	// loaded machine, where fio may not have laid its file out yet; the job
+	// runs as a thread, so fio's own /proc/PID/io counts its reads.
+	long := File{Global: []Option{{"directory", dir}, {"ioengine", "psync"}, {"thread", ""}},
 		Jobs: []Section{{Name: "long", Options: []Option{{"rw", "randread"}, {"bs", "4k"}, {"size", "4m"}, {"runtime", "30"}, {"time_based", ""}}}}}
 	jf, err = long.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	res, err = Invocation{JobFile: jf, Dir: dir}.Run(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	started := make(chan int, 1)
+	go func() {
+		pid := <-started
+		for ctx.Err() == nil {
+			if readSyscalls(pid) >= 1000 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	res, err = Invocation{JobFile: jf, Dir: dir, Started: func(p int) { started <- p }}.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: err %v", err)
 	}
 	if res == nil || res.Jobs[0].Read.IOs == 0 {
 		t.Fatalf("interrupted run: no partial result: %+v", res)
 	}
-	if el := time.Since(start); el > 8*time.Second {
-		t.Errorf("stopping took %v", el)
+	// fio's own clock, not the test's: it stopped before its 30 s.
+	if rt := res.Jobs[0].Runtime; rt >= 30*time.Second {
+		t.Errorf("interrupted run ran its whole runtime (%v)", rt)
 	}
 	if _, err := filepath.Glob(filepath.Join(dir, "fio.json")); err != nil {
 		t.Error(err)
 	}
+}
+
+// readSyscalls is the syscr field of /proc/PID/io (Documentation/filesystems/proc.rst):
+// read system calls of the whole process, threads included; 0 when unread.
+func readSyscalls(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "syscr: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
