@@ -109,10 +109,13 @@ func TestWithoutReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := dropreport.Summarize(c, syms, dropreport.SummaryOptions{})
+	if rep.DropReasons || rep.Attribution != "location" {
+		t.Errorf("report without reasons says drop_reasons %v, attribution %q", rep.DropReasons, rep.Attribution)
+	}
 	var found bool
 	for _, rc := range rep.Reasons {
 		if rc.Reason == "__udp4_lib_rcv" {
-			found = rc.Count >= 4 && rc.Layer == "socket" && strings.HasPrefix(rc.Hint, "udp, no socket")
+			found = rc.Count >= 4 && rc.Layer == "socket" && strings.HasPrefix(rc.Hint, "udp: no socket") && rc.AttributedBy == "location"
 			t.Logf("%+v", rc)
 		}
 	}
