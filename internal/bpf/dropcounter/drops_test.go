@@ -21,7 +21,15 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 		testenv.Unavailable(t, err.Error())
 	}
 	if !k.HasReasons {
-		testenv.Unavailable(t, "kernel without drop reasons: skb:kfree_skb has no reason argument")
+		// 5.10: what the kernel offers is the location only, and the
+		// probe must not invent reasons.
+		if k.Prototype != "kfree_skb(skb, location)" || len(k.Reasons) != 0 {
+			t.Errorf("kernel without drop reasons: prototype %q, %d reason names", k.Prototype, len(k.Reasons))
+		}
+		return
+	}
+	if !strings.HasPrefix(k.Prototype, "kfree_skb(skb, location, reason") {
+		t.Errorf("kernel with drop reasons: prototype %q", k.Prototype)
 	}
 	v, ok := k.Unspecified()
 	if !ok {
