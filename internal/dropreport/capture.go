@@ -29,8 +29,9 @@ type Kernel struct {
 	// SKB_DROP_REASON_ prefix.
 	Reasons map[uint32]string `json:"reasons,omitempty"`
 	// Prototype is skb:kfree_skb's argument list from the kernel's BTF
-	// (btf_trace_kfree_skb), e.g. "kfree_skb(skb, location, reason,
-	// rx_sk)": what the tracer was loaded for.
+	// (btf_trace_kfree_skb) by type, e.g. "kfree_skb(struct sk_buff *,
+	// void *, enum skb_drop_reason, struct sock *)": what the tracer was
+	// loaded for.
 	Prototype string `json:"prototype,omitempty"`
 }
 

@@ -449,7 +449,7 @@ func TestAttributeLocation(t *testing.T) {
 }
 
 // TestNoReasonsCapture reports a capture shaped as a 5.10 kernel gives it
-// (kfree_skb(skb, location), no reason) with the fixture kallsyms: backlog
+// (kfree_skb(struct sk_buff *, void *): skb, location, no reason) with the fixture kallsyms: backlog
 // drops at enqueue_to_backlog, qdisc drops freed through kfree_skb_list
 // from __dev_xmit_skb (net/core/dev.c in 5.10), UDP receive-buffer drops
 // at __udp_queue_rcv_skb. The report must say it attributes by location,
@@ -473,7 +473,7 @@ func TestNoReasonsCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := Summarize(&c, syms, SummaryOptions{IfNames: c.IfNames})
-	if rep.DropReasons || rep.Attribution != ByLocation || rep.Tracepoint != "kfree_skb(skb, location)" {
+	if rep.DropReasons || rep.Attribution != ByLocation || rep.Tracepoint != "kfree_skb(struct sk_buff *, void *)" {
 		t.Errorf("report claims %v/%q/%q, want no reasons, attribution by location", rep.DropReasons, rep.Attribution, rep.Tracepoint)
 	}
 	layers := map[string]string{}

@@ -19,7 +19,8 @@ type Report struct {
 	// helper; see ReasonCount.AttributedBy).
 	Attribution string `json:"attribution"`
 	// Tracepoint is skb:kfree_skb's prototype as the kernel's BTF gave it
-	// (e.g. "kfree_skb(skb, location)"); empty when not recorded.
+	// (e.g. "kfree_skb(struct sk_buff *, void *)" on 5.10); empty when not
+	// recorded.
 	Tracepoint string `json:"tracepoint,omitempty"`
 	Interface  string `json:"interface,omitempty"` // the --interface filter
 	Total      uint64 `json:"total"`               // every counted free, hidden ones included

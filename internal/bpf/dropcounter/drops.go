@@ -120,11 +120,13 @@ func probeSpec(spec *btf.Spec) (dropreport.Kernel, error) {
 	}
 	// The tracepoint's own arguments, after the __data of every tracepoint.
 	args := proto.Params[1:]
-	names := make([]string, len(args))
+	// The kernel's BTF names no parameters of a tracepoint's prototype:
+	// its types say what it is.
+	types := make([]string, len(args))
 	for i, p := range args {
-		names[i] = p.Name
+		types[i] = typeName(p.Type)
 	}
-	k.Prototype = "kfree_skb(" + strings.Join(names, ", ") + ")"
+	k.Prototype = "kfree_skb(" + strings.Join(types, ", ") + ")"
 	i, e := ReasonParam(args)
 	if e == nil {
 		return k, nil
@@ -145,6 +147,32 @@ func probeSpec(spec *btf.Spec) (dropreport.Kernel, error) {
 		}
 	}
 	return k, nil
+}
+
+// typeName spells a parameter type as C does, far enough to tell
+// skb:kfree_skb's generations apart.
+func typeName(t btf.Type) string {
+	switch t := t.(type) {
+	case *btf.Pointer:
+		return typeName(t.Target) + " *"
+	case *btf.Struct:
+		return "struct " + t.Name
+	case *btf.Enum:
+		return "enum " + t.Name
+	case *btf.Void:
+		return "void"
+	case *btf.Const:
+		return "const " + typeName(t.Type)
+	case *btf.Volatile:
+		return typeName(t.Type)
+	case nil:
+		return "void"
+	default:
+		if n := t.TypeName(); n != "" {
+			return n
+		}
+		return "?"
+	}
 }
 
 // ErrReasonMoved is returned for a kernel whose drop reason argument is

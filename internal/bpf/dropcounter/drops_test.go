@@ -23,12 +23,12 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 	if !k.HasReasons {
 		// 5.10: what the kernel offers is the location only, and the
 		// probe must not invent reasons.
-		if k.Prototype != "kfree_skb(skb, location)" || len(k.Reasons) != 0 {
+		if k.Prototype != "kfree_skb(struct sk_buff *, void *)" || len(k.Reasons) != 0 {
 			t.Errorf("kernel without drop reasons: prototype %q, %d reason names", k.Prototype, len(k.Reasons))
 		}
 		return
 	}
-	if !strings.HasPrefix(k.Prototype, "kfree_skb(skb, location, reason") {
+	if !strings.HasPrefix(k.Prototype, "kfree_skb(struct sk_buff *, void *, enum skb_drop_reason") {
 		t.Errorf("kernel with drop reasons: prototype %q", k.Prototype)
 	}
 	v, ok := k.Unspecified()

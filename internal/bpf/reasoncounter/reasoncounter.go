@@ -213,7 +213,7 @@ func program(mapFD int, reasonArg int16) asm.Instructions {
 // Read sums the per-CPU counters into a capture: one record per reason
 // seen, location 0 and no interface.
 func (c *Counter) Read() (*dropreport.Capture, error) {
-	k := dropreport.Kernel{HasReasons: true, Reasons: make(map[uint32]string, len(c.kernel.Reasons)+1)}
+	k := dropreport.Kernel{HasReasons: true, Prototype: c.kernel.Prototype, Reasons: make(map[uint32]string, len(c.kernel.Reasons)+1)}
 	for v, n := range c.kernel.Reasons {
 		k.Reasons[v] = n
 	}
