@@ -155,7 +155,10 @@ func MeaningOf(reason string) Meaning {
 // __builtin_return_address(0), net/core/skbuff.c kfree_skb): e.g.
 // enqueue_to_backlog frees at its drop: label after sd->dropped++
 // (net/core/dev.c), as oracle/bpftune's backlog tuner detects backlog
-// drops on such kernels.
+// drops on such kernels. Static functions a build inlines are not
+// locations: Debian's 5.10 inlines __dev_xmit_skb into __dev_queue_xmit
+// and __udp_queue_rcv_skb into udp_queue_rcv_one_skb (neither is a
+// function in its BTF), so their callers are listed too.
 var knownLocations = map[string]struct {
 	reason string
 	hint   string
@@ -163,7 +166,7 @@ var knownLocations = map[string]struct {
 	"enqueue_to_backlog":         {"CPU_BACKLOG", "backlog"},
 	"__udp_enqueue_schedule_skb": {"SOCKET_RCVBUFF", "udp socket buffer"},
 	"__udp_queue_rcv_skb":        {"SOCKET_RCVBUFF", "udp socket buffer"},
-	"udp_queue_rcv_one_skb":      {"SOCKET_RCVBUFF", "udp socket buffer"},
+	"udp_queue_rcv_one_skb":      {"SOCKET_RCVBUFF", "udp socket buffer (also socket filter and checksum drops, freed in the same function)"},
 	"sock_queue_rcv_skb":         {"SOCKET_RCVBUFF", "socket buffer"},
 	"__udp4_lib_rcv":             {"NO_SOCKET", "udp: no socket, or a short or bad-checksum datagram"},
 	"__udp6_lib_rcv":             {"NO_SOCKET", "udp: no socket, or a short or bad-checksum datagram"},
