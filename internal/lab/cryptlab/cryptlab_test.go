@@ -59,7 +59,7 @@ func TestSupported(t *testing.T) {
 			unsupported = append(unsupported, v.Name+": "+why)
 		}
 	}
-	if diff := cmp.Diff([]string{"high_priority: unsupported on this kernel (crypt target 1.24.0; needs 1.26.0: high_priority, Linux 6.10+)"}, unsupported); diff != "" {
+	if diff := cmp.Diff([]string{"high_priority: needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}, unsupported); diff != "" {
 		t.Error(diff)
 	}
 	if ok, _ := vs[4].Supported(Version{1, 21, 9}); ok {
@@ -83,13 +83,13 @@ func TestCatalogueByKernel(t *testing.T) {
 		unsupported map[string]string
 	}{
 		{"5.10 (crypt 1.22.0)", Version{1, 22, 0}, without("high_priority"),
-			map[string]string{"high_priority": "unsupported on this kernel (crypt target 1.22.0; needs 1.26.0: high_priority, Linux 6.10+)"}},
+			map[string]string{"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.22.0 (high_priority came with Linux 6.10): unsupported on this kernel"}},
 		{"6.1 (crypt 1.24.0)", Version{1, 24, 0}, without("high_priority"),
-			map[string]string{"high_priority": "unsupported on this kernel (crypt target 1.24.0; needs 1.26.0: high_priority, Linux 6.10+)"}},
+			map[string]string{"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}},
 		{"6.12 (crypt 1.28.0)", Version{1, 28, 0}, all, map[string]string{}},
 		{"5.4 (crypt 1.19.0)", Version{1, 19, 0}, without("high_priority", "no_workqueue"), map[string]string{
-			"high_priority": "unsupported on this kernel (crypt target 1.19.0; needs 1.26.0: high_priority, Linux 6.10+)",
-			"no_workqueue":  "unsupported on this kernel (crypt target 1.19.0; needs 1.22.0: no_read_workqueue, Linux 5.9+; no_write_workqueue, Linux 5.9+)",
+			"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.19.0 (high_priority came with Linux 6.10): unsupported on this kernel",
+			"no_workqueue":  "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9; no_write_workqueue came with Linux 5.9): unsupported on this kernel",
 		}},
 		{"1.26.0 exactly", Version{1, 26, 0}, all, map[string]string{}},
 	}

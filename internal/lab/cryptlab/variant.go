@@ -24,8 +24,6 @@ func (v Version) AtLeast(w Version) bool {
 	return true
 }
 
-func (v Version) plain() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
-
 // FlagSupport is when the crypt target took an optional parameter.
 type FlagSupport struct {
 	Flag  string  // as in the table: sector_size stands for sector_size:N
@@ -185,8 +183,9 @@ func (v Variant) Needs() Version {
 }
 
 // Supported says whether the kernel's crypt target (version have) takes
-// v's parameters, and if not why: "unsupported on this kernel (crypt
-// target 1.24.0; needs 1.26.0: high_priority, Linux 6.10+)".
+// v's parameters, and if not why: "needs dm-crypt target v1.26.0, kernel
+// has v1.24.0 (high_priority came with Linux 6.10): unsupported on this
+// kernel". The opening words are what scripts and the VM lab match.
 func (v Variant) Supported(have Version) (bool, string) {
 	var missing []string
 	for _, f := range v.Flags {
@@ -196,7 +195,7 @@ func (v Variant) Supported(have Version) (bool, string) {
 		}
 		m := fs.Flag
 		if fs.Linux != "" {
-			m += ", Linux " + fs.Linux + "+"
+			m += " came with Linux " + fs.Linux
 		}
 		if !slices.Contains(missing, m) {
 			missing = append(missing, m)
@@ -205,7 +204,7 @@ func (v Variant) Supported(have Version) (bool, string) {
 	if len(missing) == 0 {
 		return true, ""
 	}
-	return false, fmt.Sprintf("unsupported on this kernel (crypt target %s; needs %s: %s)", have.plain(), v.Needs().plain(), strings.Join(missing, "; "))
+	return false, fmt.Sprintf("needs dm-crypt target %s, kernel has %s (%s): unsupported on this kernel", v.Needs(), have, strings.Join(missing, "; "))
 }
 
 // Availability is one catalogue variant on a kernel.
