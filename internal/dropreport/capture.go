@@ -28,6 +28,11 @@ type Kernel struct {
 	// Reasons names enum skb_drop_reason values without the
 	// SKB_DROP_REASON_ prefix.
 	Reasons map[uint32]string `json:"reasons,omitempty"`
+	// Prototype is skb:kfree_skb's argument list from the kernel's BTF
+	// (btf_trace_kfree_skb) by type, e.g. "kfree_skb(struct sk_buff *,
+	// void *, enum skb_drop_reason, struct sock *)": what the tracer was
+	// loaded for.
+	Prototype string `json:"prototype,omitempty"`
 }
 
 // Unspecified returns the value of NOT_SPECIFIED in k's enum, which moved

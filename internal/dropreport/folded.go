@@ -36,26 +36,35 @@ const (
 )
 
 // Fold turns the capture's stacks into folded stacks rooted at the drop
-// reason (or location, without reasons). Records without a stack (stack
+// reason (or, without reasons, the location as Summarize attributes it). Records without a stack (stack
 // collection off for them, or lost) become reason;[no stack];location.
 // NOT_SPECIFIED is left out unless showUnspecified. The result is sorted
 // by frames, so equal captures fold identically.
 func Fold(c *Capture, syms *Symbols, showUnspecified bool) []Stack {
 	agg := map[string]uint64{}
 	for _, r := range c.Records {
+		var stack []string
+		st, ok := c.Stacks[r.StackID]
+		if ok && r.StackID >= 0 {
+			stack = symbolise(st, syms)
+		}
 		root := syms.FuncName(r.Location)
 		if c.Kernel.HasReasons {
 			root = c.Kernel.Name(r.Reason)
 			if root == "NOT_SPECIFIED" && !showUnspecified {
 				continue
 			}
+		} else {
+			// The same attribution as the report's (AttributeLocation).
+			inner := slices.Clone(stack)
+			slices.Reverse(inner)
+			root, _ = AttributeLocation(root, inner)
 		}
 		frames := []string{root}
-		st, ok := c.Stacks[r.StackID]
-		if r.StackID < 0 || !ok {
+		if stack == nil {
 			frames = append(frames, FrameNoStack, syms.FuncName(r.Location))
 		} else {
-			frames = append(frames, symbolise(st, syms)...)
+			frames = append(frames, stack...)
 		}
 		agg[strings.Join(frames, "\x00")] += r.Count
 	}

@@ -149,7 +149,16 @@ func MeaningOf(reason string) Meaning {
 
 // knownLocations names the functions where drops happen on kernels without
 // drop reasons (before 5.17), where only the location tells them apart.
-// Names follow the reason the kernel later gave the same drop.
+// Names follow the reason the kernel later gave the same drop. Each is the
+// caller of kfree_skb() on the drop path in Linux 5.10
+// (include/trace/events/skb.h: kfree_skb's location is
+// __builtin_return_address(0), net/core/skbuff.c kfree_skb): e.g.
+// enqueue_to_backlog frees at its drop: label after sd->dropped++
+// (net/core/dev.c), as oracle/bpftune's backlog tuner detects backlog
+// drops on such kernels. Static functions a build inlines are not
+// locations: Debian's 5.10 inlines __dev_xmit_skb into __dev_queue_xmit
+// and __udp_queue_rcv_skb into udp_queue_rcv_one_skb (neither is a
+// function in its BTF), so their callers are listed too.
 var knownLocations = map[string]struct {
 	reason string
 	hint   string
@@ -157,10 +166,10 @@ var knownLocations = map[string]struct {
 	"enqueue_to_backlog":         {"CPU_BACKLOG", "backlog"},
 	"__udp_enqueue_schedule_skb": {"SOCKET_RCVBUFF", "udp socket buffer"},
 	"__udp_queue_rcv_skb":        {"SOCKET_RCVBUFF", "udp socket buffer"},
-	"udp_queue_rcv_one_skb":      {"SOCKET_RCVBUFF", "udp socket buffer"},
+	"udp_queue_rcv_one_skb":      {"SOCKET_RCVBUFF", "udp socket buffer (also socket filter and checksum drops, freed in the same function)"},
 	"sock_queue_rcv_skb":         {"SOCKET_RCVBUFF", "socket buffer"},
-	"__udp4_lib_rcv":             {"NO_SOCKET", "udp, no socket"},
-	"__udp6_lib_rcv":             {"NO_SOCKET", "udp, no socket"},
+	"__udp4_lib_rcv":             {"NO_SOCKET", "udp: no socket, or a short or bad-checksum datagram"},
+	"__udp6_lib_rcv":             {"NO_SOCKET", "udp: no socket, or a short or bad-checksum datagram"},
 	"tcp_v4_rcv":                 {"TCP_", "tcp receive"},
 	"tcp_v6_rcv":                 {"TCP_", "tcp receive"},
 	"nf_hook_slow":               {"NETFILTER_DROP", "netfilter"},
@@ -171,6 +180,23 @@ var knownLocations = map[string]struct {
 	"ip_rcv_finish_core":         {"IP_INNOROUTES", "ip route"},
 	"ip_error":                   {"IP_INNOROUTES", "ip route"},
 	"unix_stream_connect":        {"UNIX_", "unix socket"},
+}
+
+// freeHelpers free an skb for their caller: as a drop location they say
+// nothing (kfree_skb_list frees a whole list for whoever dropped it), so
+// the caller on the stack is looked at instead (net/core/skbuff.c).
+var freeHelpers = map[string]bool{
+	"kfree_skb":              true,
+	"kfree_skb_list":         true,
+	"kfree_skb_list_reason":  true,
+	"kfree_skb_reason":       true,
+	"sk_skb_reason_drop":     true,
+	"kfree_skb_partial":      true,
+	"__kfree_skb":            true,
+	"skb_release_data":       true,
+	"skb_queue_purge":        true,
+	"skb_queue_purge_reason": true,
+	"__skb_queue_purge":      true,
 }
 
 // LocationMeaning names a drop location on kernels without reasons:
@@ -185,4 +211,35 @@ func LocationMeaning(function string) (name string, m Meaning, ok bool) {
 		m = Meaning{Layer: LayerUnknown}
 	}
 	return l.hint, m, true
+}
+
+// How a drop was attributed (ReasonCount.AttributedBy).
+const (
+	// ByReason: the kernel's own drop reason.
+	ByReason = "reason"
+	// ByLocation: the function that freed the packet (kfree_skb's caller).
+	ByLocation = "location"
+	// ByStack: the location was a free helper (kfree_skb_list, ...), and
+	// its nearest caller on the packet's kernel stack names the drop.
+	ByStack = "stack"
+)
+
+// AttributeLocation attributes a drop on a kernel without reasons. loc is
+// the function that freed the packet; frames its kernel stack, innermost
+// first, without the tracing frames (nil without a stack). A known drop
+// site at loc wins; a free helper at loc is looked through to the first
+// known drop site among its callers; anything else stays at loc, unknown.
+func AttributeLocation(loc string, frames []string) (site, by string) {
+	if _, ok := knownLocations[loc]; ok || !freeHelpers[loc] {
+		return loc, ByLocation
+	}
+	for _, f := range frames {
+		if f == loc || freeHelpers[f] {
+			continue
+		}
+		// The first caller that is not a helper dropped the packet, known
+		// site or not: a known site further out only called it.
+		return f, ByStack
+	}
+	return loc, ByLocation
 }

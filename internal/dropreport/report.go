@@ -12,9 +12,18 @@ type Report struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	// DropReasons is false on kernels whose skb:kfree_skb has no reason:
 	// then each entry of Reasons is a drop location (function).
-	DropReasons bool   `json:"drop_reasons"`
-	Interface   string `json:"interface,omitempty"` // the --interface filter
-	Total       uint64 `json:"total"`               // every counted free, hidden ones included
+	DropReasons bool `json:"drop_reasons"`
+	// Attribution says what Reasons are keyed by: "reason" (the kernel's
+	// enum skb_drop_reason) or "location" (no reasons on this kernel: the
+	// function that freed the packet, or with stacks the caller of a free
+	// helper; see ReasonCount.AttributedBy).
+	Attribution string `json:"attribution"`
+	// Tracepoint is skb:kfree_skb's prototype as the kernel's BTF gave it
+	// (e.g. "kfree_skb(struct sk_buff *, void *)" on 5.10); empty when not
+	// recorded.
+	Tracepoint string `json:"tracepoint,omitempty"`
+	Interface  string `json:"interface,omitempty"` // the --interface filter
+	Total      uint64 `json:"total"`               // every counted free, hidden ones included
 	// Reasons, most drops first.
 	Reasons []ReasonCount `json:"reasons"`
 	// Hidden lists reasons counted but left out of Reasons (NOT_SPECIFIED
@@ -36,14 +45,19 @@ type Report struct {
 
 // ReasonCount is one drop reason (or, without reasons, one location).
 type ReasonCount struct {
-	Reason     string           `json:"reason"`
-	Count      uint64           `json:"count"`
-	PerSecond  float64          `json:"per_second"`
-	Layer      string           `json:"layer"`
-	Check      string           `json:"check,omitempty"`
-	Hint       string           `json:"hint,omitempty"`
-	Locations  []LocationCount  `json:"locations"`
-	Interfaces []InterfaceCount `json:"interfaces"`
+	Reason string `json:"reason"`
+	// AttributedBy is how Reason was found: "reason" (the kernel's),
+	// "location" (the function that freed the packet) or "stack" (for
+	// some or all of the drops, the caller of a free helper such as
+	// kfree_skb_list, found on the stack).
+	AttributedBy string           `json:"attributed_by"`
+	Count        uint64           `json:"count"`
+	PerSecond    float64          `json:"per_second"`
+	Layer        string           `json:"layer"`
+	Check        string           `json:"check,omitempty"`
+	Hint         string           `json:"hint,omitempty"`
+	Locations    []LocationCount  `json:"locations"`
+	Interfaces   []InterfaceCount `json:"interfaces"`
 }
 
 // LocationCount is a kernel function where drops of a reason happened.
@@ -87,6 +101,8 @@ func Summarize(c *Capture, syms *Symbols, o SummaryOptions) Report {
 	rep := Report{
 		DurationSeconds:      c.DurationSeconds,
 		DropReasons:          c.Kernel.HasReasons,
+		Attribution:          ByReason,
+		Tracepoint:           c.Kernel.Prototype,
 		Interface:            o.Interface,
 		Reasons:              []ReasonCount{},
 		LostRecords:          c.LostRecords,
@@ -95,7 +111,11 @@ func Summarize(c *Capture, syms *Symbols, o SummaryOptions) Report {
 		RecursionMisses:      c.RecursionMisses,
 		RecursionMissesError: c.RecursionMissesError,
 	}
+	if !c.Kernel.HasReasons {
+		rep.Attribution = ByLocation
+	}
 	type group struct {
+		by     string
 		count  uint64
 		locs   map[string]uint64
 		ifaces map[iface]uint64
@@ -105,25 +125,35 @@ func Summarize(c *Capture, syms *Symbols, o SummaryOptions) Report {
 	for _, r := range c.Records {
 		rep.Total += r.Count
 		fn := syms.FuncName(r.Location)
-		name := fn
+		name, by := fn, ByReason
 		if c.Kernel.HasReasons {
 			name = c.Kernel.Name(r.Reason)
 			if name == "NOT_SPECIFIED" && !o.ShowUnspecified {
 				hidden[name] += r.Count
 				continue
 			}
+		} else {
+			var frames []string
+			if st, ok := c.Stacks[r.StackID]; ok && r.StackID >= 0 {
+				frames = symbolise(st, syms)
+				slices.Reverse(frames)
+			}
+			name, by = AttributeLocation(fn, frames)
 		}
 		g := groups[name]
 		if g == nil {
-			g = &group{locs: map[string]uint64{}, ifaces: map[iface]uint64{}}
+			g = &group{by: by, locs: map[string]uint64{}, ifaces: map[iface]uint64{}}
 			groups[name] = g
+		} else if by == ByStack {
+			// Some of its drops were only found through the stack.
+			g.by = ByStack
 		}
 		g.count += r.Count
 		g.locs[fn] += r.Count
 		g.ifaces[iface{r.Ifindex, r.Netns}] += r.Count
 	}
 	for name, g := range groups {
-		rc := ReasonCount{Reason: name, Count: g.count, PerSecond: rate(g.count, c.DurationSeconds)}
+		rc := ReasonCount{Reason: name, AttributedBy: g.by, Count: g.count, PerSecond: rate(g.count, c.DurationSeconds)}
 		var m Meaning
 		if c.Kernel.HasReasons {
 			m = MeaningOf(name)

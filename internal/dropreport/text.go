@@ -39,7 +39,14 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 	}
 	fmt.Fprintln(w)
 	if !r.DropReasons {
-		fmt.Fprintln(w, "This kernel's skb:kfree_skb has no drop reasons (before 5.17): drops are grouped by the function that dropped them.")
+		proto := "its skb:kfree_skb tracepoint has no reason argument"
+		if r.Tracepoint != "" {
+			proto = "its tracepoint is " + r.Tracepoint + ", no reason"
+		}
+		fmt.Fprintf(w, "Attribution by location, not by reason: this kernel gives no drop reasons (%s; Linux 5.17 added it).\n"+
+			"LOCATION is the function that freed the packet (with --stacks, the caller of a free helper such as kfree_skb_list);\n"+
+			"LAYER and CHECK come from known drop sites (enqueue_to_backlog is the CPU backlog), unknown elsewhere.\n"+
+			"Every kfree_skb() free is counted: at unknown locations some are not drops.\n", proto)
 	}
 	if r.LostRecords > 0 {
 		fmt.Fprintf(w, "warning: %d drops not counted: the in-kernel map was full\n", r.LostRecords)

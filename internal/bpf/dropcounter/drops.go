@@ -118,18 +118,78 @@ func probeSpec(spec *btf.Spec) (dropreport.Kernel, error) {
 	if !ok || len(proto.Params) < 3 {
 		return k, fmt.Errorf("btf_trace_kfree_skb has an unexpected prototype %v", ptr.Target)
 	}
-	if len(proto.Params) >= 4 {
-		if e, ok := btf.UnderlyingType(proto.Params[3].Type).(*btf.Enum); ok && e.Name == "skb_drop_reason" {
-			k.HasReasons = true
-			k.Reasons = make(map[uint32]string, len(e.Values))
-			for _, v := range e.Values {
-				if name, ok := dropreport.ReasonName(v.Name); ok {
-					k.Reasons[uint32(v.Value)] = name
-				}
-			}
+	// The tracepoint's own arguments, after the __data of every tracepoint.
+	args := proto.Params[1:]
+	// The kernel's BTF names no parameters of a tracepoint's prototype:
+	// its types say what it is.
+	types := make([]string, len(args))
+	for i, p := range args {
+		types[i] = typeName(p.Type)
+	}
+	k.Prototype = "kfree_skb(" + strings.Join(types, ", ") + ")"
+	i, e := ReasonParam(args)
+	if e == nil {
+		return k, nil
+	}
+	// drops.bpf.c reads the reason as ctx[2]: right for (skb, location,
+	// reason) on 5.17-6.10 and (skb, location, reason, rx_sk) on 6.11+,
+	// where rx_sk was appended after it (include/trace/events/skb.h in
+	// 6.1 and 6.12). A kernel that put it elsewhere gets a refusal, never
+	// a wrong reason.
+	if i != 2 {
+		return k, fmt.Errorf("skb:kfree_skb has its drop reason as argument %d (%s); this build reads argument 2: %w", i, k.Prototype, ErrReasonMoved)
+	}
+	k.HasReasons = true
+	k.Reasons = make(map[uint32]string, len(e.Values))
+	for _, v := range e.Values {
+		if name, ok := dropreport.ReasonName(v.Name); ok {
+			k.Reasons[uint32(v.Value)] = name
 		}
 	}
 	return k, nil
+}
+
+// typeName spells a parameter type as C does, far enough to tell
+// skb:kfree_skb's generations apart.
+func typeName(t btf.Type) string {
+	switch t := t.(type) {
+	case *btf.Pointer:
+		return typeName(t.Target) + " *"
+	case *btf.Struct:
+		return "struct " + t.Name
+	case *btf.Enum:
+		return "enum " + t.Name
+	case *btf.Void:
+		return "void"
+	case *btf.Const:
+		return "const " + typeName(t.Type)
+	case *btf.Volatile:
+		return typeName(t.Type)
+	case nil:
+		return "void"
+	default:
+		if n := t.TypeName(); n != "" {
+			return n
+		}
+		return "?"
+	}
+}
+
+// ErrReasonMoved is returned for a kernel whose drop reason argument is
+// not where the compiled program reads it.
+var ErrReasonMoved = errors.New("update slowpath for this kernel")
+
+// ReasonParam finds the argument of type enum skb_drop_reason among params
+// (a tracepoint's or a function's, from the kernel's BTF) and returns its
+// index and the enum, or -1 and nil when there is none: kernels before
+// 5.17 (or without a backport) have no such argument.
+func ReasonParam(params []btf.FuncParam) (int, *btf.Enum) {
+	for i, p := range params {
+		if e, ok := btf.UnderlyingType(p.Type).(*btf.Enum); ok && e.Name == "skb_drop_reason" {
+			return i, e
+		}
+	}
+	return -1, nil
 }
 
 // Tracer is a loaded and attached drop counter. Close detaches it.

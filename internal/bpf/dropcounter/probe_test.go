@@ -64,9 +64,13 @@ func TestProbeSpec(t *testing.T) {
 		want dropreport.Kernel
 		err  error
 	}{
-		{"5.15 (skb, location)", kernelBTF(t, true, skb, loc), dropreport.Kernel{}, nil},
-		{"6.1 (skb, location, reason)", kernelBTF(t, true, skb, loc, reason), dropreport.Kernel{HasReasons: true, Reasons: names}, nil},
-		{"6.18 (skb, location, reason, rx_sk)", kernelBTF(t, true, skb, loc, reason, rxsk), dropreport.Kernel{HasReasons: true, Reasons: names}, nil},
+		{"5.10 (skb, location)", kernelBTF(t, true, skb, loc), dropreport.Kernel{Prototype: "kfree_skb(struct sk_buff *, void *)"}, nil},
+		{"6.1 (skb, location, reason)", kernelBTF(t, true, skb, loc, reason),
+			dropreport.Kernel{HasReasons: true, Reasons: names, Prototype: "kfree_skb(struct sk_buff *, void *, enum skb_drop_reason)"}, nil},
+		{"6.12 (skb, location, reason, rx_sk)", kernelBTF(t, true, skb, loc, reason, rxsk),
+			dropreport.Kernel{HasReasons: true, Reasons: names, Prototype: "kfree_skb(struct sk_buff *, void *, enum skb_drop_reason, struct sock *)"}, nil},
+		{"reason moved (skb, location, rx_sk, reason)", kernelBTF(t, true, skb, loc, rxsk, reason),
+			dropreport.Kernel{Prototype: "kfree_skb(struct sk_buff *, void *, struct sock *, enum skb_drop_reason)"}, ErrReasonMoved},
 		{"no tracepoint", kernelBTF(t, false), dropreport.Kernel{}, ErrTracepointMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

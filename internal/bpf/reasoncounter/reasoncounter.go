@@ -58,40 +58,90 @@ const OtherSubsystem = "OTHER_SUBSYSTEM"
 type Counter struct {
 	Attach Attach
 	Target string // tracepoint or function attached to
-	kernel dropreport.Kernel
-	prog   *ebpf.Program
-	counts *ebpf.Map
-	link   link.Link
+	// ReasonArg is the index of the reason among Target's arguments, as
+	// the kernel's BTF gives it (2 on the tracepoint; 2 on
+	// sk_skb_reason_drop, 1 on kfree_skb_reason).
+	ReasonArg int16
+	kernel    dropreport.Kernel
+	prog      *ebpf.Program
+	counts    *ebpf.Map
+	link      link.Link
 }
 
 // dropFunction is the kernel function every skb drop with a reason goes
-// through, and the index of its reason argument: sk_skb_reason_drop(sk,
-// skb, reason) since 6.11, kfree_skb_reason(skb, reason) before.
+// through, and the index of its reason argument, both from the kernel's
+// BTF: sk_skb_reason_drop(sk, skb, reason) since 6.11, kfree_skb_reason(skb,
+// reason) on 5.17-6.10 (net/core/skbuff.c in 6.12 and 6.1).
 func dropFunction(spec *btf.Spec) (name string, reasonArg int16, err error) {
-	var fn *btf.Func
-	if spec.TypeByName("sk_skb_reason_drop", &fn) == nil {
-		return "sk_skb_reason_drop", 2, nil
+	for _, name := range []string{"sk_skb_reason_drop", "kfree_skb_reason"} {
+		var fn *btf.Func
+		if spec.TypeByName(name, &fn) != nil {
+			continue
+		}
+		proto, ok := fn.Type.(*btf.FuncProto)
+		if !ok {
+			return "", 0, fmt.Errorf("%s in the kernel's BTF has no prototype", name)
+		}
+		i, _ := dropcounter.ReasonParam(proto.Params)
+		if i < 0 {
+			return "", 0, fmt.Errorf("%s in the kernel's BTF takes no enum skb_drop_reason argument", name)
+		}
+		return name, int16(i), nil
 	}
-	if spec.TypeByName("kfree_skb_reason", &fn) == nil {
-		return "kfree_skb_reason", 1, nil
-	}
-	return "", 0, errors.New("neither sk_skb_reason_drop nor kfree_skb_reason is in the kernel's BTF: fentry cannot name drop reasons here")
+	return "", 0, errors.New("neither sk_skb_reason_drop nor kfree_skb_reason is in the kernel's BTF: fentry cannot name drop reasons here; use --collector.drops.attach tp_btf")
 }
+
+// tracepointReasonArg is the index of the reason among skb:kfree_skb's
+// arguments (a tp_btf program's context), from the kernel's BTF:
+// (skb, location, reason[, rx_sk]) puts it at 2 on 5.17+.
+func tracepointReasonArg(spec *btf.Spec) (int16, error) {
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_kfree_skb", &td); err != nil {
+		return 0, dropcounter.ErrTracepointMissing
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return 0, fmt.Errorf("btf_trace_kfree_skb is %s, not a function pointer", td.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok || len(proto.Params) < 2 {
+		return 0, fmt.Errorf("btf_trace_kfree_skb has an unexpected prototype %v", ptr.Target)
+	}
+	// Params[0] is the __data every tracepoint probe takes first.
+	i, _ := dropcounter.ReasonParam(proto.Params[1:])
+	if i < 0 {
+		return 0, ErrNoDropReasons
+	}
+	return int16(i), nil
+}
+
+// ErrNoDropReasons is the refusal on a kernel whose drops carry no reason.
+var ErrNoDropReasons = errors.New("this kernel gives no drop reasons: its skb:kfree_skb tracepoint has no enum skb_drop_reason argument " +
+	"(Linux 5.17 added it), so slowpath_skb_drops_total{reason} cannot be exported here; " +
+	"slowpath_net_drops_total{layer} (softnet_stat, snmp) still counts backlog and socket drops, " +
+	"and `slowpath net drops --stacks` attributes drops by the kernel function that dropped them")
 
 // Start loads the counter and attaches it as a says.
 func Start(a Attach) (*Counter, error) {
+	if a != TPBTF && a != Fentry {
+		return nil, fmt.Errorf("unknown attach %q: want %s or %s", a, TPBTF, Fentry)
+	}
 	kernel, err := dropcounter.ProbeKernel()
 	if err != nil {
 		return nil, err
 	}
 	if !kernel.HasReasons {
-		return nil, errors.New("this kernel's skb:kfree_skb carries no drop reason (before 5.17): per-reason counts need 5.17+, `slowpath net drops` groups by function instead")
+		return nil, ErrNoDropReasons
 	}
 	if err := dropcounter.CheckPrivileges(); err != nil {
 		return nil, err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK for eBPF maps: %w", err)
+	}
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load kernel BTF: %w", err)
 	}
 	c := &Counter{Attach: a, kernel: kernel}
 	var (
@@ -100,20 +150,17 @@ func Start(a Attach) (*Counter, error) {
 	)
 	switch a {
 	case TPBTF:
-		// Arguments of a tp_btf program: (skb, location, reason[, rx_sk]).
-		attachType, c.Target, reasonArg = ebpf.AttachTraceRawTp, "kfree_skb", 2
-	case Fentry:
-		spec, err := btf.LoadKernelSpec()
-		if err != nil {
-			return nil, fmt.Errorf("load kernel BTF: %w", err)
+		attachType, c.Target = ebpf.AttachTraceRawTp, "kfree_skb"
+		if reasonArg, err = tracepointReasonArg(spec); err != nil {
+			return nil, err
 		}
+	case Fentry:
 		if c.Target, reasonArg, err = dropFunction(spec); err != nil {
 			return nil, err
 		}
 		attachType = ebpf.AttachTraceFEntry
-	default:
-		return nil, fmt.Errorf("unknown attach %q: want %s or %s", a, TPBTF, Fentry)
 	}
+	c.ReasonArg = reasonArg
 	c.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "drop_reasons", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: Slots})
 	if err != nil {
 		return nil, fmt.Errorf("create the reason map: %w", err)
@@ -166,7 +213,7 @@ func program(mapFD int, reasonArg int16) asm.Instructions {
 // Read sums the per-CPU counters into a capture: one record per reason
 // seen, location 0 and no interface.
 func (c *Counter) Read() (*dropreport.Capture, error) {
-	k := dropreport.Kernel{HasReasons: true, Reasons: make(map[uint32]string, len(c.kernel.Reasons)+1)}
+	k := dropreport.Kernel{HasReasons: true, Prototype: c.kernel.Prototype, Reasons: make(map[uint32]string, len(c.kernel.Reasons)+1)}
 	for v, n := range c.kernel.Reasons {
 		k.Reasons[v] = n
 	}

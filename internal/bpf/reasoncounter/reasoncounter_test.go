@@ -58,9 +58,9 @@ func TestCountsNoSocket(t *testing.T) {
 					return
 				}
 			}
-			c, err := Start(a)
-			if err != nil {
-				t.Fatal(err)
+			c := startOrRefused(t, a)
+			if c == nil {
+				return
 			}
 			defer c.Close()
 			before := noSocket(t, c)

@@ -207,7 +207,9 @@ func TestNoDropReasonsSaysWhatThisKernelOffers(t *testing.T) {
 		{name: "no reasons, BTF present",
 			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "yes"},
 			release: "5.10.0-32-amd64", status: check.Fail,
-			want:    []string{"Kernel BTF is present", "by the kernel function that dropped them", "--stacks"},
+			want: []string{"Kernel BTF is present", "by the kernel function that dropped them", "--stacks", "attributes drops by location",
+				"enqueue_to_backlog is the CPU backlog", "Lost: drops cannot be told apart by reason", "--collector.drops", "refuses to start",
+				"Still there: the kernel's drop counters", "some are not drops"},
 			wantNot: []string{"cannot run"}, btfSource: true},
 		{name: "no reasons, BTF but before BTF tracepoints",
 			d:       snapshot.DropReasons{Status: "no", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format", KernelBTF: "yes"},
@@ -264,5 +266,28 @@ func TestNoDropReasonsSaysWhatThisKernelOffers(t *testing.T) {
 				t.Errorf("no kernel BTF evidence: %+v", f.Evidence)
 			}
 		})
+	}
+}
+
+// TestNoDropReasonsDecidesByFacility: the check follows what the kernel
+// offers, not its version. The 5.10 fixture fires; the same host with
+// drop reasons backported (its tracepoint has the reason field, as some
+// distribution kernels do) stays silent although it is still 5.10.
+func TestNoDropReasonsDecidesByFacility(t *testing.T) {
+	in := fixture(t, "net-kvm-5.10-btf-no-reasons")
+	if got := statuses(noDropReasons, in); !slices.Equal(got, []string{"kernel=fail"}) {
+		t.Fatalf("5.10 without reasons: %v, want it to fire", got)
+	}
+	s := *in.Snapshot
+	n := *s.Net
+	n.DropReasons = &snapshot.DropReasons{Status: "yes", Source: "/sys/kernel/tracing/events/skb/kfree_skb/format",
+		Detail: "kfree_skb tracepoint has a reason field", KernelBTF: "yes"}
+	s.Net = &n
+	backported := input(t, &s)
+	if got := statuses(noDropReasons, backported); len(got) != 0 {
+		t.Errorf("5.10 with reasons backported: %v, want silent", got)
+	}
+	if fs := noDropReasons(backported); len(fs) != 1 || !strings.Contains(fs[0].Summary, "names skb drop reasons") {
+		t.Errorf("5.10 with reasons backported: %+v", fs)
 	}
 }

@@ -50,14 +50,23 @@ func noDropReasons(in *check.Input) []check.Finding {
 		}
 		return []check.Finding{{Status: check.Pass, Subject: "kernel", Summary: sum, Evidence: ev}}
 	case "no":
-		sum := "This kernel does not say why it drops a packet (no reason on the kfree_skb tracepoint). "
+		// What is lost and what still works, as `net drops` and the agent
+		// behave on such a kernel (docs/drops.md, "Kernels without drop
+		// reasons").
+		sum := "This kernel does not say why it drops a packet (no reason on the kfree_skb tracepoint). " +
+			"Lost: drops cannot be told apart by reason (two drops in one kernel function look the same), " +
+			"and `slowpath agent --collector.drops` (slowpath_skb_drops_total by reason) refuses to start. " +
+			"Still there: the kernel's drop counters (softnet_stat, /proc/net/snmp, the NIC's) that net.backlog-drops, " +
+			"net.socket-rcvbuf and slowpath_net_drops_total read. "
 		fix := "no setting enables it: skb drop reasons arrived in Linux 5.17 (some distributions backport them); use a newer kernel for reason-level attribution"
 		switch {
 		case !tracer.known:
 			sum += "Whether `slowpath net drops` can run here is unknown: " + tracer.why + "; it needs kernel BTF (" + srcKernelBTF + ") and Linux 5.5+."
 		case tracer.canRun:
-			sum += tracer.why + ", so `slowpath net drops` runs here but groups drops by the kernel function that dropped them " +
-				"(and with --stacks by kernel stack) instead of by reason, which is coarser."
+			sum += tracer.why + ", so `slowpath net drops` runs here and attributes drops by location: " +
+				"by the kernel function that dropped them (with --stacks, the caller of a free helper such as kfree_skb_list), " +
+				"known drop sites mapped to layers (enqueue_to_backlog is the CPU backlog); " +
+				"it counts every kfree_skb() free, so at unknown locations some are not drops."
 		default:
 			sum += "`slowpath net drops` " + tracer.why + "."
 			fix += ". Meanwhile perf record -a -g -e skb:kfree_skb shows where drops happen on this kernel"

@@ -111,6 +111,23 @@ func TestFormatHasReason(t *testing.T) {
 	}
 }
 
+// TestFormatHasReasonByKernel: the kfree_skb format file of each kernel
+// generation, laid out from its TRACE_EVENT(kfree_skb) (include/trace/events/skb.h
+// of 5.10, 6.1 and 6.12: reason added at offset 28, then moved to 36 when
+// rx_sk came in before it). Only a field declaration counts: the print
+// format's "reason" text on 6.x does not, and 5.10 has neither.
+func TestFormatHasReasonByKernel(t *testing.T) {
+	for file, want := range map[string]bool{"format-5.10": false, "format-6.1": true, "format-6.12": true} {
+		b, err := os.ReadFile(filepath.Join("testdata", "kfree_skb", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := formatHasReason(b); got != want {
+			t.Errorf("%s: formatHasReason = %v, want %v", file, got, want)
+		}
+	}
+}
+
 func FuzzParseSNMP(f *testing.F) {
 	f.Add("Udp: InErrors RcvbufErrors\nUdp: 1 2\n")
 	f.Add("Tcp: MaxConn\nTcp: -1\n")

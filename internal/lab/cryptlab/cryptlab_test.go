@@ -59,11 +59,70 @@ func TestSupported(t *testing.T) {
 			unsupported = append(unsupported, v.Name+": "+why)
 		}
 	}
-	if diff := cmp.Diff([]string{"high_priority: needs dm-crypt target v1.26.0, kernel has v1.24.0"}, unsupported); diff != "" {
+	if diff := cmp.Diff([]string{"high_priority: needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}, unsupported); diff != "" {
 		t.Error(diff)
 	}
 	if ok, _ := vs[4].Supported(Version{1, 21, 9}); ok {
 		t.Error("no_workqueue accepted on crypt v1.21.9")
+	}
+}
+
+// TestCatalogueByKernel: the variant list on each kernel of the VM lab
+// follows its crypt target version (drivers/md/dm-crypt.c .version:
+// Debian 5.10 1.22.0, 6.1 1.24.0, 6.12 1.28.0), and the refusal names the
+// version the kernel has and the one the variant needs.
+func TestCatalogueByKernel(t *testing.T) {
+	all := []string{"default", "same_cpu_crypt", "submit_from_crypt_cpus", "both", "no_workqueue", "high_priority", "sector_4096", "xts_256", "stacked"}
+	without := func(names ...string) []string {
+		return slices.DeleteFunc(slices.Clone(all), func(n string) bool { return slices.Contains(names, n) })
+	}
+	tests := []struct {
+		kernel      string
+		have        Version
+		runs        []string
+		unsupported map[string]string
+	}{
+		{"5.10 (crypt 1.22.0)", Version{1, 22, 0}, without("high_priority"),
+			map[string]string{"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.22.0 (high_priority came with Linux 6.10): unsupported on this kernel"}},
+		{"6.1 (crypt 1.24.0)", Version{1, 24, 0}, without("high_priority"),
+			map[string]string{"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}},
+		{"6.12 (crypt 1.28.0)", Version{1, 28, 0}, all, map[string]string{}},
+		{"5.4 (crypt 1.19.0)", Version{1, 19, 0}, without("high_priority", "no_workqueue"), map[string]string{
+			"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.19.0 (high_priority came with Linux 6.10): unsupported on this kernel",
+			"no_workqueue":  "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9; no_write_workqueue came with Linux 5.9): unsupported on this kernel",
+		}},
+		{"1.26.0 exactly", Version{1, 26, 0}, all, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kernel, func(t *testing.T) {
+			var runs []string
+			unsupported := map[string]string{}
+			for _, a := range Catalogue(tt.have) {
+				if a.Supported {
+					runs = append(runs, a.Name)
+				} else {
+					unsupported[a.Name] = a.Unsupported
+				}
+			}
+			if diff := cmp.Diff(tt.runs, runs); diff != "" {
+				t.Errorf("runs (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.unsupported, unsupported); diff != "" {
+				t.Errorf("unsupported (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFlagsInTable: every optional parameter a catalogue variant passes
+// has a row in cryptFlags, so none escapes the version gate.
+func TestFlagsInTable(t *testing.T) {
+	for _, v := range catalogue {
+		for _, f := range v.Flags {
+			if _, ok := flagSupport(f); !ok {
+				t.Errorf("variant %s: flag %q has no cryptFlags row", v.Name, f)
+			}
+		}
 	}
 }
 

@@ -24,17 +24,42 @@ func (v Version) AtLeast(w Version) bool {
 	return true
 }
 
-// Crypt target versions that introduced each optional parameter, as
-// cryptsetup decides the same question (lib/libdevmapper.c
-// _dm_set_crypt_compat: submit_from_crypt_cpus 1.14.0, sector_size 1.17.0,
-// no_read/no_write_workqueue 1.22.0, high_priority 1.26.0), see also
-// Documentation/admin-guide/device-mapper/dm-crypt.rst.
-var (
-	versionSameCPU     = Version{1, 14, 0} // same_cpu_crypt, submit_from_crypt_cpus
-	versionSectorSize  = Version{1, 17, 0}
-	versionNoWorkqueue = Version{1, 22, 0}
-	versionHighPrio    = Version{1, 26, 0}
-)
+// FlagSupport is when the crypt target took an optional parameter.
+type FlagSupport struct {
+	Flag  string  // as in the table: sector_size stands for sector_size:N
+	Needs Version // the crypt target version that accepts it
+	Linux string  // the upstream kernel that brought it, where checked
+}
+
+// cryptFlags is every optional parameter the lab's variants use, with the
+// crypt target version that takes it, as cryptsetup decides the same
+// question (lib/libdevmapper.c _dm_set_crypt_compat:
+// submit_from_crypt_cpus 1.14.0, sector_size 1.17.0,
+// no_read/no_write_workqueue 1.22.0, high_priority 1.26.0). Checked
+// against the kernels of the VM lab (drivers/md/dm-crypt.c, .version and
+// crypt_ctr_optional): Debian's 5.10 is crypt 1.22.0 with the workqueue
+// flags and no high_priority, 6.1 is 1.24.0 without high_priority, 6.12 is
+// 1.28.0 with it (added in 6.10 by "dm-crypt: add the optional
+// high_priority flag"; the workqueue flags came with 5.9).
+var cryptFlags = []FlagSupport{
+	{Flag: "same_cpu_crypt", Needs: Version{1, 14, 0}},
+	{Flag: "submit_from_crypt_cpus", Needs: Version{1, 14, 0}},
+	{Flag: "sector_size", Needs: Version{1, 17, 0}},
+	{Flag: "no_read_workqueue", Needs: Version{1, 22, 0}, Linux: "5.9"},
+	{Flag: "no_write_workqueue", Needs: Version{1, 22, 0}, Linux: "5.9"},
+	{Flag: "high_priority", Needs: Version{1, 26, 0}, Linux: "6.10"},
+}
+
+// flagSupport returns the row of a table flag ("sector_size:4096" is
+// sector_size); ok is false for a flag the table does not know.
+func flagSupport(flag string) (FlagSupport, bool) {
+	name, _, _ := strings.Cut(flag, ":")
+	i := slices.IndexFunc(cryptFlags, func(f FlagSupport) bool { return f.Flag == name })
+	if i < 0 {
+		return FlagSupport{}, false
+	}
+	return cryptFlags[i], true
+}
 
 // Variant is one dm-crypt configuration of the matrix.
 type Variant struct {
@@ -47,8 +72,6 @@ type Variant struct {
 	Flags []string
 	// Stacked puts a second default mapping under this one: crypt on crypt.
 	Stacked bool
-	// Needs is the crypt target version the flags require.
-	Needs Version
 }
 
 // Table is the dm table line of the variant over dev (major:minor or a
@@ -72,12 +95,12 @@ const defaultCipher = "aes-xts-plain64"
 // catalogue is every variant name the lab knows, in table order.
 var catalogue = []Variant{
 	{Name: "default"},
-	{Name: "same_cpu_crypt", Flags: []string{"same_cpu_crypt"}, Needs: versionSameCPU},
-	{Name: "submit_from_crypt_cpus", Flags: []string{"submit_from_crypt_cpus"}, Needs: versionSameCPU},
-	{Name: "both", Flags: []string{"same_cpu_crypt", "submit_from_crypt_cpus"}, Needs: versionSameCPU},
-	{Name: "no_workqueue", Flags: []string{"no_read_workqueue", "no_write_workqueue"}, Needs: versionNoWorkqueue},
-	{Name: "high_priority", Flags: []string{"high_priority"}, Needs: versionHighPrio},
-	{Name: "sector_4096", Flags: []string{"sector_size:4096"}, Needs: versionSectorSize},
+	{Name: "same_cpu_crypt", Flags: []string{"same_cpu_crypt"}},
+	{Name: "submit_from_crypt_cpus", Flags: []string{"submit_from_crypt_cpus"}},
+	{Name: "both", Flags: []string{"same_cpu_crypt", "submit_from_crypt_cpus"}},
+	{Name: "no_workqueue", Flags: []string{"no_read_workqueue", "no_write_workqueue"}},
+	{Name: "high_priority", Flags: []string{"high_priority"}},
+	{Name: "sector_4096", Flags: []string{"sector_size:4096"}},
 	{Name: "xts_256", KeyBytes: 32},
 	{Name: "stacked", Stacked: true},
 }
@@ -147,13 +170,60 @@ func ParseVariants(names []string) ([]Variant, error) {
 	return out, nil
 }
 
-// Supported says whether the kernel's crypt target (version have) takes
-// v's parameters, and if not why.
-func (v Variant) Supported(have Version) (bool, string) {
-	if !have.AtLeast(v.Needs) {
-		return false, fmt.Sprintf("needs dm-crypt target %s, kernel has %s", v.Needs, have)
+// Needs is the crypt target version v's flags require (the highest of
+// cryptFlags' rows for them); the zero version when it has none.
+func (v Variant) Needs() Version {
+	var need Version
+	for _, f := range v.Flags {
+		if fs, ok := flagSupport(f); ok && !need.AtLeast(fs.Needs) {
+			need = fs.Needs
+		}
 	}
-	return true, ""
+	return need
+}
+
+// Supported says whether the kernel's crypt target (version have) takes
+// v's parameters, and if not why: "needs dm-crypt target v1.26.0, kernel
+// has v1.24.0 (high_priority came with Linux 6.10): unsupported on this
+// kernel". The opening words are what scripts and the VM lab match.
+func (v Variant) Supported(have Version) (bool, string) {
+	var missing []string
+	for _, f := range v.Flags {
+		fs, ok := flagSupport(f)
+		if !ok || have.AtLeast(fs.Needs) {
+			continue
+		}
+		m := fs.Flag
+		if fs.Linux != "" {
+			m += " came with Linux " + fs.Linux
+		}
+		if !slices.Contains(missing, m) {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return true, ""
+	}
+	return false, fmt.Sprintf("needs dm-crypt target %s, kernel has %s (%s): unsupported on this kernel", v.Needs(), have, strings.Join(missing, "; "))
+}
+
+// Availability is one catalogue variant on a kernel.
+type Availability struct {
+	Name        string
+	Supported   bool
+	Unsupported string // why not, as Supported says
+}
+
+// Catalogue says which of the catalogue's variants a crypt target of
+// version have runs, in table order: the variant list of `lab crypt` on
+// that kernel.
+func Catalogue(have Version) []Availability {
+	out := make([]Availability, 0, len(catalogue))
+	for _, v := range catalogue {
+		ok, why := v.Supported(have)
+		out = append(out, Availability{Name: v.Name, Supported: ok, Unsupported: why})
+	}
+	return out
 }
 
 // parseTargets reads `dmsetup targets` (one "name vX.Y.Z" per line, the

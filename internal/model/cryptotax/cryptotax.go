@@ -56,6 +56,15 @@ const (
 type Limit struct {
 	BytesPerSecPerCore float64
 	Source             string // what was measured: kernel driver via AF_ALG, or the user-space bound
+	// Driver is the kernel's xts(aes) implementation, the highest-priority
+	// /proc/crypto entry (what dm-crypt uses): which one depends on the
+	// kernel as well as the CPU. On x86, 6.1 has xts-aes-aesni only;
+	// 6.12 registers xts-aes-aesni-avx (priority 500), xts-aes-vaes-avx2
+	// (600) and the avx10 variants (700, 800) above xts-aes-aesni (401)
+	// where the CPU allows (arch/x86/crypto/aesni-intel_glue.c,
+	// DEFINE_XTS_ALG), so one CPU's cost differs between kernels. Empty
+	// when unknown.
+	Driver string
 }
 
 // Observation is one encrypted configuration against the plain baseline.
@@ -86,6 +95,9 @@ type Tax struct {
 	ExpectedCPUPerGiB float64 `json:"expected_cpu_s_per_gib"`
 	ObservedCPUPerGiB float64 `json:"observed_extra_cpu_s_per_gib"`
 	Verdict           string  `json:"verdict"`
+	// Driver names the kernel's xts(aes) driver the expectation is for
+	// (Limit.Driver); empty when unknown.
+	Driver string `json:"driver,omitempty"`
 }
 
 // Verdicts.
@@ -99,7 +111,7 @@ const (
 
 // Assess computes the tax of o under l.
 func Assess(l Limit, o Observation) (Tax, error) {
-	t := Tax{Ratio: math.NaN(), Verdict: VerdictUnknown}
+	t := Tax{Ratio: math.NaN(), Verdict: VerdictUnknown, Driver: l.Driver}
 	if !(l.BytesPerSecPerCore > 0) {
 		return t, fmt.Errorf("no cipher throughput (run slowpath lab crypto-limit)")
 	}
@@ -159,7 +171,7 @@ type Layered struct {
 
 // AssessLayered computes the tax of o under l.
 func AssessLayered(l Limit, o Layered) (Tax, error) {
-	t := Tax{Ratio: math.NaN(), Verdict: VerdictUnknown}
+	t := Tax{Ratio: math.NaN(), Verdict: VerdictUnknown, Driver: l.Driver}
 	if !(l.BytesPerSecPerCore > 0) {
 		return t, fmt.Errorf("no cipher throughput (run slowpath lab crypto-limit)")
 	}
@@ -179,5 +191,9 @@ func (t Tax) Line() string {
 	if math.IsNaN(t.Ratio) {
 		return "tax: " + t.Verdict
 	}
-	return fmt.Sprintf("cipher %v/IO, observed +%v/IO (%.1fx): %s", t.ExpectedPerIO, t.ObservedPerIO, t.Ratio, t.Verdict)
+	cipher := "cipher"
+	if t.Driver != "" {
+		cipher += " (" + t.Driver + ")"
+	}
+	return fmt.Sprintf("%s %v/IO, observed +%v/IO (%.1fx): %s", cipher, t.ExpectedPerIO, t.ObservedPerIO, t.Ratio, t.Verdict)
 }

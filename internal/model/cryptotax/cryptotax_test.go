@@ -127,3 +127,31 @@ func TestAssessLayered(t *testing.T) {
 		t.Error("no limit: want error")
 	}
 }
+
+// TestTaxNamesDriver: the tax says which kernel driver its expectation is
+// for, since one CPU's cipher cost differs between kernels (xts-aes-aesni
+// on 6.1, xts-aes-aesni-avx on 6.12 on the same CPU), and says nothing of
+// a driver when none is known.
+func TestTaxNamesDriver(t *testing.T) {
+	o := Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: 100000, IOPS: 90000}
+	for _, driver := range []string{"xts-aes-aesni", "xts-aes-aesni-avx"} {
+		tax, err := Assess(Limit{BytesPerSecPerCore: 2e9, Driver: driver}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tax.Driver != driver || !strings.HasPrefix(tax.Line(), "cipher ("+driver+") ") {
+			t.Errorf("driver %s: tax %+v, line %q", driver, tax, tax.Line())
+		}
+		lt, err := AssessLayered(Limit{BytesPerSecPerCore: 2e9, Driver: driver}, Layered{Layers: 1, BytesPerIO: 4096, TopAwait: 30 * time.Microsecond, BottomAwait: 10 * time.Microsecond})
+		if err != nil || lt.Driver != driver {
+			t.Errorf("layered, driver %s: %+v, %v", driver, lt, err)
+		}
+	}
+	tax, err := Assess(Limit{BytesPerSecPerCore: 2e9}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tax.Driver != "" || !strings.HasPrefix(tax.Line(), "cipher 2.048µs/IO") {
+		t.Errorf("no driver: tax %+v, line %q", tax, tax.Line())
+	}
+}

@@ -56,8 +56,11 @@ data-path layer and slowpath check each relates to, and the kernel functions
 that dropped.
 
 Frees without a reason (NOT_SPECIFIED) are counted but not listed: most are
-not drops. --all lists them. On kernels without drop reasons (before 5.17)
-drops are grouped by the function that dropped them.
+not drops. --all lists them. On a kernel whose skb:kfree_skb has no reason
+argument (read from its BTF; upstream before 5.17) drops are attributed by
+location, and say so: the function that freed each packet (with --stacks, the
+caller of a free helper such as kfree_skb_list), known drop sites mapped to
+layers (enqueue_to_backlog is the CPU backlog).
 
 Needs root, or CAP_BPF and CAP_PERFMON, and kernel BTF (/sys/kernel/btf/vmlinux).
 See docs/drops.md.`,
