@@ -135,10 +135,8 @@ func TestQdiscDropsCounted(t *testing.T) {
 	const n = 200
 	for _, a := range []Attach{TPBTF, Fentry} {
 		t.Run(string(a), func(t *testing.T) {
-			if a == Fentry {
-				if err := fentryLoads(); err != nil {
-					testenv.Unavailable(t, fmt.Sprintf("this kernel refuses fentry programs (%v)", err))
-				}
+			if a == Fentry && fentryRefused(t) {
+				return
 			}
 			c := startOrRefused(t, a)
 			if c == nil {

@@ -40,23 +40,8 @@ func TestCountsNoSocket(t *testing.T) {
 	send := netlab.ClosedPortSender(t)
 	for _, a := range []Attach{TPBTF, Fentry} {
 		t.Run(string(a), func(t *testing.T) {
-			if a == Fentry {
-				if err := fentryLoads(); err != nil {
-					// This kernel refuses fentry programs altogether: what
-					// can be checked here is that Start says so, naming the
-					// attachment. Counting with fentry is checked in the VM
-					// lab (test/vm TestAgentDropsAttach).
-					c, serr := Start(Fentry)
-					if serr == nil {
-						c.Close()
-						t.Fatalf("an empty fentry program is refused (%v), the counter loads", err)
-					}
-					if !strings.Contains(serr.Error(), "fentry") {
-						t.Errorf("error does not name the attachment: %v", serr)
-					}
-					t.Logf("this kernel refuses fentry programs (%v); Start says: %v", err, serr)
-					return
-				}
+			if a == Fentry && fentryRefused(t) {
+				return
 			}
 			c := startOrRefused(t, a)
 			if c == nil {
@@ -72,6 +57,28 @@ func TestCountsNoSocket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fentryRefused reports whether this kernel refuses fentry programs
+// altogether (this machine's does); then what can be checked here is that
+// Start says so, naming the attachment. Counting with fentry is checked in
+// the VM lab (test/vm TestAgentDropsAttach).
+func fentryRefused(t *testing.T) bool {
+	t.Helper()
+	err := fentryLoads()
+	if err == nil {
+		return false
+	}
+	c, serr := Start(Fentry)
+	if serr == nil {
+		c.Close()
+		t.Fatalf("an empty fentry program is refused (%v), the counter loads", err)
+	}
+	if !strings.Contains(serr.Error(), "fentry") {
+		t.Errorf("error does not name the attachment: %v", serr)
+	}
+	t.Logf("this kernel refuses fentry programs (%v); Start says: %v", err, serr)
+	return true
 }
 
 // fentryLoads says whether the kernel loads fentry programs at all: an
