@@ -234,7 +234,7 @@ func (t taxSpan) inferred(f check.Finding) check.Finding {
 			Source:   "/sys/class/block/" + c.Device + "/dm/uuid",
 			Key:      "dm-crypt " + c.Name,
 			Observed: ic.Label(c.DMUUID),
-			Expected: "cipher assumed " + ic.AssumedCipher + " (" + ic.AssumedFrom + "); flags unknown",
+			Expected: "cipher " + ic.AssumedCipher + " assumed: " + ic.AssumedFrom + "; flags unknown",
 		})
 	}
 	if len(ciphers) > 0 {

@@ -275,7 +275,7 @@ func TestTaxInferredFromUUID(t *testing.T) {
 			}
 			e := f.Evidence[len(f.Evidence)-1]
 			if e.Source != "/sys/class/block/dm-0/dm/uuid" || e.Observed != "dm-crypt inferred from uuid "+uuid+"; table not read: "+why ||
-				e.Expected != "cipher assumed aes-xts-plain64 (cryptsetup's LUKS2 default); flags unknown" {
+				e.Expected != "cipher aes-xts-plain64 assumed: cryptsetup's LUKS2 default; flags unknown" {
 				t.Errorf("inferred evidence %+v", e)
 			}
 			if f.Status == check.Fail && (!strings.Contains(f.Remediation, "dm-crypt scratch was not read (see the evidence)") ||
