@@ -30,7 +30,8 @@ func (ic *InferredCrypt) Label(uuid string) string {
 	return "dm-crypt inferred from uuid " + uuid + "; table not read: " + ic.TableNotRead
 }
 
-// cryptsetup names every mapping it creates
+// cryptsetup (https://gitlab.com/cryptsetup/cryptsetup, as read at
+// 38f95b70, June 2026) names every mapping it creates
 // CRYPT-<type>-[<uuid without dashes>-]<name> (cryptsetup
 // lib/libdevmapper.c dm_prepare_uuid, DM_UUID_PREFIX "CRYPT-" in
 // lib/libcryptsetup_macros.h; the types are lib/libcryptsetup.h's
@@ -50,7 +51,8 @@ const cryptUUIDPrefix = "CRYPT-"
 //     luks1-cipher, luks1-mode; meson_options.txt default-luks1-*). A
 //     volume formatted with --cipher differs: the assumption is stated.
 //   - PLAIN: default aes + xts-plain64 (configure.ac plain-cipher,
-//     plain-mode); older cryptsetup used aes-cbc-essiv:sha256, AES too.
+//     plain-mode) since 2.7.0; aes-cbc-essiv:sha256 before
+//     (docs/v2.7.0-ReleaseNotes, docs/v1.1.0-ReleaseNotes): AES either way.
 //   - LOOPAES: loop-AES is AES by definition (DEFAULT_LOOPAES_CIPHER aes).
 //   - BITLK: BitLocker encrypts with AES only, CBC or XTS (lib/bitlk/bitlk.c
 //     sets cipher "aes" for every encryption type it supports).
