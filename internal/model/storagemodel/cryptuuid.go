@@ -63,7 +63,7 @@ const cryptUUIDPrefix = "CRYPT-"
 var cryptTypes = map[string]struct{ cipher, from string }{
 	"LUKS2":   {"aes-xts-plain64", "cryptsetup's LUKS2 default"},
 	"LUKS1":   {"aes-xts-plain64", "cryptsetup's LUKS1 default"},
-	"PLAIN":   {"aes-xts-plain64", "cryptsetup's plain default"},
+	"PLAIN":   {"aes-xts-plain64", "cryptsetup's plain default since 2.7.0, aes-cbc-essiv:sha256 before"},
 	"LOOPAES": {"aes", "loop-AES uses AES only"},
 	"BITLK":   {"aes", "BitLocker uses AES only"},
 	"FVAULT2": {"aes-xts-plain64", "FileVault 2 uses AES-XTS only"},
