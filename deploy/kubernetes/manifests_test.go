@@ -310,11 +310,21 @@ func TestTaxThresholdsAreCryptotax(t *testing.T) {
 // The recording rules give each node's ratio within 5% of the model's
 // (17.55 ms and 7 µs over the cipher's 6.5536 µs per 16 KiB I/O), and the
 // alerts, with their `for` dropped (promtool's tests cover it), fire for
-// the first group only. A live scrape passes promtool check metrics.
+// the first group only. One node of each group reads no dm table, as the
+// default DaemonSet without CAP_SYS_ADMIN: its span is inferred from the
+// CRYPT-LUKS2 uuid (table="unread") and it is judged like the others. A
+// live scrape passes promtool check metrics.
 func TestTaxRulesInPrometheus(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
+	// One node of each group runs as the default DaemonSet does, without
+	// CAP_SYS_ADMIN: its dm table unread, dm-0 is dm-crypt by its uuid.
+	unread := func(n agenttest.TaxNode) agenttest.TaxNode { n.TableUnread = true; return n }
 	nodes, targets := agenttest.TaxFleet(t,
-		agenttest.Incident, agenttest.Incident, agenttest.Tuned, agenttest.Tuned, agenttest.Tuned)
+		agenttest.Incident, unread(agenttest.Incident), agenttest.Tuned, agenttest.Tuned, unread(agenttest.Tuned))
+	tableOf := map[string]string{}
+	for _, n := range nodes {
+		tableOf[n.Addr] = map[bool]string{false: "read", true: "unread"}[n.TableUnread]
+	}
 	prom := prometheustest.StartRules(t, targets, prometheustest.RulesOf(t, "prometheusrule.yaml", true))
 
 	// Two scrapes give a rate; the I/O floor needs 1000 I/Os in the window.
@@ -339,7 +349,8 @@ func TestTaxRulesInPrometheus(t *testing.T) {
 		if r := float64(s.Value) / w; r < 0.95 || r > 1.05 {
 			t.Errorf("%s: ratio %.4g, want %.4g within 5%%", inst, float64(s.Value), w)
 		}
-		if s.Metric["mountpoint"] != "/data" || s.Metric["device"] != "dm-0" || s.Metric["lower"] != "nvme0n1" {
+		if s.Metric["mountpoint"] != "/data" || s.Metric["device"] != "dm-0" || s.Metric["lower"] != "nvme0n1" ||
+			string(s.Metric["table"]) != tableOf[inst] {
 			t.Errorf("%s: labels %v", inst, s.Metric)
 		}
 	}

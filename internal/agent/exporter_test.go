@@ -57,7 +57,7 @@ func Scrape(t testing.TB, e prometheus.Collector) []byte {
 // TestScrapeGolden renders the fixture hosts of the fleet test, and the
 // network fixtures, as metrics and compares them with golden files.
 func TestScrapeGolden(t *testing.T) {
-	for _, name := range []string{"azure-e16dv5-eah", "aws-i4i-luks-default", "plain-host", "net-aws-ena", "baremetal-crypt-on-crypt-loop"} {
+	for _, name := range []string{"azure-e16dv5-eah", "aws-i4i-luks-default", "aws-i4i-luks-unprivileged", "plain-host", "net-aws-ena", "baremetal-crypt-on-crypt-loop"} {
 		t.Run(name, func(t *testing.T) {
 			got := Scrape(t, &Exporter{Source: &Fixed{S: load(t, name)}})
 			golden.Compare(t, filepath.Join("testdata", name+".prom"), got)

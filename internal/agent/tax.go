@@ -26,8 +26,8 @@ var (
 		"One edge of the storage layer graph: the block device of a layer of mountpoint's path and the device directly beneath it (lower=\"\" at the bottom); joins node_exporter's node_disk_* by device.",
 		[]string{"mountpoint", "device", "lower", "kind", "encrypts", "runs_on"}, nil)
 	descTaxSpan = prometheus.NewDesc(ns+"_dmcrypt_tax_span",
-		"The dm-crypt layers of a path's encryption chain (the value), from the topmost dm-crypt device (device) to the one device beneath the lowest (lower): where the encryption tax is read.",
-		[]string{"mountpoint", "device", "lower"}, nil)
+		"The dm-crypt layers of a path's encryption chain (the value), from the topmost dm-crypt device (device) to the one device beneath the lowest (lower): where the encryption tax is read. table=\"unread\": a layer's device-mapper table was not read (no CAP_SYS_ADMIN) and it is dm-crypt by its cryptsetup uuid, its cipher assumed AES-XTS.",
+		[]string{"mountpoint", "device", "lower", "table"}, nil)
 	descDiskIOs = prometheus.NewDesc(ns+"_disk_ios_total",
 		"I/Os completed by a device on an encrypted path (/sys/class/block/NAME/stat reads, writes).",
 		[]string{"device", "direction"}, nil)
@@ -48,13 +48,17 @@ var (
 var taxDescs = []*prometheus.Desc{descCipher, descCPUs, descLayerInfo, descTaxSpan, descDiskIOs, descDiskTime, descDiskBytes, descDiskBusy, descDiskWeighted}
 
 // EncryptedDevices lists the block devices of every path with an
-// encryption layer, sorted: the devices whose counters are exported and
-// read on every scrape.
+// encryption layer or a dm-crypt span (one inferred from a dm uuid has no
+// known encryption layer), sorted: the devices whose counters are exported
+// and read on every scrape.
 func EncryptedDevices(paths []storagemodel.Path) []string {
 	set := map[string]bool{}
 	for i := range paths {
 		p := &paths[i]
-		if p.Empty || p.EncryptionLayers == 0 {
+		if p.Empty {
+			continue
+		}
+		if _, span := p.CryptSpan(); p.EncryptionLayers == 0 && !span {
 			continue
 		}
 		for _, l := range p.Layers {
@@ -79,6 +83,16 @@ func encrypts(l *storagemodel.Layer) string {
 		return "unknown"
 	}
 	return "false"
+}
+
+// tableLabel is the span's table label: "unread" when a layer of it is
+// dm-crypt by its uuid only (storagemodel.InferredCrypt), else "read". Two
+// values, one per span: no added cardinality.
+func tableLabel(cs storagemodel.CryptSpan) string {
+	if len(cs.Inferred()) > 0 {
+		return "unread"
+	}
+	return "read"
 }
 
 func emitTax(ch chan<- prometheus.Metric, s *snapshot.Snapshot, paths []storagemodel.Path) {
@@ -125,7 +139,7 @@ func emitTax(ch chan<- prometheus.Metric, s *snapshot.Snapshot, paths []storagem
 			k := [2]string{p.MountPoint, cs.Top().Device}
 			if !spans[k] {
 				spans[k] = true
-				ch <- prometheus.MustNewConstMetric(descTaxSpan, prometheus.GaugeValue, float64(len(cs.Crypts)), p.MountPoint, cs.Top().Device, cs.Beneath.Device)
+				ch <- prometheus.MustNewConstMetric(descTaxSpan, prometheus.GaugeValue, float64(len(cs.Crypts)), p.MountPoint, cs.Top().Device, cs.Beneath.Device, tableLabel(cs))
 			}
 		}
 	}

@@ -54,10 +54,23 @@ func hasLine(t *testing.T, e prometheus.Collector, line string) bool {
 // does not, though the since-boot means are still the incident's. The
 // counters are exported as counters in seconds and bytes, the layer graph
 // and span as info series.
-func TestTaxOverScrapeInterval(t *testing.T) {
+func TestTaxOverScrapeInterval(t *testing.T) { taxOverScrapeInterval(t, false) }
+
+// TestTaxTableUnread: the same node as an agent without CAP_SYS_ADMIN (the
+// default DaemonSet) or with --live-sources off sees it: dm-0's table is
+// not read, but its uuid (CRYPT-LUKS2-…, readable in sysfs) makes it
+// dm-crypt for the tax: the span (table="unread"), the counters and a
+// judged dmcrypt.tax, while the layer graph still says its encryption is
+// unknown.
+func TestTaxTableUnread(t *testing.T) { taxOverScrapeInterval(t, true) }
+
+func taxOverScrapeInterval(t *testing.T, unread bool) {
 	tr := taxtree.Write(t, 4)
 	c := &clock{time.Unix(1_800_000_000, 0)}
 	live := newTaxLive(tr, c)
+	if unread {
+		live.OpenDM = nil // the tree is not this host's: the ioctl is not run
+	}
 	// Every scrape reads the topology again: it must still judge the
 	// interval since the scrape before.
 	live.TopologyInterval = 10 * time.Second
@@ -100,14 +113,19 @@ slowpath_cipher_bytes_per_second{algorithm="xts(aes)",driver="",key_bits="512"} 
 # HELP slowpath_cpus CPUs of the node: the cores that can encrypt at once, in the cipher's expected cost per I/O.
 # TYPE slowpath_cpus gauge
 slowpath_cpus 4
-# HELP slowpath_dmcrypt_tax_span The dm-crypt layers of a path's encryption chain (the value), from the topmost dm-crypt device (device) to the one device beneath the lowest (lower): where the encryption tax is read.
+# HELP slowpath_dmcrypt_tax_span The dm-crypt layers of a path's encryption chain (the value), from the topmost dm-crypt device (device) to the one device beneath the lowest (lower): where the encryption tax is read. table="unread": a layer's device-mapper table was not read (no CAP_SYS_ADMIN) and it is dm-crypt by its cryptsetup uuid, its cipher assumed AES-XTS.
 # TYPE slowpath_dmcrypt_tax_span gauge
-slowpath_dmcrypt_tax_span{device="dm-0",lower="nvme0n1",mountpoint="/data"} 1
+slowpath_dmcrypt_tax_span{device="dm-0",lower="nvme0n1",mountpoint="/data",table="read"} 1
 # HELP slowpath_storage_layer_info One edge of the storage layer graph: the block device of a layer of mountpoint's path and the device directly beneath it (lower="" at the bottom); joins node_exporter's node_disk_* by device.
 # TYPE slowpath_storage_layer_info gauge
 slowpath_storage_layer_info{device="dm-0",encrypts="true",kind="dm-crypt",lower="nvme0n1",mountpoint="/data",runs_on="kernel-cpu"} 1
 slowpath_storage_layer_info{device="nvme0n1",encrypts="false",kind="disk",lower="",mountpoint="/data",runs_on=""} 1
 `
+	if unread {
+		want = strings.NewReplacer(`table="read"`, `table="unread"`,
+			`encrypts="true",kind="dm-crypt",lower="nvme0n1",mountpoint="/data",runs_on="kernel-cpu"`,
+			`encrypts="unknown",kind="dm",lower="nvme0n1",mountpoint="/data",runs_on=""`).Replace(want)
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e)
 	// One gather: a scrape is an interval, so the finding is read from it too.

@@ -414,7 +414,8 @@ type Cipher struct {
 	// Source is "measured after the run" or the --cipher-limit file.
 	Source string `json:"source"`
 	// Note names a mismatch between the measurement and the layer (sector
-	// size, key size).
+	// size, key size), and the cipher assumed for a layer that is dm-crypt
+	// by its uuid, its table unread (storagemodel.InferredCrypt).
 	Note string `json:"note,omitempty"`
 }
 

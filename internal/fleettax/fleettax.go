@@ -69,6 +69,9 @@ type Mount struct {
 	CipherPerIOSeconds float64 `json:"cipher_per_io_seconds"`
 	Ratio              float64 `json:"ratio"`
 	IOs                float64 `json:"ios"` // the fewer of the two devices' I/Os over 5 minutes
+	// TableUnread: the node's agent read no dm table (table="unread"), so
+	// dm-crypt was inferred from the cryptsetup uuid and the cipher assumed.
+	TableUnread bool `json:"table_unread,omitempty"`
 }
 
 type mountKey struct{ job, instance, mountpoint, device string }
@@ -122,7 +125,7 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 	for _, s := range vecs[IOsSeries] {
 		k := keyOf(s.Metric)
 		mounts[k] = &Mount{Job: k.job, Instance: k.instance, MountPoint: k.mountpoint, Device: k.device,
-			Lower: string(s.Metric["lower"]), IOs: float64(s.Value), Ratio: math.NaN()}
+			Lower: string(s.Metric["lower"]), IOs: float64(s.Value), Ratio: math.NaN(), TableUnread: s.Metric["table"] == "unread"}
 		g, ok := groupOf[[2]string{k.job, k.instance}]
 		if !ok {
 			g = string(s.Metric[model.LabelName(by)])
@@ -244,7 +247,11 @@ func (g Group) name(by string) string {
 }
 
 func (m *Mount) String() string {
-	return fmt.Sprintf("%s %s %s (+%s)", m.Instance, m.MountPoint, Ratio(m.Ratio), Seconds(m.AddedPerIOSeconds))
+	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), Seconds(m.AddedPerIOSeconds))
+	if m.TableUnread {
+		s += "; dm table unread: dm-crypt inferred from its uuid, cipher assumed"
+	}
+	return s + ")"
 }
 
 // WriteText prints one block per group, worst first:

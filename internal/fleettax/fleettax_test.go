@@ -53,3 +53,16 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestMountString: a mount whose agent read no dm table says its figures
+// rest on an inferred span and an assumed cipher.
+func TestMountString(t *testing.T) {
+	m := &Mount{Instance: "node-a:9877", MountPoint: "/data", Ratio: 2677.917, AddedPerIOSeconds: 0.01755}
+	if got, want := m.String(), "node-a:9877 /data 2678x (+17.6 ms)"; got != want {
+		t.Errorf("table read: %q, want %q", got, want)
+	}
+	m.TableUnread = true
+	if got, want := m.String(), "node-a:9877 /data 2678x (+17.6 ms; dm table unread: dm-crypt inferred from its uuid, cipher assumed)"; got != want {
+		t.Errorf("table unread: %q, want %q", got, want)
+	}
+}

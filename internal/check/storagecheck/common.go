@@ -48,7 +48,9 @@ func cryptUses(m *storagemodel.Model) (uses []*cryptUse, unreadable []*cryptUse)
 	var order []string
 	for _, p := range m.Paths {
 		for i, l := range p.Layers {
-			if l.Kind != storagemodel.LayerDMCrypt {
+			// A layer taken as dm-crypt from its uuid (table unread) has no
+			// flags to judge: unreadable, so dmcrypt.workqueue says unknown.
+			if l.Kind != storagemodel.LayerDMCrypt && l.InferredCrypt == nil {
 				continue
 			}
 			u := byName[l.Name]

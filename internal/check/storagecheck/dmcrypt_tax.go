@@ -9,6 +9,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -140,6 +141,13 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c
 		return t.unknown(t.beneath)
 	}
 	for _, c := range t.crypts {
+		if ic := c.InferredCrypt; ic != nil {
+			if ic.AssumedCipher == "" {
+				return t.unknown(fmt.Sprintf("%s, and a %s mapping has no default cipher (TrueCrypt and VeraCrypt volumes may use "+
+					"Serpent or Twofish), so the cipher figure (AES-XTS) may not apply", ic.Label(c.DMUUID), ic.Type))
+			}
+			continue // assumed AES, and said so in the finding
+		}
 		if c.Crypt == nil {
 			return t.unknown(fmt.Sprintf("the table of dm-crypt %s was not read, so its cipher is unknown", c.Name))
 		}
@@ -188,8 +196,8 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c
 			c.phrase, t.top.Device, top.ios, t.bottom.Device, bot.ios, taxMinIOs))
 	}
 	if top.await <= bot.await {
-		return check.Finding{Status: check.Pass, Subject: t.subject(), Summary: fmt.Sprintf(
-			"%s: no added await (%s %v, %s %v)", c.phrase, t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))}
+		return t.inferred(check.Finding{Status: check.Pass, Subject: t.subject(), Summary: fmt.Sprintf(
+			"%s: no added await (%s %v, %s %v)", c.phrase, t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))})
 	}
 	limit := cryptotax.Limit{BytesPerSecPerCore: host.Cipher.BytesPerSecPerCore, Source: host.Cipher.What}
 	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{
@@ -205,9 +213,35 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c
 		if tax.Verdict == cryptotax.VerdictFarAbove {
 			s += fmt.Sprintf(", but %v added per I/O is below the %v this check needs", added, taxMinAdded)
 		}
-		return check.Finding{Status: check.Pass, Subject: t.subject(), Summary: s}
+		return t.inferred(check.Finding{Status: check.Pass, Subject: t.subject(), Summary: s})
 	}
-	return t.finding(in, tax, top, bot, host, c)
+	return t.inferred(t.finding(in, tax, top, bot, host, c))
+}
+
+// inferred labels a judged finding whose span has layers taken as dm-crypt
+// from their uuid, their tables unread: the summary says the cipher was
+// assumed, and the evidence names each layer, its uuid, why its table was
+// not read and the cipher assumed.
+func (t taxSpan) inferred(f check.Finding) check.Finding {
+	var ciphers []string
+	for _, c := range t.crypts {
+		ic := c.InferredCrypt
+		if ic == nil {
+			continue
+		}
+		ciphers = appendUnique(ciphers, ic.AssumedCipher)
+		f.Evidence = append(f.Evidence, check.Evidence{
+			Source:   "/sys/class/block/" + c.Device + "/dm/uuid",
+			Key:      "dm-crypt " + c.Name,
+			Observed: ic.Label(c.DMUUID),
+			Expected: "cipher " + ic.AssumedCipher + " assumed: " + ic.AssumedFrom + "; flags unknown",
+		})
+	}
+	if len(ciphers) > 0 {
+		f.Summary = strings.TrimSuffix(f.Summary, ".") + fmt.Sprintf(". dm-crypt inferred from the device-mapper uuid, "+
+			"its table not read: cipher assumed %s, flags unknown.", strings.Join(ciphers, ", "))
+	}
+	return f
 }
 
 // coda says how current the figures are.
@@ -285,6 +319,13 @@ func (t taxSpan) remediation(in *check.Input) string {
 	var b strings.Builder
 	rel := kernelRelease(in)
 	for _, c := range t.crypts {
+		if c.InferredCrypt != nil {
+			fmt.Fprintf(&b, "The table of dm-crypt %s was not read (see the evidence), so whether\n"+
+				"it bypasses the kcryptd workqueues is unknown: run `slowpath doctor` on the\n"+
+				"node as root (dmcrypt.workqueue), or `dmsetup table %s` and look for\n"+
+				"no_read_workqueue no_write_workqueue.\n", c.Name, quote.Shell(c.Name))
+			continue
+		}
 		if c.Crypt.NoReadWorkqueue && c.Crypt.NoWriteWorkqueue {
 			continue
 		}

@@ -199,3 +199,99 @@ func TestTaxWindow(t *testing.T) {
 		})
 	}
 }
+
+// unreadTables drops the dm tables of s, as a collector without
+// CAP_SYS_ADMIN leaves them: the uuid (sysfs) kept, TableNotRead set.
+func unreadTables(t *testing.T, s *snapshot.Snapshot, why string) {
+	t.Helper()
+	n := 0
+	for i := range s.Storage.BlockDevices {
+		if d := &s.Storage.BlockDevices[i]; d.DM != nil {
+			d.DM.Targets, d.DM.TableNotRead = nil, why
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("fixture has no dm device")
+	}
+}
+
+// TestTaxInferredFromUUID: on the incident's i4i and the tuned r6i with
+// their dm tables unread (an agent without CAP_SYS_ADMIN), dmcrypt.tax is
+// judged from the CRYPT-LUKS2 uuid as with the tables read (fires on the
+// first, passes on the second), and says the span was inferred and the
+// cipher assumed; the workqueue flags stay unknown. A TCRYPT uuid has no
+// default cipher (unknown), and a dm device whose uuid is not cryptsetup's
+// has no span at all.
+func TestTaxInferredFromUUID(t *testing.T) {
+	const why = "DM_TABLE_STATUS 253:0: operation not permitted (run as root: it needs CAP_SYS_ADMIN)"
+	for _, tc := range []struct {
+		fixture, subject, uuid string
+		want                   check.Status
+		summary                string
+	}{
+		{"aws-i4i-luks-default", "/dev/mapper/scratch", "", check.Fail, "far above what the cipher costs"},
+		{"aws-r6i-ebs-luks-tuned", "/dev/mapper/pgdata", "", check.Pass, "7µs"},
+		{"aws-i4i-luks-default", "/dev/mapper/scratch", "CRYPT-TCRYPT-scratch", check.Unknown, "a TCRYPT mapping has no default cipher"},
+		{"aws-i4i-luks-default", "", "LVM-0123456789abcdef0123456789abcdef", "", ""},
+	} {
+		t.Run(tc.fixture+"/"+tc.uuid, func(t *testing.T) {
+			s, err := snapshot.Load(filepath.Join(hostsDir, tc.fixture+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Host == nil || s.Host.Cipher == nil {
+				t.Fatal("fixture has no cipher figure")
+			}
+			unreadTables(t, s, why)
+			var uuid string
+			for i := range s.Storage.BlockDevices {
+				if d := &s.Storage.BlockDevices[i]; d.DM != nil {
+					if tc.uuid != "" {
+						d.DM.UUID = tc.uuid
+					}
+					uuid = d.DM.UUID
+				}
+			}
+			fs := run(t, "dmcrypt.tax", s, check.Config{})
+			if tc.subject == "" {
+				if len(fs) != 0 {
+					t.Fatalf("a dm device without a CRYPT- uuid and its table unread has no span: %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Subject != tc.subject || fs[0].Status != tc.want || !strings.Contains(fs[0].Summary, tc.summary) {
+				t.Fatalf("findings %+v, want %s %s with %q", fs, tc.subject, tc.want, tc.summary)
+			}
+			f := fs[0]
+			if tc.want == check.Unknown {
+				if !strings.Contains(f.Summary, "dm-crypt inferred from uuid "+uuid+"; table not read: "+why) {
+					t.Errorf("unknown summary: %s", f.Summary)
+				}
+				return
+			}
+			if !strings.Contains(f.Summary, "dm-crypt inferred from the device-mapper uuid, its table not read: cipher assumed aes-xts-plain64, flags unknown.") {
+				t.Errorf("summary does not say the span was inferred: %s", f.Summary)
+			}
+			e := f.Evidence[len(f.Evidence)-1]
+			if e.Source != "/sys/class/block/dm-0/dm/uuid" || e.Observed != "dm-crypt inferred from uuid "+uuid+"; table not read: "+why ||
+				e.Expected != "cipher aes-xts-plain64 assumed: cryptsetup's LUKS2 default; flags unknown" {
+				t.Errorf("inferred evidence %+v", e)
+			}
+			if f.Status == check.Fail && (!strings.Contains(f.Remediation, "dm-crypt scratch was not read (see the evidence)") ||
+				strings.Contains(f.Remediation, "--perf-no_read_workqueue")) {
+				t.Errorf("remediation claims to know the flags: %s", f.Remediation)
+			}
+			for _, id := range []string{"dmcrypt.workqueue", "dmcrypt.same-cpu-crypt", "dmcrypt.sector-size"} {
+				for _, w := range run(t, id, s, check.Config{}) {
+					if w.Status != check.Unknown {
+						t.Errorf("%s judged flags it cannot read: %s %s", id, w.Status, w.Summary)
+					}
+				}
+			}
+			if wq := run(t, "dmcrypt.workqueue", s, check.Config{}); len(wq) != 1 || !strings.Contains(wq[0].Summary, "workqueue flags are unknown") {
+				t.Errorf("dmcrypt.workqueue on the inferred mapping: %+v", wq)
+			}
+		})
+	}
+}

@@ -113,6 +113,10 @@ func TestFixtureAcceptance(t *testing.T) {
 		// per I/O does not; without a cipher figure it is not evaluated.
 		{"aws-i4i-luks-default", "dmcrypt.tax", "/dev/mapper/scratch", check.Fail, check.Warning},
 		{"aws-r6i-ebs-luks-tuned", "dmcrypt.tax", "/dev/mapper/pgdata", check.Pass, 0},
+		// The same incident read without CAP_SYS_ADMIN (the default
+		// DaemonSet): dm-0's table unread, dm-crypt by its CRYPT-LUKS2 uuid.
+		{"aws-i4i-luks-unprivileged", "dmcrypt.tax", "/dev/mapper/scratch", check.Fail, check.Warning},
+		{"aws-i4i-luks-unprivileged", "dmcrypt.workqueue", "/dev/mapper/scratch", check.Unknown, check.Info},
 		{"gcp-n1-localssd-luks", "dmcrypt.tax", "/dev/mapper/ssd0", check.Unknown, check.Info},
 		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.tax", "/dev/mapper/pgram", check.Unknown, check.Info},
 	}

@@ -92,6 +92,24 @@ func readCipherLimit(path string) (*benchresult.Cipher, bool, error) {
 // or measured now, after the workload (measuring during it would take CPU
 // from the run). interrupted skips the measurement: the user asked to stop.
 func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *storagemodel.CryptSpan, interrupted bool) (*benchresult.Cipher, error) {
+	// A layer taken as dm-crypt from its uuid (table unread) has no cipher
+	// to read: the type's default is assumed and said, or there is none.
+	var assumed []string
+	for _, l := range cs.Inferred() {
+		ic := l.InferredCrypt
+		if ic.AssumedCipher == "" {
+			return nil, fmt.Errorf("%s, and a %s mapping has no default cipher", ic.Label(l.DMUUID), ic.Type)
+		}
+		assumed = append(assumed, fmt.Sprintf("%s: %s assumed (%s)", ic.Label(l.DMUUID), ic.AssumedCipher, ic.AssumedFrom))
+	}
+	c, err := cipherForRead(ctx, fs, given, cs, interrupted)
+	if c != nil && len(assumed) > 0 {
+		c.Note = strings.TrimPrefix(c.Note+"; "+strings.Join(assumed, "; "), "; ")
+	}
+	return c, err
+}
+
+func cipherForRead(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *storagemodel.CryptSpan, interrupted bool) (*benchresult.Cipher, error) {
 	keyBits, sectorSize, err := cipherSpec(cs.Top().Crypt)
 	if err != nil {
 		return nil, err

@@ -307,3 +307,34 @@ func TestSummaryWithTax(t *testing.T) {
 		t.Errorf("not-computed tax in the file:\n%s", s[strings.Index(s, `"encryption_tax"`):])
 	}
 }
+
+// TestCipherForInferred: a span whose dm-crypt layer is inferred from its
+// uuid (table unread) takes the cipher figure with the assumption noted; a
+// TCRYPT mapping, with no default cipher, gets none.
+func TestCipherForInferred(t *testing.T) {
+	given := &benchresult.Cipher{BytesPerSecPerCore: 2e9, KeyBits: 512, SectorSize: 512, Source: "file x"}
+	span := func(typ, cipher string) *storagemodel.CryptSpan {
+		p := &storagemodel.Path{MountPoint: "/data", Layers: []storagemodel.Layer{
+			{Kind: storagemodel.LayerFilesystem},
+			{Kind: "dm", Device: "dm-0", Name: "data", DMUUID: "CRYPT-" + typ + "-0123-data", EncryptionUnknown: true, Depth: 1,
+				InferredCrypt: &storagemodel.InferredCrypt{Type: typ, AssumedCipher: cipher, AssumedFrom: "cryptsetup's " + typ + " default", TableNotRead: "no CAP_SYS_ADMIN"}},
+			{Kind: storagemodel.LayerDisk, Device: "sda", Depth: 2}}}
+		cs := findCrypt(p)
+		if cs == nil {
+			t.Fatal("no span")
+		}
+		return cs
+	}
+	c, err := cipherFor(context.Background(), hostfs.New(t.TempDir()), given, span("LUKS2", "aes-xts-plain64"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "dm-crypt inferred from uuid CRYPT-LUKS2-0123-data; table not read: no CAP_SYS_ADMIN: aes-xts-plain64 assumed (cryptsetup's LUKS2 default)"
+	if c.Note != want || given.Note != "" {
+		t.Errorf("note %q, want %q", c.Note, want)
+	}
+	if _, err := cipherFor(context.Background(), hostfs.New(t.TempDir()), given, span("TCRYPT", ""), false); err == nil ||
+		!strings.Contains(err.Error(), "a TCRYPT mapping has no default cipher") {
+		t.Errorf("TCRYPT: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ func FuzzBuild(f *testing.F) {
 	}
 	f.Add([]byte(`{"storage":{"mounts":[{"major_minor":"7:0","mount_point":"/a"}],"block_devices":[{"name":"loop0","major_minor":"7:0","kind":"loop","size_bytes":1,"loop":{"backing_file":"/a/x","backing_device":"7:0"}}]}}`))
 	f.Add([]byte(`{"storage":{"block_devices":[{"name":"a","kind":"dm","size_bytes":1,"slaves":["b"]},{"name":"b","kind":"dm","size_bytes":1,"slaves":["a"]}]}}`))
+	f.Add([]byte(`{"storage":{"mounts":[{"major_minor":"253:0","mount_point":"/d"}],"block_devices":[{"name":"dm-0","major_minor":"253:0","kind":"dm","size_bytes":1,"slaves":["sda"],"dm":{"name":"d","uuid":"CRYPT-LUKS2-00-d","table_not_read":"x"}},{"name":"sda","kind":"disk","size_bytes":1,"holders":["dm-0"]}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s snapshot.Snapshot
 		if json.Unmarshal(b, &s) != nil {
@@ -36,6 +37,20 @@ func FuzzBuild(f *testing.F) {
 			}
 			if got := len(p.EncryptionChain()); got != p.EncryptionLayers {
 				t.Fatalf("%s: chain has %d encrypting layers, count says %d", p.Subject(), got, p.EncryptionLayers)
+			}
+			// A layer inferred from its uuid is dm-crypt for the span only.
+			for _, l := range p.Layers {
+				if ic := l.InferredCrypt; ic != nil && (l.Kind != "dm" || l.Encrypted || !l.EncryptionUnknown ||
+					l.Crypt != nil || CryptsetupType(l.DMUUID) != ic.Type) {
+					t.Fatalf("%s: inferred layer %+v", p.Subject(), l)
+				}
+			}
+			if cs, ok := p.CryptSpan(); ok {
+				for _, l := range cs.Crypts {
+					if l.Kind != LayerDMCrypt && l.InferredCrypt == nil {
+						t.Fatalf("%s: span holds a %s layer", p.Subject(), l.Kind)
+					}
+				}
 			}
 		}
 	})

@@ -83,18 +83,22 @@ type Layer struct {
 	MajorMinor string `json:"major_minor,omitempty"`
 	SizeBytes  uint64 `json:"size_bytes,omitempty"`
 
-	FSType      string             `json:"fstype,omitempty"`
-	Fscrypt     *snapshot.Fscrypt  `json:"fscrypt,omitempty"`
-	DMUUID      string             `json:"dm_uuid,omitempty"`
-	DMTargets   []string           `json:"dm_targets,omitempty"` // target types when a table mixes them
-	Crypt       *Crypt             `json:"crypt,omitempty"`
-	BackingFile string             `json:"backing_file,omitempty"`
-	DirectIO    bool               `json:"direct_io,omitempty"`
-	MDLevel     string             `json:"md_level,omitempty"`
-	Queue       *snapshot.Queue    `json:"queue,omitempty"`
-	Ident       *snapshot.Identity `json:"identity,omitempty"`
-	Cloud       *CloudDisk         `json:"cloud,omitempty"`
-	Note        string             `json:"note,omitempty"`
+	FSType    string            `json:"fstype,omitempty"`
+	Fscrypt   *snapshot.Fscrypt `json:"fscrypt,omitempty"`
+	DMUUID    string            `json:"dm_uuid,omitempty"`
+	DMTargets []string          `json:"dm_targets,omitempty"` // target types when a table mixes them
+	Crypt     *Crypt            `json:"crypt,omitempty"`
+	// InferredCrypt is set on a dm layer whose table was not read but whose
+	// uuid names a cryptsetup dm-crypt mapping: dm-crypt for the tax span
+	// only; the layer stays EncryptionUnknown.
+	InferredCrypt *InferredCrypt     `json:"inferred_crypt,omitempty"`
+	BackingFile   string             `json:"backing_file,omitempty"`
+	DirectIO      bool               `json:"direct_io,omitempty"`
+	MDLevel       string             `json:"md_level,omitempty"`
+	Queue         *snapshot.Queue    `json:"queue,omitempty"`
+	Ident         *snapshot.Identity `json:"identity,omitempty"`
+	Cloud         *CloudDisk         `json:"cloud,omitempty"`
+	Note          string             `json:"note,omitempty"`
 }
 
 // NonRotational reports whether the layer's queue says it is solid state or
@@ -398,6 +402,10 @@ func (b *builder) dmLayer(p *Path, l *Layer, d *snapshot.BlockDevice) {
 		// it does, but not how), and the chain is a lower bound.
 		l.Note = "device-mapper table not read: " + d.DM.TableNotRead
 		l.EncryptionUnknown = true
+		if ic := inferCrypt(d.DM.UUID, d.DM.TableNotRead); ic != nil {
+			l.InferredCrypt = ic
+			l.Note += "; its uuid names a cryptsetup " + ic.Type + " mapping, taken as dm-crypt for dmcrypt.tax only"
+		}
 		p.Incomplete = append(p.Incomplete, d.Name+": device-mapper table not read")
 		return
 	}
@@ -557,6 +565,12 @@ func finish(p *Path) {
 // EncryptionChain returns the encrypting layers on the chain that gave
 // EncryptionLayers, top first.
 func (p *Path) EncryptionChain() []Layer {
+	return p.chainOf(func(l *Layer) bool { return l.Encrypted })
+}
+
+// chainOf returns the layers that satisfy in on the chain with the most
+// of them, top first.
+func (p *Path) chainOf(in func(*Layer) bool) []Layer {
 	var best, cur []Layer
 	for i, l := range p.Layers {
 		for len(cur) > 0 && cur[len(cur)-1].Depth >= l.Depth {
@@ -567,7 +581,7 @@ func (p *Path) EncryptionChain() []Layer {
 		if leaf {
 			var enc []Layer
 			for _, c := range cur {
-				if c.Encrypted {
+				if in(&c) {
 					enc = append(enc, c)
 				}
 			}

@@ -23,10 +23,25 @@ const TaxCipher = 2.5e9
 // answered for the tree (tr.OpenDM) and the cipher figure is given.
 func StartTree(t testing.TB, tr *taxtree.Tree, args ...string) string {
 	t.Helper()
+	return startTree(t, tr, true, args...)
+}
+
+// StartTreeUnread runs the agent on tr's tree as the default DaemonSet
+// (no CAP_SYS_ADMIN) reads a node: the dm table is not read, so dm-0 is
+// dm-crypt by its CRYPT-LUKS2 uuid only.
+func StartTreeUnread(t testing.TB, tr *taxtree.Tree, args ...string) string {
+	t.Helper()
+	return startTree(t, tr, false, args...)
+}
+
+func startTree(t testing.TB, tr *taxtree.Tree, readTable bool, args ...string) string {
+	t.Helper()
 	// The roots as --path.procfs, --path.sysfs and --path.rootfs set them.
 	env := &clienv.Env{Stdout: io.Discard, Stderr: &lockedbuf.Buffer{}, FS: tr.FS, Version: "test"}
 	return start(t, env, func(ctx context.Context, o *agentcmd.Options) error {
-		o.OpenDM = tr.OpenDM
+		if readTable {
+			o.OpenDM = tr.OpenDM
+		} // else: not live (--live-sources off), so the ioctl is not run
 		return agentcmd.Run(ctx, env, o)
 	}, append([]string{
 		"--live-sources", "off", "--cloud", "none", "--collector.cipher.bytes-per-second", fmt.Sprint(TaxCipher),
@@ -37,7 +52,9 @@ func StartTree(t testing.TB, tr *taxtree.Tree, args ...string) string {
 type TaxNode struct {
 	Group           string // instance type, attached as a target label
 	TopUS, BottomUS uint64 // the awaits its workload keeps
-	Addr            string
+	// TableUnread runs its agent without the dm table (StartTreeUnread).
+	TableUnread bool
+	Addr        string
 }
 
 // Incident and Tuned are the two groups of issue 21: the search incident's
@@ -59,7 +76,7 @@ func TaxFleet(t testing.TB, nodes ...TaxNode) ([]TaxNode, []prometheustest.Targe
 	for i := range out {
 		tr := taxtree.Write(t, 4)
 		tr.Keep(t, 1000, 16384, out[i].TopUS, out[i].BottomUS)
-		out[i].Addr = StartTree(t, tr)
+		out[i].Addr = startTree(t, tr, !out[i].TableUnread)
 		targets = append(targets, prometheustest.Target{Addr: out[i].Addr, Labels: map[string]string{"instance_type": out[i].Group}})
 	}
 	return out, targets
