@@ -154,7 +154,9 @@ func FuzzCrypttab(f *testing.F) {
 			return
 		}
 		line := got + " /dev/sdb none discard\n"
-		f := strings.Fields(line)
+		// Split as the readers do: systemd's WHITESPACE and the shell's
+		// IFS are ASCII; U+2000 and friends are part of a field to both.
+		f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
 		if len(f) != 4 || f[0] != s || strings.HasPrefix(f[0], "#") || strings.Contains(f[0], `\`) || strings.Count(line, "\n") != 1 {
 			t.Fatalf("Crypttab(%q) = %q reads back as %q", s, got, f)
 		}
