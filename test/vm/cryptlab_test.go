@@ -119,7 +119,11 @@ losetup -d $CL
 // crypto-limit names the kernel's implementation through AF_ALG.
 func TestCryptLab(t *testing.T) {
 	t.Parallel()
-	res := boot(t, Scenario{Name: "cryptlab", Script: cryptLabScript, Timeout: 5 * time.Minute})
+	onKernels(t, fullSet, testCryptLab)
+}
+
+func testCryptLab(t *testing.T, k *kernelLab) {
+	res := boot(t, k, Scenario{Name: "cryptlab", Script: cryptLabScript, Timeout: 5 * time.Minute})
 	file := func(n string) string {
 		t.Helper()
 		b, ok := res.Files[n]

@@ -101,6 +101,10 @@ func relDiff(a, b float64) float64 {
 // takes the encryption out of the kcryptd kernel threads.
 func TestCryptLabModel(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testCryptLabModel)
+}
+
+func testCryptLabModel(t *testing.T, k *kernelLab) {
 	var (
 		wg   sync.WaitGroup
 		res  [2]*Result
@@ -114,7 +118,7 @@ func TestCryptLabModel(t *testing.T) {
 			// boot calls t.Fatal, which must run on the test's goroutine:
 			// each boot gets its own subtest.
 			t.Run(fmt.Sprintf("boot-%c", 'a'+i), func(t *testing.T) {
-				res[i] = boot(t, Scenario{Name: fmt.Sprintf("cryptlab-model-%c", 'a'+i), Script: scripts[i], Icount: true, Timeout: 8 * time.Minute})
+				res[i] = boot(t, k, Scenario{Name: fmt.Sprintf("cryptlab-model-%c", 'a'+i), Script: scripts[i], Icount: true, Timeout: 8 * time.Minute})
 			})
 			if res[i] == nil {
 				errs[i] = "failed"
@@ -163,7 +167,7 @@ func TestCryptLabModel(t *testing.T) {
 	})
 
 	t.Run("golden", func(t *testing.T) {
-		checkModelGolden(t, "testdata/cryptlab-model.json", m[0].figures(), strings.TrimSpace(string(res[0].Files["fio-version"])))
+		checkModelGolden(t, "testdata/cryptlab-model.json", k.Pin.Release, m[0].figures(), strings.TrimSpace(string(res[0].Files["fio-version"])))
 	})
 
 	t.Run("model", func(t *testing.T) {
@@ -218,13 +222,13 @@ type modelGolden struct {
 
 // checkModelGolden compares the model's figures with the committed ones
 // within 4 times the repeat tolerance; SLOWPATH_UPDATE=1 rewrites the file.
-func checkModelGolden(t *testing.T, path string, got map[string]float64, fio string) {
+func checkModelGolden(t *testing.T, path, kernel string, got map[string]float64, fio string) {
 	t.Helper()
 	qemu, _ := exec.Command("qemu-system-x86_64", "--version").Output()
 	cur := modelGolden{
 		Note:   "slowpath lab crypt in the VM lab under qemu -icount (TestCryptLabModel): an instruction-count model, not a measurement. Rewrite with SLOWPATH_UPDATE=1 after checking why it moved.",
 		Qemu:   strings.TrimSpace(strings.SplitN(string(qemu), "\n", 2)[0]),
-		Kernel: lab.Kernel.Release, Fio: fio, Shift: IcountShift, Figures: got,
+		Kernel: kernel, Fio: fio, Shift: IcountShift, Figures: got,
 	}
 	if golden.Update() {
 		b, err := json.MarshalIndent(cur, "", "  ")

@@ -88,6 +88,9 @@ type Scenario struct {
 	// IcountParam on the kernel command line, which tells slowpath lab
 	// crypt in the guest that its figures are a model.
 	Icount bool
+	// SMP is the number of vCPUs; 0 means 1. Two let a sender on one CPU
+	// outrun the receive backlog of the other (RPS).
+	SMP int
 }
 
 // Result is what came back from the guest.
@@ -112,9 +115,12 @@ type Lab struct {
 // QemuCommand is the qemu invocation: TCG (KVM does not work on the hosts we
 // test on), one vCPU, no network device in the guest (-nic none; -nographic
 // alone would add one), serial console on stdio, and exit instead of reboot.
-func QemuCommand(kernelImage, initrd, cmdline string) []string {
+func QemuCommand(kernelImage, initrd, cmdline string, smp int) []string {
+	if smp < 1 {
+		smp = 1
+	}
 	return []string{"qemu-system-x86_64",
-		"-accel", "tcg", "-cpu", "max", "-m", "1536", "-smp", "1",
+		"-accel", "tcg", "-cpu", "max", "-m", "1536", "-smp", strconv.Itoa(smp),
 		"-nodefaults", "-nic", "none", "-display", "none", "-serial", "stdio", "-no-reboot",
 		"-kernel", kernelImage, "-initrd", initrd, "-append", cmdline}
 }
@@ -159,9 +165,9 @@ func (l *Lab) Run(ctx context.Context, s Scenario) (*Result, error) {
 	}
 	defer os.Remove(initrd)
 
-	args := QemuCommand(l.Kernel.Image, initrd, Cmdline)
+	args := QemuCommand(l.Kernel.Image, initrd, Cmdline, s.SMP)
 	if s.Icount {
-		args = QemuCommand(l.Kernel.Image, initrd, Cmdline+" "+IcountParam)
+		args = QemuCommand(l.Kernel.Image, initrd, Cmdline+" "+IcountParam, s.SMP)
 		args = append(args, IcountArgs...)
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
