@@ -29,7 +29,9 @@ func CacheDir() string {
 // Kernel is an unpacked pinned kernel with netdevsim built for it.
 type Kernel struct {
 	Release string
-	Image   string // bzImage (vmlinuz) or the vmlinux extracted from it
+	Image   string // the vmlinux extracted from the bzImage, which qemu boots
+	// CPU is qemu's -cpu for this kernel (Pin.CPU).
+	CPU string
 	Root    string // unpacked packages; modules under lib/modules/Release
 }
 
@@ -131,6 +133,7 @@ func PrepareKernel(cache string, apt *AptLab, pin *Pin, log func(string, ...any)
 		Root:    filepath.Join(cache, "kernel-"+pin.Release+"_"+pin.Version),
 	}
 	k.Image = filepath.Join(k.Root, "boot", "vmlinux-"+pin.Release)
+	k.CPU = pin.CPU
 	if _, err := os.Stat(filepath.Join(k.Root, ".complete")); err == nil {
 		return k, nil
 	}

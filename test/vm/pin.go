@@ -33,7 +33,10 @@ type Pin struct {
 	Suite string
 	// CC overrides the compiler the kernel's kbuild names for out-of-tree
 	// modules (netdevsim), when that one is not installable on the host.
-	CC   string
+	CC string
+	// CPU is qemu's -cpu for this kernel (`cpu MODEL[,FEATURES]`); "max"
+	// when the pin says nothing. See the pin's comment for why it differs.
+	CPU  string
 	Debs []Deb // packages to fetch, in file order
 }
 
@@ -63,6 +66,9 @@ func ReadPin(path string) (*Pin, error) {
 
 // suiteLine is "URI SUITE COMPONENT" of Debian's archive: plain http is
 // what Debian's own sources use; apt checks the signed Release file.
+// qemuCPU is a -cpu argument: a model and +/-/= features, no other options.
+var qemuCPU = regexp.MustCompile(`^[a-zA-Z0-9_.-]+(,[a-z0-9_.+-]+(=(on|off))?)*$`)
+
 var suiteLine = regexp.MustCompile(`^http://deb\.debian\.org/debian(-security)? [a-z]+(-[a-z]+)? main$`)
 
 // parsePin reads "release R", "version V" and "deb PACKAGE SHA256" lines;
@@ -93,17 +99,22 @@ func parsePin(r io.Reader) (*Pin, error) {
 			}
 		case f[0] == "cc" && len(f) == 2:
 			p.CC = f[1]
+		case f[0] == "cpu" && len(f) == 2 && qemuCPU.MatchString(f[1]):
+			p.CPU = f[1]
 		case f[0] == "deb" && len(f) == 3:
 			if b, err := hex.DecodeString(f[2]); err != nil || len(b) != 32 {
 				return nil, fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
 			}
 			p.Debs = append(p.Debs, Deb{Package: f[1], SHA256: strings.ToLower(f[2])})
 		default:
-			return nil, fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC` or `deb PACKAGE SHA256`, got %q", n, line)
+			return nil, fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256`, got %q", n, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if p.CPU == "" {
+		p.CPU = "max"
 	}
 	if p.Release == "" || p.Version == "" || p.Suite == "" {
 		return nil, fmt.Errorf("release, version and suite lines are required")
