@@ -31,8 +31,8 @@ type Kernel struct {
 	Release string
 	Image   string // the vmlinux extracted from the bzImage, which qemu boots
 	// CPU is qemu's -cpu for this kernel (Pin.CPU).
-	CPU string
-	Root    string // unpacked packages; modules under lib/modules/Release
+	CPU  string
+	Root string // unpacked packages; modules under lib/modules/Release
 }
 
 // ModulesDir is the kernel's module tree.
