@@ -268,7 +268,7 @@ func checkModelGolden(t *testing.T, path, kernel string, got map[string]float64,
 		sort.Strings(bad)
 		t.Errorf("the instruction-count model moved from %s:\n  %s\n"+
 			"golden from qemu %q, kernel %s, fio %s, shift %d; now qemu %q, kernel %s, fio %s, shift %d.\n"+
-			"A changed qemu, kernel.pin or guest tool changes the instruction counts: check the variants still rank as before, then SLOWPATH_UPDATE=1.",
+			"A changed qemu, kernels/6.1.pin or guest tool changes the instruction counts: check the variants still rank as before, then SLOWPATH_UPDATE=1.",
 			path, strings.Join(bad, "\n  "), want.Qemu, want.Kernel, want.Fio, want.Shift, cur.Qemu, cur.Kernel, cur.Fio, cur.Shift)
 	}
 }

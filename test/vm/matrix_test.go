@@ -443,7 +443,7 @@ func testBacklogDrop(t *testing.T, k *kernelLab) {
 	t.Logf("%d of %d backlog drops attributed; report: %s", got, delta, strings.Join(where, " "))
 }
 
-// TestAgentDrops runs `slowpath agent --collector.drops` on each kernel.
+// TestAgentDropsAttach runs `slowpath agent --collector.drops` on each kernel.
 // With drop reasons, both attachments (tp_btf on skb:kfree_skb, fentry on
 // the drop function) count five TCP connects to a closed port as NO_SOCKET,
 // and the fentry program's trampoline is on the function the kernel now
@@ -453,7 +453,7 @@ func testBacklogDrop(t *testing.T, k *kernelLab) {
 // (kernel/bpf/trampoline.c), and the type id is looked up in the BTF of the
 // very vmlinux the guest booted. Without reasons the agent must not claim
 // any and must say why.
-func TestAgentDrops(t *testing.T) {
+func TestAgentDropsAttach(t *testing.T) {
 	t.Parallel()
 	onKernels(t, everyKernel, testAgentDrops)
 }
