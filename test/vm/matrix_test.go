@@ -471,7 +471,7 @@ for a in tp_btf fentry; do
 	env PATH=/bin /usr/bin/slowpath agent --cloud none --collector.drops --collector.drops.attach $a --web.listen-address 127.0.0.1:9877 --ready-file /tmp/ready 2>/results/$a.err &
 	pid=$!
 	i=0; until [ -e /tmp/ready ] || ! kill -0 $pid 2>/dev/null; do i=$((i+1)); [ $i -lt 600 ] || { echo "agent ($a) never listened"; cat /results/$a.err; exit 1; }; sleep 0.1; done
-	[ -e /tmp/ready ] || { wait $pid; echo $? > /results/$a.rc; continue; }
+	[ -e /tmp/ready ] || { rc=0; wait $pid || rc=$?; echo $rc > /results/$a.rc; continue; }
 	for i in 1 2 3 4 5; do nc -w 1 127.0.0.1 9 </dev/null 2>/dev/null || true; done
 	wget -q -O /results/$a.metrics http://127.0.0.1:9877/metrics
 	grep ' bpf_trampoline_' /proc/kallsyms > /results/$a.trampolines || true
