@@ -453,9 +453,9 @@ func testBacklogDrop(t *testing.T, k *kernelLab) {
 // and the fentry program's trampoline is on the function the kernel now
 // drops through (kernels/NAME.expect drop_function: kfree_skb_reason, or
 // sk_skb_reason_drop since 6.11): the kernel names each trampoline
-// bpf_trampoline_<key> in kallsyms, key = BTF object id << 32 | BTF type id
-// (kernel/bpf/trampoline.c), and the type id is looked up in the BTF of the
-// very vmlinux the guest booted. Without reasons the agent must not claim
+// bpf_trampoline_<key> in kallsyms (kernel/bpf/trampoline.c), key = BTF
+// object id << 32 | 0x80000000 | BTF type id, and the type id is looked up
+// in the BTF of the very vmlinux the guest booted. Without reasons the agent must not claim
 // any and must say why.
 func TestAgentDropsAttach(t *testing.T) {
 	t.Parallel()
@@ -545,7 +545,10 @@ func checkTrampoline(t *testing.T, k *kernelLab, kallsyms string) {
 			continue
 		}
 		keys = append(keys, f[2])
-		if uint32(key) == uint32(id) {
+		// include/linux/bpf_verifier.h bpf_trampoline_compute_key: a
+		// kernel function's key is btf_obj_id << 32 | 0x80000000 | btf_id;
+		// vmlinux's BTF is the first BTF object, id 1.
+		if key>>32 == 1 && key&0x80000000 != 0 && key&0x7fffffff == uint64(id) {
 			t.Logf("fentry trampoline %s is on %s (BTF id %d)", f[2], k.Expect.DropFunction, id)
 			return
 		}
