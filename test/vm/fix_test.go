@@ -244,7 +244,8 @@ losetup -d $L
 	if !strings.Contains(e.NotApplicable, "kernel keyring") || len(e.Steps) != 0 {
 		t.Errorf("LUKS2 entry: not_applicable %q, %d steps; want the keyring reason and no step", e.NotApplicable, len(e.Steps))
 	}
-	want := "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent l2"
+	// The name after "--": the plan quotes it as an operand (da5e6fa).
+	want := "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- l2"
 	if len(e.Manual) != 1 || e.Manual[0] != want {
 		t.Errorf("manual %q, want %q", e.Manual, want)
 	}
