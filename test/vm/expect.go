@@ -43,6 +43,10 @@ type Expect struct {
 	// this kernel with that reason.
 	NetdevsimRing    bool
 	NetdevsimRingWhy string
+	// ModelIOPSTolerance is how far IOPS and mean latencies of the
+	// instruction-count model may move between two boots (TestCryptLabModel),
+	// as a fraction: measured per kernel, with margin.
+	ModelIOPSTolerance float64
 }
 
 // Scenario groups of Expect.Group.
@@ -161,6 +165,12 @@ func parseExpect(r io.Reader) (*Expect, error) {
 			default:
 				return nil, bad("yes, or no and the reason")
 			}
+		case "model_iops_tolerance":
+			v, err := strconv.ParseFloat(strings.Join(args, " "), 64)
+			if err != nil || v <= 0 || v > 0.05 {
+				return nil, bad("a fraction above 0 up to 0.05")
+			}
+			e.ModelIOPSTolerance = v
 		default:
 			return nil, fmt.Errorf("line %d: unknown key %q", n, key)
 		}
@@ -168,7 +178,7 @@ func parseExpect(r io.Reader) (*Expect, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"group", "drop_reasons", "drop_function", "backlog_drop_site", "crypt_target", "crypt_variants", "xts_driver", "softnet_columns", "netdevsim_ring"} {
+	for _, k := range []string{"group", "drop_reasons", "drop_function", "backlog_drop_site", "crypt_target", "crypt_variants", "xts_driver", "softnet_columns", "netdevsim_ring", "model_iops_tolerance"} {
 		if !seen[k] {
 			return nil, fmt.Errorf("no %s line", k)
 		}

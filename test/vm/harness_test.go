@@ -102,13 +102,14 @@ crypt_variants default stacked
 xts_driver xts-aes-aesni
 softnet_columns 13
 netdevsim_ring no no ring ops before 5.11
+model_iops_tolerance 0.0005
 `
 	got, err := parseExpect(strings.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &Expect{Group: GroupKernelDependent, BacklogDropSite: "enqueue_to_backlog", CryptTarget: [3]uint32{1, 22, 0},
-		CryptVariants: []string{"default", "stacked"}, XTSDriver: "xts-aes-aesni", SoftnetColumns: 13, NetdevsimRingWhy: "no ring ops before 5.11"}
+		CryptVariants: []string{"default", "stacked"}, XTSDriver: "xts-aes-aesni", SoftnetColumns: 13, NetdevsimRingWhy: "no ring ops before 5.11", ModelIOPSTolerance: 0.0005}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -123,10 +124,11 @@ netdevsim_ring no no ring ops before 5.11
 		{"ring no reason", "netdevsim_ring no no ring ops before 5.11\n", "the reason"},
 		{"reasons without function", "drop_reasons no  # comment\n", "disagree"},
 		{"columns", "softnet_columns 13\n", "column count"},
+		{"tolerance", "model_iops_tolerance 0.0005\n", "a fraction"},
 	}
 	repl := map[string]string{
 		"missing key": "", "twice": "group kernel-dependent\ngroup full\n", "bad version": "crypt_target 1.22\n",
-		"ring no reason": "netdevsim_ring no\n", "reasons without function": "drop_reasons yes\n", "columns": "softnet_columns 3\n",
+		"ring no reason": "netdevsim_ring no\n", "reasons without function": "drop_reasons yes\n", "columns": "softnet_columns 3\n", "tolerance": "model_iops_tolerance 1\n",
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
