@@ -28,7 +28,7 @@ waitfor() { i=0; until grep -q "$1" "$2"; do sleep 0.2; i=$((i+1)); [ $i -lt 600
 blocks() { ls /sys/block | grep -E '^(dm-|ram|loop)' | while read n; do case $n in loop*) if [ -e /sys/block/$n/loop/backing_file ]; then echo $n; fi;; *) echo $n;; esac; done; }
 
 touch /tmp/.start
-stamp() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /results/times; }
+stamp() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /results/times; echo "vm: phase $1"; }
 dd if=/dev/zero of=/tmp/canary.img bs=1M count=8 2>/dev/null
 CL=$(losetup -f --show /tmp/canary.img)
 dmsetup create sp-crypt-canary --uuid CANARY-not-a-lab --table "0 $(blockdev --getsz $CL) linear $CL 0"
