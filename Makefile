@@ -10,7 +10,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 xz-utils gcc make file chromium prometheus prometheus-node-exporter
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter
 
 .PHONY: all build run test unit lint fuzz bench generate deps-test clean vm
 
@@ -31,10 +31,11 @@ test: deps-test lint build
 	SLOWPATH_STRICT=1 $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
-# The qemu VM lab alone (test/vm; see docs/testing.md). One scenario:
-# make vm RUN=TestNetdevsimRing
+# The qemu VM lab alone (test/vm; see docs/testing.md): every kernel of
+# test/vm/kernels, or one: make vm KERNEL=5.10. One scenario:
+# make vm KERNEL=6.12 RUN=TestBacklogDrop
 vm: deps-test
-	SLOWPATH_STRICT=1 $(GO) test -count=1 -v -timeout 20m -run '$(or $(RUN),.)' ./test/vm
+	SLOWPATH_VM_KERNEL='$(KERNEL)' SLOWPATH_STRICT=1 $(GO) test -count=1 -v -timeout 25m -run '$(or $(RUN),.)' ./test/vm
 
 # Unprivileged quick loop for development.
 unit:

@@ -73,3 +73,13 @@ func ModuleRoot(t testing.TB) string {
 		dir = parent
 	}
 }
+
+// NotOnThisKernel skips t, also under SLOWPATH_STRICT=1, because the
+// kernel it was to run on lacks the feature it tests, as that kernel's
+// committed expectations record (test/vm/kernels/NAME.expect). Only such
+// committed per-kernel data may decide it, never a probe at run time: a
+// kernel that should have the feature fails instead.
+func NotOnThisKernel(t testing.TB, kernel, reason string) {
+	t.Helper()
+	t.Skipf("not on kernel %s: %s (recorded in test/vm/kernels/%s.expect)", kernel, reason, kernel)
+}

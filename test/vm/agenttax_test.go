@@ -17,9 +17,14 @@ import (
 // two readings of its stat file, so its rate between two scrapes agrees
 // with the iostat-style deltas of the same files.
 func TestAgentTaxOnCrypt(t *testing.T) {
+	t.Parallel()
+	onKernels(t, fullSet, testAgentTaxOnCrypt)
+}
+
+func testAgentTaxOnCrypt(t *testing.T, k *kernelLab) {
 	key := randomHex(t, 64)
 	const scrapes = 4
-	res := boot(t, Scenario{Name: "agent-tax", Script: prelude + `
+	res := boot(t, k, Scenario{Name: "agent-tax", Script: prelude + `
 ip link set lo up
 modprobe brd rd_nr=1 rd_size=65536
 dmsetup create sp-lin --table "0 $(cat /sys/block/ram0/size) linear /dev/ram0 0"

@@ -22,8 +22,12 @@ import (
 // Under TCG the figures are functional evidence only.
 func TestBenchOnCrypt(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testBenchOnCrypt)
+}
+
+func testBenchOnCrypt(t *testing.T, k *kernelLab) {
 	key, key2 := randomHex(t, 64), randomHex(t, 64)
-	res := boot(t, Scenario{Name: "bench-on-crypt", Timeout: 4 * time.Minute, Script: prelude + `
+	res := boot(t, k, Scenario{Name: "bench-on-crypt", Timeout: 4 * time.Minute, Script: prelude + `
 # fio is in /usr/bin: bench needs it on PATH.
 spb() { env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath "$@"; }
 modprobe brd rd_nr=2 rd_size=262144

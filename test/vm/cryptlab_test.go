@@ -28,7 +28,7 @@ waitfor() { i=0; until grep -q "$1" "$2"; do sleep 0.2; i=$((i+1)); [ $i -lt 600
 blocks() { ls /sys/block | grep -E '^(dm-|ram|loop)' | while read n; do case $n in loop*) if [ -e /sys/block/$n/loop/backing_file ]; then echo $n; fi;; *) echo $n;; esac; done; }
 
 touch /tmp/.start
-stamp() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /results/times; }
+stamp() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /results/times; echo "vm: phase $1"; }
 dd if=/dev/zero of=/tmp/canary.img bs=1M count=8 2>/dev/null
 CL=$(losetup -f --show /tmp/canary.img)
 dmsetup create sp-crypt-canary --uuid CANARY-not-a-lab --table "0 $(blockdev --getsz $CL) linear $CL 0"
@@ -119,7 +119,11 @@ losetup -d $CL
 // crypto-limit names the kernel's implementation through AF_ALG.
 func TestCryptLab(t *testing.T) {
 	t.Parallel()
-	res := boot(t, Scenario{Name: "cryptlab", Script: cryptLabScript, Timeout: 5 * time.Minute})
+	onKernels(t, fullSet, testCryptLab)
+}
+
+func testCryptLab(t *testing.T, k *kernelLab) {
+	res := boot(t, k, Scenario{Name: "cryptlab", Script: cryptLabScript, Timeout: 5 * time.Minute})
 	file := func(n string) string {
 		t.Helper()
 		b, ok := res.Files[n]

@@ -49,6 +49,10 @@ func TestParseRealSeconds(t *testing.T) {
 // real tables; the ratio is logged), never a performance figure.
 func TestDMTimingVsDmsetup(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testDMTimingVsDmsetup)
+}
+
+func testDMTimingVsDmsetup(t *testing.T, k *kernelLab) {
 	const dmDevices, rounds = 64, 5
 	key := randomHex(t, 64)
 	var sc strings.Builder
@@ -71,7 +75,7 @@ sp collect --cloud none --net-interval 0 -o - > /results/snapshot.json
 	sc.WriteString(`i=0; while [ $i -lt ` + strconv.Itoa(dmDevices) + ` ]; do dmsetup remove t$i; i=$((i+1)); done
 rmmod brd
 `)
-	res := boot(t, Scenario{Name: "dm-timing", Script: sc.String()})
+	res := boot(t, k, Scenario{Name: "dm-timing", Script: sc.String()})
 	if got := strings.TrimSpace(string(res.Files["dmsetup-lines"])); got != strconv.Itoa(dmDevices) {
 		t.Errorf("dmsetup table printed %s lines, want %d", got, dmDevices)
 	}

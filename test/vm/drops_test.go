@@ -15,9 +15,14 @@ import (
 // load there, and five TCP connects to a closed loopback port must come back
 // as five NO_SOCKET drops in tcp_v4_rcv on lo, with stacks.
 func TestDropsOnDebianKernel(t *testing.T) {
+	t.Parallel()
+	onKernels(t, fullSet, testDropsOnDebianKernel)
+}
+
+func testDropsOnDebianKernel(t *testing.T, k *kernelLab) {
 	// slowpath is started with env directly, not through sp(): SIGINT must
 	// reach slowpath, not a subshell.
-	res := boot(t, Scenario{Name: "drops", Script: prelude + `
+	res := boot(t, k, Scenario{Name: "drops", Script: prelude + `
 ip link set lo up
 env PATH=/bin /usr/bin/slowpath net drops --duration 60s --ready-file /tmp/ready --format json --stacks --folded /results/drops.folded > /results/drops.json &
 pid=$!

@@ -22,13 +22,17 @@ func TestParsePin(t *testing.T) {
 		want     *Pin
 		wantErr  string
 	}{
-		{name: "ok", in: "# c\nrelease 6.1.0-56-cloud-amd64\nversion 6.1.192-2  # trailing\ndeb linux-image-6.1.0-56-cloud-amd64 " + strings.ToUpper(sum) + "\ndeb linux-source-6.1 " + sum + "\n",
-			want: &Pin{Release: "6.1.0-56-cloud-amd64", Version: "6.1.192-2", Debs: []Deb{
+		{name: "ok", in: "# c\nrelease 6.1.0-56-cloud-amd64\nversion 6.1.192-2  # trailing\nsuite http://deb.debian.org/debian-security bookworm-security main\ncc gcc-12\ncpu max,cx16=off\ndeb linux-image-6.1.0-56-cloud-amd64 " + strings.ToUpper(sum) + "\ndeb linux-source-6.1 " + sum + "\n",
+			want: &Pin{Release: "6.1.0-56-cloud-amd64", Version: "6.1.192-2", Suite: "http://deb.debian.org/debian-security bookworm-security main", CC: "gcc-12", CPU: "max,cx16=off", Debs: []Deb{
 				{Package: "linux-image-6.1.0-56-cloud-amd64", SHA256: sum}, {Package: "linux-source-6.1", SHA256: sum}}}},
 		{name: "short sum", in: "release r\nversion v\ndeb linux-image-r abcd\n", wantErr: "not a sha256"},
+		{name: "bad cpu", in: "release r\nversion v\ncpu max -smp 4\n", wantErr: "line 3"},
+		{name: "cpu with an option", in: "release r\nversion v\ncpu max,-netdev=user\n", wantErr: "line 3"},
+		{name: "no suite", in: "release r\nversion v\ndeb linux-image-r " + sum + "\n", wantErr: "required"},
+		{name: "foreign suite", in: "release r\nversion v\nsuite http://example.com/debian bullseye main\n", wantErr: "is not"},
 		{name: "unknown line", in: "release r\nkernel x\n", wantErr: "line 2"},
 		{name: "no version", in: "release r\ndeb linux-image-r " + sum + "\n", wantErr: "required"},
-		{name: "no image", in: "release r\nversion v\ndeb linux-source-6.1 " + sum + "\n", wantErr: "no deb line for linux-image-r"},
+		{name: "no image", in: "release r\nversion v\nsuite http://deb.debian.org/debian bullseye main\ndeb linux-source-6.1 " + sum + "\n", wantErr: "no deb line for linux-image-r"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,22 +53,102 @@ func TestParsePin(t *testing.T) {
 	}
 }
 
-// TestKernelPin checks the committed pin parses and names the packages the
-// harness needs.
-func TestKernelPin(t *testing.T) {
-	p, err := ReadPin("kernel.pin")
+// TestKernelPins checks every committed pin parses, names the packages the
+// harness needs and has an expectations file that parses.
+func TestKernelPins(t *testing.T) {
+	names, err := KernelNames("kernels")
 	if err != nil {
 		t.Fatal(err)
 	}
-	need := []string{p.ImagePackage(), "linux-headers-" + p.Release, "linux-kbuild-", "linux-source-"}
-	for _, n := range need {
-		var found bool
-		for _, d := range p.Debs {
-			found = found || strings.HasPrefix(d.Package, n)
+	if want := []string{"5.10", "6.1", "6.12"}; !cmp.Equal(want, names) {
+		t.Errorf("kernels %q, want %q", names, want)
+	}
+	full := 0
+	for _, n := range names {
+		p, err := ReadPin("kernels/" + n + ".pin")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !found {
-			t.Errorf("kernel.pin has no package %s*", n)
+		need := []string{p.ImagePackage(), "linux-headers-" + p.Release, "linux-kbuild-", "linux-source-"}
+		for _, pkg := range need {
+			var found bool
+			for _, d := range p.Debs {
+				found = found || strings.HasPrefix(d.Package, pkg)
+			}
+			if !found {
+				t.Errorf("kernels/%s.pin has no package %s*", n, pkg)
+			}
 		}
+		e, err := ReadExpect("kernels/" + n + ".expect")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Group == GroupFull {
+			full++
+		}
+	}
+	if full != 1 {
+		t.Errorf("%d kernels in group full, want exactly one (the reference kernel)", full)
+	}
+}
+
+func TestParseExpect(t *testing.T) {
+	good := `group kernel-dependent
+drop_reasons no  # comment
+drop_function -
+backlog_drop_site enqueue_to_backlog
+crypt_target 1.22.0
+crypt_variants default stacked
+xts_driver xts-aes-aesni
+softnet_columns 13
+netdevsim_ring no no ring ops before 5.11
+model_iops_tolerance 0.0005
+`
+	got, err := parseExpect(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Expect{Group: GroupKernelDependent, BacklogDropSite: "enqueue_to_backlog", CryptTarget: [3]uint32{1, 22, 0},
+		CryptVariants: []string{"default", "stacked"}, XTSDriver: "xts-aes-aesni", SoftnetColumns: 13, NetdevsimRingWhy: "no ring ops before 5.11", ModelIOPSTolerance: 0.0005}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got.CryptTargetString() != "v1.22.0" {
+		t.Errorf("CryptTargetString = %q", got.CryptTargetString())
+	}
+	bad := []struct{ name, edit, want string }{
+		{"missing key", "softnet_columns 13\n", "no softnet_columns line"},
+		{"twice", "group kernel-dependent\n", "given twice"},
+		{"unknown", "", "unknown key"},
+		{"bad version", "crypt_target 1.22.0\n", "a version X.Y.Z"},
+		{"ring no reason", "netdevsim_ring no no ring ops before 5.11\n", "the reason"},
+		{"reasons without function", "drop_reasons no  # comment\n", "disagree"},
+		{"columns", "softnet_columns 13\n", "column count"},
+		{"tolerance", "model_iops_tolerance 0.0005\n", "a fraction"},
+	}
+	repl := map[string]string{
+		"missing key": "", "twice": "group kernel-dependent\ngroup full\n", "bad version": "crypt_target 1.22\n",
+		"ring no reason": "netdevsim_ring no\n", "reasons without function": "drop_reasons yes\n", "columns": "softnet_columns 3\n", "tolerance": "model_iops_tolerance 1\n",
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			in := good + "mystery 1\n"
+			if tt.edit != "" {
+				in = strings.Replace(good, tt.edit, repl[tt.name], 1)
+			}
+			_, err := parseExpect(strings.NewReader(in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSortVersions(t *testing.T) {
+	v := []string{"6.12", "5.10", "6.1", "5.4"}
+	sortVersions(v)
+	if want := []string{"5.4", "5.10", "6.1", "6.12"}; !cmp.Equal(want, v) {
+		t.Errorf("got %q, want %q", v, want)
 	}
 }
 
@@ -177,7 +261,11 @@ func TestParseModulesDep(t *testing.T) {
 // makes every other scenario fail when it leaks.
 func TestLeftoverDetected(t *testing.T) {
 	t.Parallel()
-	l := setupLab(t)
+	onKernels(t, fullSet, testLeftoverDetected)
+}
+
+func testLeftoverDetected(t *testing.T, k *kernelLab) {
+	l := k.setupLab(t)
 	res, err := l.Run(context.Background(), Scenario{Name: "leaky", Script: `set -e
 modprobe brd rd_nr=1 rd_size=4096
 dmsetup create leak --table "0 8192 linear /dev/ram0 0"

@@ -30,6 +30,10 @@ var GuestTools = []Tool{
 	{"losetup", "util-linux"},
 	{"lsblk", "util-linux"}, // the reference in TestDMTimingVsDmsetup
 	{"mke2fs", "e2fsprogs"},
+	// The backlog-drop scenario: a veth pair across a namespace (busybox
+	// ip has no netns or veth) and a UDP flood over it.
+	{"ip", "iproute2"},
+	{"iperf3", "iperf3"},
 }
 
 // GuestModules are loaded at boot, with their dependencies from modules.dep.
@@ -42,7 +46,7 @@ var GuestModules = []string{
 }
 
 // OnDemandModules are in the image for scenarios to modprobe.
-var OnDemandModules = []string{"brd", "netdevsim"}
+var OnDemandModules = []string{"brd", "netdevsim", "veth"}
 
 // Base is the scenario-independent part of the initramfs.
 type Base struct {

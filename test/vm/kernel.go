@@ -29,8 +29,10 @@ func CacheDir() string {
 // Kernel is an unpacked pinned kernel with netdevsim built for it.
 type Kernel struct {
 	Release string
-	Image   string // bzImage (vmlinuz) or the vmlinux extracted from it
-	Root    string // unpacked packages; modules under lib/modules/Release
+	Image   string // the vmlinux extracted from the bzImage, which qemu boots
+	// CPU is qemu's -cpu for this kernel (Pin.CPU).
+	CPU  string
+	Root string // unpacked packages; modules under lib/modules/Release
 }
 
 // ModulesDir is the kernel's module tree.
@@ -38,19 +40,91 @@ func (k *Kernel) ModulesDir() string {
 	return filepath.Join(k.Root, "lib/modules", k.Release)
 }
 
+// AptLab is apt-get and apt-cache pointed at the lab's own sources list,
+// package lists and package cache under CACHE/apt: the suites the pins name
+// (bullseye, bookworm-backports, ...) are fetched there, and the host's
+// /etc/apt and /var/lib/apt are neither read for sources nor written.
+// Downloads are verified twice: apt checks the suite's Release file against
+// Debian's archive keyring, and fetchDeb checks the .deb's sha256 against
+// both apt's index and the pin.
+type AptLab struct {
+	Dir     string // CACHE/apt
+	updated bool
+}
+
+// Keyring is Debian's archive keyring (debian-archive-keyring), which
+// signs bullseye, bookworm and trixie alike.
+const Keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+// NewAptLab writes CACHE/apt/sources.list for the suites of pins. The
+// list is rewritten (and the lists refreshed on first use) only when it
+// changes.
+func NewAptLab(cache string, pins []*Pin) (*AptLab, error) {
+	a := &AptLab{Dir: filepath.Join(cache, "apt")}
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(a.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[string]bool{}
+	var b strings.Builder
+	b.WriteString("# Written by slowpath's VM lab (test/vm/kernel.go) from test/vm/kernels/*.pin.\n")
+	for _, p := range pins {
+		if seen[p.Suite] {
+			continue
+		}
+		seen[p.Suite] = true
+		fmt.Fprintf(&b, "deb [signed-by=%s] %s\n", Keyring, p.Suite)
+	}
+	list := filepath.Join(a.Dir, "sources.list")
+	if old, err := os.ReadFile(list); err == nil && string(old) == b.String() {
+		return a, nil
+	}
+	return a, os.WriteFile(list, []byte(b.String()), 0o644)
+}
+
+// Args are the options that confine apt to the lab's directory.
+func (a *AptLab) Args() []string {
+	return []string{
+		"-o", "Dir::Etc::sourcelist=" + filepath.Join(a.Dir, "sources.list"),
+		"-o", "Dir::Etc::sourceparts=-",
+		"-o", "Dir::State::Lists=" + filepath.Join(a.Dir, "lists"),
+		"-o", "Dir::Cache=" + filepath.Join(a.Dir, "cache"),
+		// Root downloads into the lab's cache, which _apt may not write.
+		"-o", "APT::Sandbox::User=root",
+	}
+}
+
+func (a *AptLab) command(name string, args ...string) *exec.Cmd {
+	return exec.Command(name, append(a.Args(), args...)...)
+}
+
+// update runs apt-get update on the lab's list, once per AptLab.
+func (a *AptLab) update(log func(string, ...any)) error {
+	if a.updated {
+		return nil
+	}
+	log("vm: apt-get update on the lab's own list %s", filepath.Join(a.Dir, "sources.list"))
+	if out, err := a.command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get update (lab list %s): %v: %s", filepath.Join(a.Dir, "sources.list"), err, out)
+	}
+	a.updated = true
+	return nil
+}
+
 // PrepareKernel fetches the pinned packages into cache (verifying each
 // against the pin), unpacks them and builds netdevsim. Each step is skipped
 // when its result is already in the cache; log receives progress lines.
-func PrepareKernel(cache string, pin *Pin, log func(string, ...any)) (*Kernel, error) {
+func PrepareKernel(cache string, apt *AptLab, pin *Pin, log func(string, ...any)) (*Kernel, error) {
 	debDir := filepath.Join(cache, "debs")
 	if err := os.MkdirAll(debDir, 0o755); err != nil {
 		return nil, err
 	}
 	debs := map[string]string{}
 	for _, d := range pin.Debs {
-		p, err := fetchDeb(debDir, d, pin.Version, log)
+		p, err := fetchDeb(apt, debDir, d, pin.Version, log)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kernel %s: %w", pin.Name, err)
 		}
 		debs[d.Package] = p
 	}
@@ -59,6 +133,7 @@ func PrepareKernel(cache string, pin *Pin, log func(string, ...any)) (*Kernel, e
 		Root:    filepath.Join(cache, "kernel-"+pin.Release+"_"+pin.Version),
 	}
 	k.Image = filepath.Join(k.Root, "boot", "vmlinux-"+pin.Release)
+	k.CPU = pin.CPU
 	if _, err := os.Stat(filepath.Join(k.Root, ".complete")); err == nil {
 		return k, nil
 	}
@@ -68,7 +143,7 @@ func PrepareKernel(cache string, pin *Pin, log func(string, ...any)) (*Kernel, e
 		return nil, err
 	}
 	if err := unpackKernel(tmp, pin, debs); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kernel %s: %w", pin.Name, err)
 	}
 	if err := os.RemoveAll(k.Root); err != nil {
 		return nil, err
@@ -92,7 +167,7 @@ func debFile(dir, pkg, version string) string {
 	return ""
 }
 
-func fetchDeb(dir string, d Deb, version string, log func(string, ...any)) (string, error) {
+func fetchDeb(apt *AptLab, dir string, d Deb, version string, log func(string, ...any)) (string, error) {
 	if p := debFile(dir, d.Package, version); p != "" {
 		if err := checkSHA256(p, d.SHA256); err == nil {
 			return p, nil
@@ -102,21 +177,20 @@ func fetchDeb(dir string, d Deb, version string, log func(string, ...any)) (stri
 	}
 	spec := d.Package + "=" + version
 	// apt's own signed index must agree with the pin before we download.
-	idx, err := exec.Command("apt-cache", "show", spec).CombinedOutput()
+	idx, err := apt.command("apt-cache", "show", spec).CombinedOutput()
 	if err != nil {
-		log("vm: %s unknown to apt, running apt-get update", spec)
-		if out, err := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get update: %v: %s", err, out)
+		if err := apt.update(log); err != nil {
+			return "", err
 		}
-		if idx, err = exec.Command("apt-cache", "show", spec).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-cache show %s: %v: %s (is the pin in test/vm/kernel.pin still in the archive?)", spec, err, idx)
+		if idx, err = apt.command("apt-cache", "show", spec).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-cache show %s: %v: %s (is the pin in test/vm/kernels/ still in its suite?)", spec, err, idx)
 		}
 	}
 	if !bytes.Contains(idx, []byte("SHA256: "+d.SHA256)) {
 		return "", fmt.Errorf("apt index for %s does not list the pinned sha256 %s", spec, d.SHA256)
 	}
 	log("vm: apt-get download %s", spec)
-	cmd := exec.Command("apt-get", "download", "-qq", spec)
+	cmd := apt.command("apt-get", "download", "-qq", spec)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get download %s: %v: %s", spec, err, out)
@@ -183,8 +257,15 @@ func unpackKernel(root string, pin *Pin, debs map[string]string) error {
 	if err := extractVmlinux(vmlinuz, filepath.Join(root, "boot", "vmlinux-"+pin.Release)); err != nil {
 		return err
 	}
+	// Debian compresses modules with xz since 6.x (CONFIG_MODULE_COMPRESS_XZ).
+	// busybox modprobe loads .ko.xz only after a failed first attempt (its
+	// finit_module with the compressed file), so they are decompressed here,
+	// once; depmod below then lists them as .ko.
+	if err := run("", "find", filepath.Join(root, "lib/modules", pin.Release), "-name", "*.ko.xz", "-exec", "xz", "-d", "{}", "+"); err != nil {
+		return fmt.Errorf("decompressing modules (needs xz-utils): %w", err)
+	}
 	if source == "" {
-		return errors.New("kernel.pin has no linux-source package: netdevsim cannot be built")
+		return errors.New("the pin has no linux-source package: netdevsim cannot be built")
 	}
 	ko, err := buildNetdevsim(root, pin, source)
 	if err != nil {
@@ -228,7 +309,15 @@ func buildNetdevsim(root string, pin *Pin, sourceDeb string) (string, error) {
 		return "", err
 	}
 	m := filepath.Join(src, "linux-source-"+series, "drivers/net/netdevsim")
-	if err := run("", "make", "-s", "-C", hdr, "M="+m, "CONFIG_NETDEVSIM=m", "modules"); err != nil {
+	// No BTF for the module: that needs pahole (dwarves) and the tests do
+	// not trace netdevsim (scripts/Makefile.modfinal cmd_btf_ko).
+	args := []string{"-s", "-C", hdr, "M=" + m, "CONFIG_NETDEVSIM=m", "CONFIG_DEBUG_INFO_BTF_MODULES="}
+	if pin.CC != "" {
+		// Debian's kbuild stops when the compiler differs from the
+		// kernel's own; the pin says this one works (see its comment).
+		args = append(args, "CC="+pin.CC, "DEBIAN_KERNEL_NO_CC_VERSION_CHECK=1")
+	}
+	if err := run("", "make", append(args, "modules")...); err != nil {
 		return "", fmt.Errorf("building netdevsim (needs gcc and make): %w", err)
 	}
 	return filepath.Join(m, "netdevsim.ko"), nil
@@ -244,29 +333,39 @@ func debPackageOf(path string) string {
 
 // extractVmlinux decompresses the kernel inside a bzImage: qemu boots the
 // ELF vmlinux directly (PVH entry, CONFIG_PVH=y), which skips the in-guest
-// decompression that is slow under TCG. Debian compresses with LZ4
-// (CONFIG_KERNEL_LZ4=y), legacy frame magic 02 21 4c 18, like
-// scripts/extract-vmlinux.
+// decompression that is slow under TCG (seconds of emulated LZ4 or ZSTD per
+// boot, and more instructions under -icount). Debian compresses with LZ4
+// up to 6.1 (CONFIG_KERNEL_LZ4=y, legacy frame magic 02 21 4c 18) and with
+// ZSTD since (CONFIG_KERNEL_ZSTD=y, frame magic 28 b5 2f fd); like
+// scripts/extract-vmlinux, each candidate offset is tried until one
+// decompresses to an ELF file.
 func extractVmlinux(bzImage, out string) error {
 	b, err := os.ReadFile(bzImage)
 	if err != nil {
 		return err
 	}
-	magic := []byte{0x02, 0x21, 0x4c, 0x18}
-	for off := 0; ; {
-		i := bytes.Index(b[off:], magic)
-		if i < 0 {
-			return fmt.Errorf("%s: no LZ4-compressed vmlinux found (another CONFIG_KERNEL_* compression?)", bzImage)
+	for _, c := range []struct {
+		magic []byte
+		tool  string
+	}{
+		{[]byte{0x02, 0x21, 0x4c, 0x18}, "lz4"},
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd"},
+	} {
+		for off := 0; ; off += len(c.magic) {
+			i := bytes.Index(b[off:], c.magic)
+			if i < 0 {
+				break
+			}
+			off += i
+			cmd := exec.Command(c.tool, "-dc")
+			cmd.Stdin = bytes.NewReader(b[off:])
+			elf, _ := cmd.Output() // trailing bytes after the frame make the tool complain
+			if len(elf) > 4 && string(elf[:4]) == "\x7fELF" {
+				return os.WriteFile(out, elf, 0o644)
+			}
 		}
-		off += i
-		cmd := exec.Command("lz4", "-dc")
-		cmd.Stdin = bytes.NewReader(b[off:])
-		elf, _ := cmd.Output() // trailing bytes after the frame make lz4 complain
-		if len(elf) > 4 && string(elf[:4]) == "\x7fELF" {
-			return os.WriteFile(out, elf, 0o644)
-		}
-		off += len(magic)
 	}
+	return fmt.Errorf("%s: no LZ4- or ZSTD-compressed vmlinux found (another CONFIG_KERNEL_* compression? needs lz4 and zstd)", bzImage)
 }
 
 func copyFile(src, dst string) error {

@@ -14,71 +14,168 @@ import (
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
-var (
-	labOnce sync.Once
-	lab     *Lab
-	labErr  string // a reason to skip (qemu cannot run)
-	labFail error  // anything else: the test fails
+// kernelLab is one kernel of the matrix: its pin, its expectations and,
+// once a scenario asks for it, its prepared lab.
+type kernelLab struct {
+	Name   string
+	Pin    *Pin
+	Expect *Expect
+
+	once sync.Once
+	lab  *Lab
+	fail error
+}
+
+// scope says which kernels a scenario boots.
+type scope int
+
+const (
+	// fullSet: kernels whose expect file says `group full` (6.1).
+	fullSet scope = iota
+	// everyKernel: the scenario's outcome turns on a kernel fact (drop
+	// reasons, crypt target version, crypto driver, softnet_stat): it runs
+	// on every kernel of the matrix.
+	everyKernel
 )
 
-// setupLab prepares the kernel, base initramfs and slowpath binary once per
-// test binary. Only an unusable qemu skips; every other problem fails.
-func setupLab(t *testing.T) *Lab {
+// KernelEnv selects kernels of the matrix by name, comma-separated
+// (`make vm KERNEL=5.10`); empty selects all of kernels/*.pin.
+const KernelEnv = "SLOWPATH_VM_KERNEL"
+
+var (
+	matrixOnce sync.Once
+	matrix     []*kernelLab
+	matrixFail error
+	labErr     string // a reason to skip (qemu cannot run)
+	apt        *AptLab
+	tmpDir     string
+	slowpath   string
+	sharedFail error // building slowpath or preparing the cache
+	sharedOnce sync.Once
+)
+
+// kernelMatrix reads the pins and expectations of the selected kernels.
+func kernelMatrix() ([]*kernelLab, error) {
+	matrixOnce.Do(func() {
+		names, err := KernelNames("kernels")
+		if err != nil || len(names) == 0 {
+			matrixFail = fmt.Errorf("no kernels/*.pin (%v)", err)
+			return
+		}
+		var pins []*Pin
+		all := map[string]*kernelLab{}
+		for _, n := range names {
+			p, err := ReadPin(filepath.Join("kernels", n+".pin"))
+			if err != nil {
+				matrixFail = err
+				return
+			}
+			e, err := ReadExpect(filepath.Join("kernels", n+".expect"))
+			if err != nil {
+				matrixFail = err
+				return
+			}
+			pins = append(pins, p)
+			all[n] = &kernelLab{Name: n, Pin: p, Expect: e}
+		}
+		want := names
+		if v := strings.TrimSpace(os.Getenv(KernelEnv)); v != "" {
+			want = strings.Split(v, ",")
+		}
+		for _, n := range want {
+			k, ok := all[strings.TrimSpace(n)]
+			if !ok {
+				matrixFail = fmt.Errorf("%s=%s: no kernel %q in test/vm/kernels (have %s)", KernelEnv, os.Getenv(KernelEnv), n, strings.Join(names, ", "))
+				return
+			}
+			matrix = append(matrix, k)
+		}
+		apt, matrixFail = NewAptLab(CacheDir(), pins)
+	})
+	return matrix, matrixFail
+}
+
+// onKernels runs fn as a parallel subtest, named after the kernel, on each
+// selected kernel in scope. Every boot of a kernel shares its prepared lab.
+func onKernels(t *testing.T, sc scope, fn func(t *testing.T, k *kernelLab)) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("VM lab boots a kernel under qemu TCG; skipped with -short")
 	}
-	labOnce.Do(func() {
+	ks, err := kernelMatrix()
+	if err != nil {
+		t.Fatalf("vm kernel matrix: %v", err)
+	}
+	ran := 0
+	for _, k := range ks {
+		if sc == fullSet && k.Expect.Group != GroupFull {
+			continue
+		}
+		ran++
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, k)
+		})
+	}
+	if ran == 0 {
+		t.Logf("this scenario runs on the full-set kernels only (group full in kernels/*.expect) and none is selected by %s=%s", KernelEnv, os.Getenv(KernelEnv))
+	}
+}
+
+// setupLab prepares k's kernel, base initramfs and the slowpath binary
+// once per test binary. Only an unusable qemu skips; every other problem
+// fails.
+func (k *kernelLab) setupLab(t *testing.T) *Lab {
+	t.Helper()
+	sharedOnce.Do(func() {
 		if reason := qemuUnusable(); reason != "" {
 			labErr = reason
 			return
 		}
-		start := time.Now()
-		cache := CacheDir()
-		unlock, err := LockCache(cache)
-		if err != nil {
-			labFail = fmt.Errorf("VM cache: %w (run as root, or set SLOWPATH_VM_CACHE to a writable directory outside the repository)", err)
+		tmpDir, sharedFail = os.MkdirTemp("", "slowpath-vm-")
+		if sharedFail != nil {
 			return
 		}
-		defer unlock()
-		pin, err := ReadPin("kernel.pin")
-		if err != nil {
-			labFail = err
-			return
-		}
-		k, err := PrepareKernel(cache, pin, func(f string, a ...any) { t.Logf(f, a...) })
-		if err != nil {
-			labFail = err
-			return
-		}
-		base, err := BuildBase(cache, k)
-		if err != nil {
-			labFail = err
-			return
-		}
-		tmp, err := os.MkdirTemp("", "slowpath-vm-")
-		if err != nil {
-			labFail = err
-			return
-		}
-		bin := filepath.Join(tmp, "slowpath")
-		build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/slowpath")
+		slowpath = filepath.Join(tmpDir, "slowpath")
+		build := exec.Command("go", "build", "-trimpath", "-o", slowpath, "./cmd/slowpath")
 		build.Dir = "../.."
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
-			labFail = fmt.Errorf("go build ./cmd/slowpath: %w\n%s", err, out)
-			return
+			sharedFail = fmt.Errorf("go build ./cmd/slowpath: %w\n%s", err, out)
 		}
-		lab = &Lab{Kernel: k, Base: base, Slowpath: bin, TmpDir: tmp}
-		t.Logf("vm: lab ready in %v (kernel %s, base initramfs %s)", time.Since(start).Round(time.Millisecond), k.Release, base.Path)
 	})
 	if labErr != "" {
 		testenv.Unavailable(t, labErr)
 	}
-	if labFail != nil {
-		t.Fatalf("vm lab setup: %v", labFail)
+	if sharedFail != nil {
+		t.Fatalf("vm lab setup: %v", sharedFail)
 	}
-	return lab
+	k.once.Do(func() {
+		start := time.Now()
+		cache := CacheDir()
+		unlock, err := LockCache(cache)
+		if err != nil {
+			k.fail = fmt.Errorf("VM cache: %w (run as root, or set SLOWPATH_VM_CACHE to a writable directory outside the repository)", err)
+			return
+		}
+		defer unlock()
+		kern, err := PrepareKernel(cache, apt, k.Pin, func(f string, a ...any) { t.Logf(f, a...) })
+		if err != nil {
+			k.fail = err
+			return
+		}
+		base, err := BuildBase(cache, kern)
+		if err != nil {
+			k.fail = err
+			return
+		}
+		k.lab = &Lab{Kernel: kern, Base: base, Slowpath: slowpath, TmpDir: tmpDir}
+		t.Logf("vm: lab for %s ready in %v (kernel %s, base initramfs %s)", k.Name, time.Since(start).Round(time.Millisecond), kern.Release, base.Path)
+	})
+	if k.fail != nil {
+		t.Fatalf("vm lab setup (kernel %s): %v", k.Name, k.fail)
+	}
+	return k.lab
 }
 
 // qemuUnusable starts qemu with TCG and no machine and asks it to quit over
@@ -97,20 +194,20 @@ func qemuUnusable() string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if lab != nil {
-		os.RemoveAll(lab.TmpDir)
+	if tmpDir != "" {
+		os.RemoveAll(tmpDir)
 	}
 	os.Exit(code)
 }
 
 // boot runs s and fails t when the VM did not complete, the scenario exited
 // non-zero, or it left a device behind. The console is printed on failure.
-func boot(t *testing.T, s Scenario) *Result {
+func boot(t *testing.T, k *kernelLab, s Scenario) *Result {
 	t.Helper()
-	l := setupLab(t)
+	l := k.setupLab(t)
 	res, err := l.Run(context.Background(), s)
 	if res != nil {
-		t.Logf("vm: %s booted and ran in %v (TCG: functional evidence, not performance)", s.Name, res.Duration.Round(time.Millisecond))
+		t.Logf("vm: %s booted %s and ran in %v (TCG: functional evidence, not performance)", s.Name, k.Name, res.Duration.Round(time.Millisecond))
 	}
 	dump := func() {
 		if res != nil {
@@ -141,17 +238,19 @@ func boot(t *testing.T, s Scenario) *Result {
 // file comes back intact.
 func TestBoot(t *testing.T) {
 	t.Parallel()
-	res := boot(t, Scenario{Name: "boot", Script: `
+	onKernels(t, everyKernel, func(t *testing.T, k *kernelLab) {
+		res := boot(t, k, Scenario{Name: "boot", Script: `
 uname -r > /results/uname
 cat /proc/modules > /results/modules
 slowpath --version > /results/version
 `})
-	if got := strings.TrimSpace(string(res.Files["uname"])); got != lab.Kernel.Release {
-		t.Errorf("guest uname -r = %q, want %q", got, lab.Kernel.Release)
-	}
-	for _, m := range []string{"dm_crypt", "dm_mod", "loop"} {
-		if !strings.Contains(string(res.Files["modules"]), m+" ") {
-			t.Errorf("module %s not loaded in guest:\n%s", m, res.Files["modules"])
+		if got := strings.TrimSpace(string(res.Files["uname"])); got != k.Pin.Release {
+			t.Errorf("guest uname -r = %q, want %q", got, k.Pin.Release)
 		}
-	}
+		for _, m := range []string{"dm_crypt", "dm_mod", "loop"} {
+			if !strings.Contains(string(res.Files["modules"]), m+" ") {
+				t.Errorf("module %s not loaded in guest:\n%s", m, res.Files["modules"])
+			}
+		}
+	})
 }

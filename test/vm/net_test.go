@@ -12,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // parseEthtoolG reads `ethtool -g` output into the pre-set maximums and the
@@ -64,7 +65,14 @@ func parseEthtoolG(out string) (snapshot.Ring, error) {
 // refused by the kernel.
 func TestNetdevsimRing(t *testing.T) {
 	t.Parallel()
-	res := boot(t, Scenario{Name: "netdevsim-ring", Script: prelude + `
+	onKernels(t, everyKernel, testNetdevsimRing)
+}
+
+func testNetdevsimRing(t *testing.T, k *kernelLab) {
+	if !k.Expect.NetdevsimRing {
+		testenv.NotOnThisKernel(t, k.Name, k.Expect.NetdevsimRingWhy)
+	}
+	res := boot(t, k, Scenario{Name: "netdevsim-ring", Script: prelude + `
 netdevsim_up
 ethtool -g $dev > /results/ethtool-g-before
 ethtool -G $dev rx 512

@@ -17,14 +17,27 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 )
 
-// Pin names the kernel under test: kernel.pin in this directory.
+// Pin names one kernel under test: kernels/NAME.pin in this directory.
 type Pin struct {
+	Name    string // the file's base name without .pin: 5.10, 6.1, 6.12
 	Release string // uname -r of the guest, e.g. 6.1.0-56-cloud-amd64
 	Version string // Debian package version, e.g. 6.1.192-2
-	Debs    []Deb  // packages to fetch, in file order
+	// Suite is the apt source line (URI SUITE COMPONENT) the packages come
+	// from; the lab writes it into its own sources list (aptLab), never
+	// into the host's.
+	Suite string
+	// CC overrides the compiler the kernel's kbuild names for out-of-tree
+	// modules (netdevsim), when that one is not installable on the host.
+	CC string
+	// CPU is qemu's -cpu for this kernel (`cpu MODEL[,FEATURES]`); "max"
+	// when the pin says nothing. See the pin's comment for why it differs.
+	CPU  string
+	Debs []Deb // packages to fetch, in file order
 }
 
 // Deb is one pinned Debian package.
@@ -47,8 +60,16 @@ func ReadPin(path string) (*Pin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	p.Name = strings.TrimSuffix(filepath.Base(path), ".pin")
 	return p, nil
 }
+
+// suiteLine is "URI SUITE COMPONENT" of Debian's archive: plain http is
+// what Debian's own sources use; apt checks the signed Release file.
+// qemuCPU is a -cpu argument: a model and +/-/= features, no other options.
+var qemuCPU = regexp.MustCompile(`^[a-zA-Z0-9_.-]+(,[a-z0-9_.+-]+(=(on|off))?)*$`)
+
+var suiteLine = regexp.MustCompile(`^http://deb\.debian\.org/debian(-security)? [a-z]+(-[a-z]+)? main$`)
 
 // parsePin reads "release R", "version V" and "deb PACKAGE SHA256" lines;
 // '#' starts a comment.
@@ -71,20 +92,32 @@ func parsePin(r io.Reader) (*Pin, error) {
 			p.Release = f[1]
 		case f[0] == "version" && len(f) == 2:
 			p.Version = f[1]
+		case f[0] == "suite" && len(f) == 4:
+			p.Suite = strings.Join(f[1:], " ")
+			if !suiteLine.MatchString(p.Suite) {
+				return nil, fmt.Errorf("line %d: suite %q is not `http://deb.debian.org/debian[-security] SUITE main`", n, p.Suite)
+			}
+		case f[0] == "cc" && len(f) == 2:
+			p.CC = f[1]
+		case f[0] == "cpu" && len(f) == 2 && qemuCPU.MatchString(f[1]):
+			p.CPU = f[1]
 		case f[0] == "deb" && len(f) == 3:
 			if b, err := hex.DecodeString(f[2]); err != nil || len(b) != 32 {
 				return nil, fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
 			}
 			p.Debs = append(p.Debs, Deb{Package: f[1], SHA256: strings.ToLower(f[2])})
 		default:
-			return nil, fmt.Errorf("line %d: want `release R`, `version V` or `deb PACKAGE SHA256`, got %q", n, line)
+			return nil, fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256`, got %q", n, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if p.Release == "" || p.Version == "" {
-		return nil, fmt.Errorf("release and version lines are required")
+	if p.CPU == "" {
+		p.CPU = "max"
+	}
+	if p.Release == "" || p.Version == "" || p.Suite == "" {
+		return nil, fmt.Errorf("release, version and suite lines are required")
 	}
 	var hasImage bool
 	for _, d := range p.Debs {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,10 @@ func cryptLayer(t *testing.T, p *storagemodel.Path, dev string) *storagemodel.La
 // the model, with the keys absent from every output.
 func TestPlainCryptFlags(t *testing.T) {
 	t.Parallel()
+	onKernels(t, everyKernel, testPlainCryptFlags)
+}
+
+func testPlainCryptFlags(t *testing.T, k *kernelLab) {
 	type variant struct {
 		name     string
 		keyBytes int
@@ -177,6 +182,11 @@ func TestPlainCryptFlags(t *testing.T) {
 		{"a2", 32, "1 submit_from_crypt_cpus", storagemodel.Crypt{KeyBits: 256, SectorSize: 512, SubmitFromCryptCPUs: true}},
 		{"a3", 64, "2 no_read_workqueue no_write_workqueue", storagemodel.Crypt{KeyBits: 512, SectorSize: 512, NoReadWorkqueue: true, NoWriteWorkqueue: true}},
 		{"a4", 64, "1 sector_size:4096", storagemodel.Crypt{KeyBits: 512, SectorSize: 4096}},
+	}
+	// high_priority (crypt target 1.26.0) where the kernel's expectations
+	// allow it.
+	if slices.Contains(k.Expect.CryptVariants, "high_priority") {
+		variants = append(variants, variant{"a5", 64, "1 high_priority", storagemodel.Crypt{KeyBits: 512, SectorSize: 512, HighPriority: true}})
 	}
 	keys := map[string]string{}
 	var sc strings.Builder
@@ -195,7 +205,7 @@ func TestPlainCryptFlags(t *testing.T) {
 	}
 	sc.WriteString("rmmod brd\n")
 
-	res := boot(t, Scenario{Name: "plain-crypt-flags", Script: sc.String()})
+	res := boot(t, k, Scenario{Name: "plain-crypt-flags", Script: sc.String()})
 	o := loadOutputs(t, res, "")
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -257,8 +267,12 @@ func TestPlainCryptFlags(t *testing.T) {
 // once a refresh drops the flags the check fires on the live table.
 func TestLUKS2WorkqueueRefresh(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testLUKS2WorkqueueRefresh)
+}
+
+func testLUKS2WorkqueueRefresh(t *testing.T, k *kernelLab) {
 	pass := randomHex(t, 16)
-	res := boot(t, Scenario{Name: "luks2-workqueue", Files: map[string][]byte{"/root/pass": []byte(pass)}, Script: prelude + `
+	res := boot(t, k, Scenario{Name: "luks2-workqueue", Files: map[string][]byte{"/root/pass": []byte(pass)}, Script: prelude + `
 dd if=/dev/zero of=/tmp/luks.img bs=1M count=32 2>/dev/null
 L=$(losetup -f --show /tmp/luks.img)
 cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file /root/pass $L
@@ -315,8 +329,12 @@ func stackedFired(t *testing.T, o outputs, subject, dmName string) {
 // TestCryptOnCrypt is scenario c: dm-crypt on dm-crypt is two layers.
 func TestCryptOnCrypt(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testCryptOnCrypt)
+}
+
+func testCryptOnCrypt(t *testing.T, k *kernelLab) {
 	k0, k1 := randomHex(t, 64), randomHex(t, 64)
-	res := boot(t, Scenario{Name: "crypt-on-crypt", Script: prelude + `
+	res := boot(t, k, Scenario{Name: "crypt-on-crypt", Script: prelude + `
 modprobe brd rd_nr=1 rd_size=8192
 dmsetup create c0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + k0 + ` 0 /dev/ram0 0"
 dmsetup create c1 --table "0 $(blockdev --getsz /dev/mapper/c0) crypt aes-xts-plain64 ` + k1 + ` 0 /dev/mapper/c0 0"
@@ -342,8 +360,12 @@ rmmod brd
 // filesystem.
 func TestCryptOnLoopOnExt4OnCrypt(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testCryptOnLoopOnExt4OnCrypt)
+}
+
+func testCryptOnLoopOnExt4OnCrypt(t *testing.T, k *kernelLab) {
 	k0, k1 := randomHex(t, 64), randomHex(t, 64)
-	res := boot(t, Scenario{Name: "crypt-loop-ext4-crypt", Script: prelude + `
+	res := boot(t, k, Scenario{Name: "crypt-loop-ext4-crypt", Script: prelude + `
 modprobe brd rd_nr=1 rd_size=65536
 dmsetup create d0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + k0 + ` 0 /dev/ram0 0"
 mke2fs -q -t ext4 /dev/mapper/d0
@@ -383,6 +405,10 @@ rmmod brd
 // so they say nothing about performance.
 func TestFioOnCrypt(t *testing.T) {
 	t.Parallel()
+	onKernels(t, fullSet, testFioOnCrypt)
+}
+
+func testFioOnCrypt(t *testing.T, k *kernelLab) {
 	job := fio.Job{Name: "cryptsmoke", Filename: "/dev/mapper/f0", RW: "randrw", RWMixRead: 50, BlockSize: "4k",
 		Size: "16m", IOEngine: "psync", Direct: true, Runtime: 2 * time.Second, TimeBased: true}
 	jf, err := job.JobFile()
@@ -390,7 +416,7 @@ func TestFioOnCrypt(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := randomHex(t, 64)
-	res := boot(t, Scenario{Name: "fio-on-crypt", Files: map[string][]byte{"/root/job.fio": jf}, Script: prelude + `
+	res := boot(t, k, Scenario{Name: "fio-on-crypt", Files: map[string][]byte{"/root/job.fio": jf}, Script: prelude + `
 modprobe brd rd_nr=1 rd_size=32768
 dmsetup create f0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + key + ` 0 /dev/ram0 0"
 # Prefill, so reads hit written sectors.
