@@ -60,9 +60,6 @@ func checkInvariants(s *Snapshot) string {
 					return "lower/upper " + showString(l)
 				}
 			}
-			if i.Ring != nil && i.Ring.RXMax != 0 && i.Ring.RX > i.Ring.RXMax {
-				return "ring rx above rx_max"
-			}
 		}
 		for k, v := range n.Sysctls {
 			if !sysctlKeyRE.MatchString(k) || v < -1<<31 || v > 1<<31-1 {
