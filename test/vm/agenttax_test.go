@@ -110,7 +110,7 @@ rmmod brd
 		if !strings.Contains(body, `slowpath_cipher_bytes_per_second{algorithm="xts(aes)"`) {
 			t.Errorf("scrape %d: no cipher measured (agent stderr: %s)", i, res.Files["agent.err"])
 		}
-		if !strings.Contains(body, `slowpath_dmcrypt_tax_span{device="`+top+`",lower="`+low+`",mountpoint=""} 1`) {
+		if !strings.Contains(body, `slowpath_dmcrypt_tax_span{device="`+top+`",lower="`+low+`",mountpoint="",table="read"} 1`) {
 			t.Errorf("scrape %d: no tax span %s over %s", i, top, low)
 		}
 		unknown := strings.Contains(body, `slowpath_finding_unknown{id="dmcrypt.tax"`)
