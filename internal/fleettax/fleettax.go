@@ -80,7 +80,10 @@ func keyOf(m model.Metric) mountKey {
 	return mountKey{string(m[model.JobLabel]), string(m[model.InstanceLabel]), string(m["mountpoint"]), string(m["device"])}
 }
 
-func query(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector, error) {
+// Vector runs the instant query q at at and wants a vector back. Warnings
+// mean a partial answer; what it holds still counts. fleet's findings
+// query uses it too.
+func Vector(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector, error) {
 	v, _, _, err := a.Query(ctx, q, at)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", q, err)
@@ -98,14 +101,14 @@ func query(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector,
 func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
 	vecs := map[string]model.Vector{}
 	for _, q := range []string{RatioSeries, AddedSeries, CipherSeries, IOsSeries, "slowpath_node_info"} {
-		v, err := query(ctx, a, q, at)
+		v, err := Vector(ctx, a, q, at)
 		if err != nil {
 			return nil, err
 		}
 		vecs[q] = v
 	}
 	if len(vecs[IOsSeries]) == 0 {
-		spans, err := query(ctx, a, "slowpath_dmcrypt_tax_span", at)
+		spans, err := Vector(ctx, a, "slowpath_dmcrypt_tax_span", at)
 		if err != nil {
 			return nil, err
 		}

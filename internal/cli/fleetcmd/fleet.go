@@ -136,30 +136,17 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	return WriteText(env.Stdout, s)
 }
 
-func query(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector, error) {
-	// Warnings mean a partial answer; what it holds still counts.
-	v, _, _, err := a.Query(ctx, q, at)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", q, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got %s, want a vector", q, v.Type())
-	}
-	return vec, nil
-}
-
 // Query reads every node's slowpath_node_info and firing findings and
 // groups them by the label by.
 func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
-	info, err := query(ctx, a, "slowpath_node_info", at)
+	info, err := fleettax.Vector(ctx, a, "slowpath_node_info", at)
 	if err != nil {
 		return nil, err
 	}
 	if len(info) == 0 {
 		return nil, fmt.Errorf("no slowpath_node_info series in Prometheus: is it scraping `slowpath agent` (see deploy/kubernetes/)?")
 	}
-	firing, err := query(ctx, a, "slowpath_finding == 1", at)
+	firing, err := fleettax.Vector(ctx, a, "slowpath_finding == 1", at)
 	if err != nil {
 		return nil, err
 	}
