@@ -58,7 +58,7 @@ stamp "2: SIGINT"
 # This phase hung past the hard timeout twice in about ten runs, cause
 # unknown: if it is still running a minute on, the console gets what it
 # is waiting for.
-( sleep 60; [ -e /tmp/.phase3 ] || { echo "vm: phase 2 still running after 60 s"; echo "--- int.err"; cat /results/int.err; echo "--- ps"; ps; echo "--- dmsetup ls"; dmsetup ls; echo "--- brd"; ls /sys/module/brd/parameters 2>&1; ls /sys/block; } ) &
+( set +e; sleep 60; [ -e /tmp/.phase3 ] || { echo "vm: phase 2 still running after 60 s"; echo "--- int.err"; cat /results/int.err; echo "--- ps"; ps; echo "--- dmsetup ls"; dmsetup ls; echo "--- brd"; ls /sys/module/brd/parameters 2>&1; ls /sys/block; for p in $(pidof slowpath fio); do echo "--- $p $(cat /proc/$p/comm) $(grep State /proc/$p/status) wchan $(cat /proc/$p/wchan)"; cat /proc/$p/stack; done; echo w > /proc/sysrq-trigger; dmesg | tail -150; } ) &
 # 2: SIGINT in the middle of a run.
 env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab crypt --profile randrw-4k --backing ram:32M --runs 3 --runtime 2s --variants default,no_workqueue > /results/int.txt 2> /results/int.err &
 pid=$!
