@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -124,11 +123,12 @@ func Args(jobFile, output string) []string {
 // ErrNotFound is returned when fio is not installed.
 var ErrNotFound = errors.New("fio not found: apt-get install fio")
 
-// Run writes j to a job file in a temporary directory, runs fio and parses
-// its JSON. A job that fio reports as failed is an error.
+// Run writes j to a job file in a temporary directory, runs fio there
+// (Invocation.Run: cancellation is SIGINT to fio's process group) and
+// parses its JSON. A job that fio reports as failed is an error, and so is
+// a cancelled run.
 func Run(ctx context.Context, j Job) (*Result, error) {
-	bin, err := exec.LookPath("fio")
-	if err != nil {
+	if _, err := exec.LookPath("fio"); err != nil {
 		return nil, ErrNotFound
 	}
 	jf, err := j.JobFile()
@@ -140,26 +140,9 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	jobPath := filepath.Join(dir, "job.fio")
-	outPath := filepath.Join(dir, "result.json")
-	if err := os.WriteFile(jobPath, jf, 0o600); err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, bin, Args(jobPath, outPath)...)
-	var stderr bytes.Buffer
-	cmd.Stdout = &stderr // fio prints nothing else there with --output; keep it for errors
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("fio job %s: %w: %s", j.Name, err, strings.TrimSpace(stderr.String()))
-	}
-	f, err := os.Open(outPath)
+	res, err := Invocation{JobFile: jf, Dir: dir}.Run(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("fio job %s wrote no result: %w", j.Name, err)
+		return nil, fmt.Errorf("fio job %s: %w", j.Name, err)
 	}
-	defer f.Close()
-	res, err := Parse(f)
-	if err != nil {
-		return nil, err
-	}
-	return res, res.Err()
+	return res, nil
 }

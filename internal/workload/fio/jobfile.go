@@ -126,6 +126,14 @@ const (
 // Run runs fio on the job file. When ctx is cancelled fio gets SIGINT,
 // which makes it stop its jobs and still write the JSON of what it did:
 // Run then returns that partial result together with ctx's error.
+//
+// fio forks a process per job. Killing only the main process while a job
+// process still waits at its start semaphore leaves that process blocked
+// on the futex for good (seen on fio 3.33: SIGKILL 0.2 s after start left
+// a job process in futex_wait, reparented to init), holding the device or
+// file and, before this, the output pipe slowpath waited on. So fio runs
+// in its own process group, signals go to the whole group, and its output
+// goes to a file, not a pipe Wait could block on.
 func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	bin, err := exec.LookPath("fio")
 	if err != nil {
@@ -136,20 +144,28 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	if err := os.WriteFile(jobPath, inv.JobFile, 0o600); err != nil {
 		return nil, err
 	}
+	// fio's own messages (warnings, errors): --output keeps them out of the
+	// JSON.
+	msgs, err := os.CreateTemp(inv.Dir, "fio-messages-*")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { msgs.Close(); os.Remove(msgs.Name()) }()
 	// Not CommandContext: cancellation must be SIGINT, and only after fio
 	// started; a killed fio writes nothing.
 	cmd := exec.Command(bin, Args(JobFileName, OutputName)...)
 	cmd.Dir = inv.Dir
-	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	// fio dies with us (e.g. a test binary killed by its timeout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout = msgs
+	cmd.Stderr = msgs
+	// Its own process group, so a signal reaches every job process; the
+	// main process dies with us (e.g. a test binary killed by its timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start fio: %w", err)
 	}
+	pgid := cmd.Process.Pid
 	if inv.Started != nil {
-		inv.Started(cmd.Process.Pid)
+		inv.Started(pgid)
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -159,12 +175,16 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		}
 		done <- err
 	}()
+	stderr := func() string {
+		b, _ := os.ReadFile(msgs.Name())
+		return strings.TrimSpace(string(b))
+	}
 	var runErr, ctxErr error
 	select {
 	case runErr = <-done:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
-		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = syscall.Kill(-pgid, syscall.SIGINT)
 		stop := inv.Stop
 		if stop == 0 {
 			stop = 10 * time.Second
@@ -172,17 +192,20 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		select {
 		case runErr = <-done:
 		case <-time.After(stop):
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			<-done
 			return nil, fmt.Errorf("fio did not stop within %v of SIGINT: %w", stop, ctxErr)
 		}
 	}
+	// The main process is gone; a job process that outlived it (see above)
+	// would hold what it had open: end the group.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	f, err := os.Open(outPath)
 	if err != nil {
 		if ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("fio wrote no result: %v: %s", runErr, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("fio wrote no result: %v: %s", runErr, stderr())
 	}
 	defer f.Close()
 	res, perr := Parse(f)
@@ -190,7 +213,7 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		if ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("fio: %w (exit: %v: %s)", perr, runErr, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("fio: %w (exit: %v: %s)", perr, runErr, stderr())
 	}
 	if ctxErr != nil {
 		return res, ctxErr
@@ -199,7 +222,7 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		return res, err
 	}
 	if runErr != nil {
-		return res, fmt.Errorf("fio: %w: %s", runErr, strings.TrimSpace(stderr.String()))
+		return res, fmt.Errorf("fio: %w: %s", runErr, stderr())
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,4 +166,90 @@ func readSyscalls(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// TestCancelLeavesNoJobProcess cancels fio at points through its start-up,
+// where its forked job processes wait at a semaphore for the main process:
+// whatever the moment, Run returns and no process of fio's group is left
+// (a job process orphaned there waits on its futex for good, holding the
+// device; lab crypt hung on one in the VM lab).
+func TestCancelLeavesNoJobProcess(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	dir := t.TempDir()
+	f := File{Global: []Option{{"directory", dir}, {"ioengine", "psync"}, {"size", "8m"}},
+		Jobs: []Section{{Name: "j", Options: []Option{{"rw", "randrw"}, {"bs", "4k"}, {"numjobs", "4"}, {"runtime", "1"}, {"time_based", ""}}}}}
+	jf, err := f.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, delay := range []time.Duration{0, 10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		pgid := 0
+		res, err := Invocation{JobFile: jf, Dir: dir, Started: func(p int) {
+			pgid = p
+			time.AfterFunc(delay, cancel)
+		}}.Run(ctx)
+		cancel()
+		if pgid == 0 {
+			t.Fatalf("delay %v: fio never started: %v", delay, err)
+		}
+		// kill(-pgid, 0) finds any process still in fio's group.
+		if kerr := syscall.Kill(-pgid, 0); !errors.Is(kerr, syscall.ESRCH) {
+			t.Errorf("cancelled %v after start: fio's process group %d still has a process (%v)", delay, pgid, kerr)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		if h := holders(t, dir); len(h) > 0 {
+			t.Errorf("cancelled %v after start: processes %v still hold files of the job", delay, h)
+		}
+		// Cancelled or not (fio may finish first on an idle machine), the
+		// outcome is a result or ctx's error, never another failure.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled %v after start: %v", delay, err)
+		} else if err == nil && res == nil {
+			t.Errorf("cancelled %v after start: no result and no error", delay)
+		}
+	}
+}
+
+// TestRunCancelFreesFiles is TestCancelLeavesNoJobProcess through Run, the
+// path of a fio.Job (lab crypt's variants): once Run returns, no process
+// holds the job's file.
+func TestRunCancelFreesFiles(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data")
+	for _, delay := range []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), delay)
+		_, err := Run(ctx, Job{Name: "j", Filename: file, Size: "8m", RW: "randrw", BlockSize: "4k", IOEngine: "psync",
+			NumJobs: 4, Runtime: time.Second, TimeBased: true})
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cancelled %v after start: %v", delay, err)
+		}
+		if h := holders(t, dir); len(h) > 0 {
+			t.Errorf("cancelled %v after start: processes %v still hold files of the job", delay, h)
+		}
+	}
+}
+
+// holders are the pids of processes with a file under dir open
+// (/proc/PID/fd links), other than this test's own.
+func holders(t *testing.T, dir string) []int {
+	t.Helper()
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	seen := map[int]bool{}
+	var out []int
+	for _, fd := range fds {
+		target, err := os.Readlink(fd)
+		if err != nil || !strings.HasPrefix(target, dir+"/") {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
+		if pid != os.Getpid() && !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind
+		}
+	}
+	return out
 }
