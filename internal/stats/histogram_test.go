@@ -5,21 +5,6 @@ import (
 	"testing"
 )
 
-func histogramOf(samples []float64) Histogram {
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	var h Histogram
-	for _, v := range s {
-		if n := len(h.Values); n > 0 && h.Values[n-1] == v {
-			h.Counts[n-1]++
-			continue
-		}
-		h.Values = append(h.Values, v)
-		h.Counts = append(h.Counts, 1)
-	}
-	return h
-}
-
 func TestQuantile(t *testing.T) {
 	h := Histogram{Values: []float64{1, 2, 3, 4}, Counts: []uint64{10, 80, 9, 1}}
 	for _, tc := range []struct{ q, want float64 }{{0, 1}, {0.1, 1}, {0.11, 2}, {0.5, 2}, {0.9, 2}, {0.99, 3}, {0.999, 4}, {1, 4}} {
