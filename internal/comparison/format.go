@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/stats"
 )
@@ -99,8 +100,7 @@ func FormatValue(v float64, unit string) string {
 }
 
 // FormatCell prints a cell's median and the half-width of its interval
-// relative to the median, as benchstat's "± 3%"; bootstrap intervals are
-// marked with "b".
+// relative to the median, as benchstat's "± 3%".
 func FormatCell(c Cell, unit string) string {
 	if c.N == 0 {
 		return "-"
@@ -109,48 +109,38 @@ func FormatCell(c Cell, unit string) string {
 	if c.Lo != nil && c.Hi != nil && c.Median != 0 {
 		rel := math.Max(*c.Hi/c.Median-1, 1-*c.Lo/c.Median) * 100
 		s += fmt.Sprintf(" ±%.0f%%", math.Abs(rel))
-		if c.CI == "bootstrap" {
-			s += "b"
-		}
 	}
 	return s
 }
 
-// FormatDelta prints a cell's change against the first side: "+20.0%
-// (p=0.008)", "~ (p=0.310)", "too few runs (2+2)", or "-" when either side
-// lacks the metric.
+// FormatDelta prints a cell's change against the first side with its
+// verdict after the row's adjustment: "+20.0% (p=0.008)", "~ (p=0.310)",
+// "too few runs (2+2)", or "-" when either side lacks the metric. When the
+// adjustment changed p, both are shown: "~ (p=0.008, Holm p=0.190)".
 func FormatDelta(c Cell) string {
 	cmp := c.Comparison
 	if cmp == nil {
 		return "-"
 	}
-	switch cmp.Verdict {
+	p := formatP(cmp.P)
+	if c.AdjustedP != nil && formatP(*c.AdjustedP) != p {
+		p += ", adjusted " + formatP(*c.AdjustedP)
+	}
+	verdict := cmp.Verdict
+	if c.Verdict != nil {
+		verdict = *c.Verdict
+	}
+	switch verdict {
 	case stats.Significant:
 		d := "?"
 		if c.DeltaPct != nil {
 			d = fmt.Sprintf("%+.1f%%", *c.DeltaPct)
 		}
-		return fmt.Sprintf("%s (%s)", d, formatP(cmp.P))
+		return fmt.Sprintf("%s (%s)", d, p)
 	case stats.TooFewRuns:
-		s := fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
-		if w := c.WithinRun; w != nil {
-			switch {
-			case w.Significant && c.DeltaPct != nil:
-				s += fmt.Sprintf("; within runs %+.1f%%", *c.DeltaPct)
-			case w.Significant:
-				s += "; within runs differs"
-			default:
-				s += "; within runs ~"
-			}
-			if w.P != nil {
-				s += " (" + formatP(*w.P) + " over seconds)"
-			} else {
-				s += " (bootstrap)"
-			}
-		}
-		return s
+		return fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
 	case stats.NoDifference:
-		return fmt.Sprintf("~ (%s)", formatP(cmp.P))
+		return fmt.Sprintf("~ (%s)", p)
 	default:
 		return "-"
 	}
@@ -161,4 +151,81 @@ func formatP(p float64) string {
 		return "p<0.001"
 	}
 	return fmt.Sprintf("p=%.3f", p)
+}
+
+// RowLabel is a row's metric name with its role when it has one declared:
+// "commit-1 commit_p99 (primary)", "cpu_per_io (guard)".
+func RowLabel(row Row) string {
+	switch row.Role {
+	case RolePrimary, RoleGuard:
+		return row.Metric + " (" + row.Role + ")"
+	}
+	return row.Metric
+}
+
+// VerdictLine says a side's verdict on the primary metrics in one line.
+func VerdictLine(v SideVerdict) string {
+	s := fmt.Sprintf("%s vs %s: %s", v.Side, v.Versus, v.Outcome)
+	if len(v.Decided) > 0 {
+		s += " (significant: " + strings.Join(v.Decided, ", ") + ")"
+	}
+	if len(v.GuardsWorse) > 0 {
+		s += "; guard worse: " + strings.Join(v.GuardsWorse, ", ")
+	}
+	return s
+}
+
+// Legend says what the table's statistics are, from the result itself (the
+// alpha, confidence and run counts used), so a reader knows what "~",
+// "adjusted" and "too few runs" mean without the docs.
+func Legend(r *Result) []string {
+	var lines []string
+	if len(r.Primary) > 0 {
+		lines = append(lines, fmt.Sprintf("Verdict on the primary metrics %s: Mann-Whitney U over runs, each at alpha %g once the one before it was significant (a fixed sequence).",
+			strings.Join(r.Primary, ", then "), r.Alpha))
+	} else {
+		lines = append(lines, "No primary metric declared for these results: no overall verdict, every row is secondary.")
+	}
+	for _, v := range r.Verdicts {
+		if v.Outcome != OutcomeNoPrimary {
+			lines = append(lines, "  "+VerdictLine(v))
+		}
+	}
+	if len(r.Guards) > 0 {
+		lines = append(lines, fmt.Sprintf("Guards %s: each at alpha %g uncorrected, so a harm is not corrected away.", strings.Join(r.Guards, ", "), r.Alpha))
+	}
+	var fam []string
+	for _, v := range r.Verdicts {
+		fam = append(fam, fmt.Sprintf("%d for %s", v.Secondary, v.Side))
+	}
+	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": no significant difference; a verdict needs %d runs per side (%s).",
+		strings.Join(fam, ", "), r.MinRuns, runCounts(r)))
+	interval := fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval, which needs %d runs per side", r.Confidence*100, r.MinRunsForInterval)
+	var with []string
+	for _, s := range r.Sides {
+		if s.Runs >= r.MinRunsForInterval && r.MinRunsForInterval > 0 {
+			with = append(with, s.Name)
+		}
+	}
+	switch {
+	case len(with) == len(r.Sides):
+		interval += " (every side has them)."
+	case len(with) == 0:
+		interval += " (no side has them)."
+	default:
+		interval += " (" + strings.Join(with, ", ") + " only)."
+	}
+	return append(lines, interval)
+}
+
+// runCounts lists the sides' run counts: "5, 5 and 1 runs".
+func runCounts(r *Result) string {
+	var n []string
+	for _, s := range r.Sides {
+		n = append(n, strconv.Itoa(s.Runs))
+	}
+	if len(n) < 2 {
+		return strings.Join(n, "") + " runs here"
+	}
+	return "here " + strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1] + " runs"
 }
