@@ -254,7 +254,7 @@ func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got["format_version"] != 1.0 || got["min_runs_for_verdict"] != 4.0 {
+		if got["format_version"] != float64(comparison.JSONVersion) || got["min_runs_for_verdict"] != 4.0 {
 			t.Errorf("%s: comparison fields not inlined: %s", tc.f.Kind, b.String())
 		}
 		for k, v := range tc.want {
