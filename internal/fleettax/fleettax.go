@@ -17,6 +17,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 )
 
@@ -80,35 +81,20 @@ func keyOf(m model.Metric) mountKey {
 	return mountKey{string(m[model.JobLabel]), string(m[model.InstanceLabel]), string(m["mountpoint"]), string(m["device"])}
 }
 
-// Vector runs the instant query q at at and wants a vector back. Warnings
-// mean a partial answer; what it holds still counts. fleet's findings
-// query uses it too.
-func Vector(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector, error) {
-	v, _, _, err := a.Query(ctx, q, at)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", q, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got %s, want a vector", q, v.Type())
-	}
-	return vec, nil
-}
-
 // Query reads the recorded tax series at at and groups them by the label
 // by: a label of the series (a target label) or of the node's
 // slowpath_node_info.
 func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
 	vecs := map[string]model.Vector{}
 	for _, q := range []string{RatioSeries, AddedSeries, CipherSeries, IOsSeries, "slowpath_node_info"} {
-		v, err := Vector(ctx, a, q, at)
+		v, err := fleet.Vector(ctx, a, q, at)
 		if err != nil {
 			return nil, err
 		}
 		vecs[q] = v
 	}
 	if len(vecs[IOsSeries]) == 0 {
-		spans, err := Vector(ctx, a, "slowpath_dmcrypt_tax_span", at)
+		spans, err := fleet.Vector(ctx, a, "slowpath_dmcrypt_tax_span", at)
 		if err != nil {
 			return nil, err
 		}

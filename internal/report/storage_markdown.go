@@ -45,7 +45,7 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 			if l.Encrypted {
 				line = "**" + line + "** — encrypted by " + l.EncryptedBy
 			} else if l.EncryptionUnknown {
-				line += " — *encryption unknown from inside*"
+				line += " — *" + unknownMark(l) + "*"
 			}
 			if l.Cloud != nil && l.Cloud.Identity != nil && *l.Cloud.Identity != lastID {
 				lastID = *l.Cloud.Identity

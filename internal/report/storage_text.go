@@ -115,13 +115,25 @@ func plural(n int, word string) string {
 
 func (t *textWriter) encMark(l storagemodel.Layer) string {
 	if l.EncryptionUnknown {
-		s := "encryption unknown from inside"
-		if l.Note != "" {
+		s := unknownMark(l)
+		// The note says how to find out; a dm layer's line already
+		// carries it (its table was not read), so it is said once.
+		if l.Note != "" && !strings.Contains(layerLine(l), l.Note) {
 			s += ": " + l.Note
 		}
 		return t.paint("33", "["+s+"]")
 	}
 	return t.paint("35;1", "[encrypted by "+l.EncryptedBy+"]")
+}
+
+// unknownMark says why a layer's encryption is unknown: a cloud disk's
+// cannot be seen from inside the machine; a dm layer's table, in this
+// machine, was not read.
+func unknownMark(l storagemodel.Layer) string {
+	if l.Kind == storagemodel.LayerCloud {
+		return "encryption unknown from inside"
+	}
+	return "encryption unknown"
 }
 
 // layerLine is one layer with its facts.
@@ -267,3 +279,7 @@ func visibleLen(s string) int {
 // LayerLine is the one-line description of a layer the text report prints;
 // the HTML diagram labels its nodes with it so both say the same.
 func LayerLine(l storagemodel.Layer) string { return layerLine(l) }
+
+// UnknownMark is what the text and Markdown reports say of a layer whose
+// encryption is unknown; the HTML diagram can say the same.
+func UnknownMark(l storagemodel.Layer) string { return unknownMark(l) }

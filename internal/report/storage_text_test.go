@@ -45,3 +45,39 @@ func TestTextFits80Columns(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNoteOnce: a layer's note is said once in the storage tree. A dm
+// layer whose table was not read carries it on its own line, so its
+// "encryption unknown" mark does not repeat it; a cloud disk's line does
+// not carry it, so its mark does (how to find out).
+func TestLayerNoteOnce(t *testing.T) {
+	s, err := snapshot.Load("../../testdata/hosts/aws-i4i-luks-unprivileged.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, r, "text", report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tree, _, ok := strings.Cut(buf.String(), "\nFindings\n")
+	if !ok {
+		t.Fatalf("no findings section:\n%s", buf.String())
+	}
+	flat := strings.Join(strings.Fields(tree), " ")
+	for _, tc := range []struct {
+		note string
+		want int
+	}{
+		{"device-mapper table not read: DM_TABLE_STATUS 253:0", 1},
+		// /, /boot/efi and the unmounted partition sit on the EBS disk.
+		{"EBS encryption is set per volume", 3},
+	} {
+		if n := strings.Count(flat, tc.note); n != tc.want {
+			t.Errorf("%q said %d times in the storage tree, want %d:\n%s", tc.note, n, tc.want, tree)
+		}
+	}
+}

@@ -1,10 +1,8 @@
 package vm
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -57,16 +55,7 @@ const (
 
 // ReadExpect parses kernels/NAME.expect.
 func ReadExpect(path string) (*Expect, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	e, err := parseExpect(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return e, nil
+	return parseFile(path, parseExpect)
 }
 
 var (
@@ -81,21 +70,10 @@ var (
 func parseExpect(r io.Reader) (*Expect, error) {
 	e := &Expect{}
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(r)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
+	err := scanDirectives(r, func(n int, _ string, f []string) error {
 		key, args := f[0], f[1:]
 		if seen[key] {
-			return nil, fmt.Errorf("line %d: %s given twice", n, key)
+			return fmt.Errorf("line %d: %s given twice", n, key)
 		}
 		seen[key] = true
 		bad := func(want string) error {
@@ -105,24 +83,24 @@ func parseExpect(r io.Reader) (*Expect, error) {
 		switch key {
 		case "group":
 			if !one || (args[0] != GroupFull && args[0] != GroupKernelDependent) {
-				return nil, bad(GroupFull + " or " + GroupKernelDependent)
+				return bad(GroupFull + " or " + GroupKernelDependent)
 			}
 			e.Group = args[0]
 		case "drop_reasons":
 			if !one || (args[0] != "yes" && args[0] != "no") {
-				return nil, bad("yes or no")
+				return bad("yes or no")
 			}
 			e.DropReasons = args[0] == "yes"
 		case "drop_function":
 			if !one || (args[0] != "-" && !symbolRE.MatchString(args[0])) {
-				return nil, bad("a kernel function or -")
+				return bad("a kernel function or -")
 			}
 			if args[0] != "-" {
 				e.DropFunction = args[0]
 			}
 		case "backlog_drop_site":
 			if !one || !symbolRE.MatchString(args[0]) {
-				return nil, bad("a kernel function")
+				return bad("a kernel function")
 			}
 			e.BacklogDropSite = args[0]
 		case "crypt_target":
@@ -131,29 +109,29 @@ func parseExpect(r io.Reader) (*Expect, error) {
 				m = versionRE.FindStringSubmatch(args[0])
 			}
 			if m == nil {
-				return nil, bad("a version X.Y.Z")
+				return bad("a version X.Y.Z")
 			}
 			for i := range 3 {
 				v, err := strconv.ParseUint(m[i+1], 10, 32)
 				if err != nil {
-					return nil, bad("a version X.Y.Z")
+					return bad("a version X.Y.Z")
 				}
 				e.CryptTarget[i] = uint32(v)
 			}
 		case "crypt_variants":
 			if len(args) == 0 {
-				return nil, bad("variant names")
+				return bad("variant names")
 			}
 			e.CryptVariants = args
 		case "xts_driver":
 			if !one || !driverRE.MatchString(args[0]) {
-				return nil, bad("a crypto driver name")
+				return bad("a crypto driver name")
 			}
 			e.XTSDriver = args[0]
 		case "softnet_columns":
 			c, err := strconv.Atoi(strings.Join(args, " "))
 			if err != nil || c < 9 || c > 64 {
-				return nil, bad("a column count from 9 to 64")
+				return bad("a column count from 9 to 64")
 			}
 			e.SoftnetColumns = c
 		case "netdevsim_ring":
@@ -163,19 +141,20 @@ func parseExpect(r io.Reader) (*Expect, error) {
 			case len(args) > 1 && args[0] == "no":
 				e.NetdevsimRingWhy = strings.Join(args[1:], " ")
 			default:
-				return nil, bad("yes, or no and the reason")
+				return bad("yes, or no and the reason")
 			}
 		case "model_iops_tolerance":
 			v, err := strconv.ParseFloat(strings.Join(args, " "), 64)
 			if err != nil || v <= 0 || v > 0.05 {
-				return nil, bad("a fraction above 0 up to 0.05")
+				return bad("a fraction above 0 up to 0.05")
 			}
 			e.ModelIOPSTolerance = v
 		default:
-			return nil, fmt.Errorf("line %d: unknown key %q", n, key)
+			return fmt.Errorf("line %d: unknown key %q", n, key)
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"group", "drop_reasons", "drop_function", "backlog_drop_site", "crypt_target", "crypt_variants", "xts_driver", "softnet_columns", "netdevsim_ring", "model_iops_tolerance"} {

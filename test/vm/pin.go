@@ -12,11 +12,9 @@
 package vm
 
 import (
-	"bufio"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -51,14 +49,9 @@ func (p *Pin) ImagePackage() string { return "linux-image-" + p.Release }
 
 // ReadPin parses the pin file at path.
 func ReadPin(path string) (*Pin, error) {
-	f, err := os.Open(path)
+	p, err := parseFile(path, parsePin)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	p, err := parsePin(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	p.Name = strings.TrimSuffix(filepath.Base(path), ".pin")
 	return p, nil
@@ -75,18 +68,7 @@ var suiteLine = regexp.MustCompile(`^http://deb\.debian\.org/debian(-security)? 
 // '#' starts a comment.
 func parsePin(r io.Reader) (*Pin, error) {
 	p := &Pin{}
-	sc := bufio.NewScanner(r)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
+	err := scanDirectives(r, func(n int, line string, f []string) error {
 		switch {
 		case f[0] == "release" && len(f) == 2:
 			p.Release = f[1]
@@ -95,7 +77,7 @@ func parsePin(r io.Reader) (*Pin, error) {
 		case f[0] == "suite" && len(f) == 4:
 			p.Suite = strings.Join(f[1:], " ")
 			if !suiteLine.MatchString(p.Suite) {
-				return nil, fmt.Errorf("line %d: suite %q is not `http://deb.debian.org/debian[-security] SUITE main`", n, p.Suite)
+				return fmt.Errorf("line %d: suite %q is not `http://deb.debian.org/debian[-security] SUITE main`", n, p.Suite)
 			}
 		case f[0] == "cc" && len(f) == 2:
 			p.CC = f[1]
@@ -103,14 +85,15 @@ func parsePin(r io.Reader) (*Pin, error) {
 			p.CPU = f[1]
 		case f[0] == "deb" && len(f) == 3:
 			if b, err := hex.DecodeString(f[2]); err != nil || len(b) != 32 {
-				return nil, fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
+				return fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
 			}
 			p.Debs = append(p.Debs, Deb{Package: f[1], SHA256: strings.ToLower(f[2])})
 		default:
-			return nil, fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256`, got %q", n, line)
+			return fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256`, got %q", n, line)
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if p.CPU == "" {

@@ -1,7 +1,6 @@
 package dropcounter
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/bpf/btftest"
 	"github.com/slowpath/slowpath/internal/dropreport"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -20,27 +20,10 @@ import (
 // generation: params are the arguments after void *__data.
 func kernelBTF(t *testing.T, withTracepoint bool, params ...btf.FuncParam) *btf.Spec {
 	t.Helper()
-	voidp := &btf.Pointer{Target: (*btf.Void)(nil)}
-	var types []btf.Type
-	if withTracepoint {
-		proto := &btf.FuncProto{Return: (*btf.Void)(nil), Params: append([]btf.FuncParam{{Name: "__data", Type: voidp}}, params...)}
-		types = append(types, &btf.Typedef{Name: "btf_trace_kfree_skb", Type: &btf.Pointer{Target: proto}})
-	} else {
-		types = append(types, &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed})
+	if !withTracepoint {
+		return btftest.Spec(t, &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed})
 	}
-	b, err := btf.NewBuilder(types, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := b.Marshal(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := btf.LoadSpecFromReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
+	return btftest.Spec(t, btftest.KfreeSkbTracepoint(params...))
 }
 
 // TestProbeSpec tells the three generations of skb:kfree_skb apart from

@@ -1,31 +1,13 @@
 package reasoncounter
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
-)
 
-// specOf marshals types into a BTF blob and loads it back, as the kernel's
-// would be.
-func specOf(t *testing.T, types ...btf.Type) *btf.Spec {
-	t.Helper()
-	b, err := btf.NewBuilder(types, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := b.Marshal(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := btf.LoadSpecFromReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
-}
+	"github.com/slowpath/slowpath/internal/bpf/btftest"
+)
 
 // TestReasonArgFromBTF: where the reason is read from follows each
 // kernel generation's prototypes (include/trace/events/skb.h and
@@ -38,10 +20,6 @@ func TestReasonArgFromBTF(t *testing.T) {
 	reasons := &btf.Enum{Name: "skb_drop_reason", Size: 4, Values: []btf.EnumValue{{Name: "SKB_DROP_REASON_NOT_SPECIFIED", Value: 2}}}
 	reason := btf.FuncParam{Name: "reason", Type: reasons}
 	rxsk := btf.FuncParam{Name: "rx_sk", Type: &btf.Pointer{Target: &btf.Struct{Name: "sock"}}}
-	tracepoint := func(params ...btf.FuncParam) btf.Type {
-		proto := &btf.FuncProto{Return: (*btf.Void)(nil), Params: append([]btf.FuncParam{{Name: "__data", Type: voidp}}, params...)}
-		return &btf.Typedef{Name: "btf_trace_kfree_skb", Type: &btf.Pointer{Target: proto}}
-	}
 	fn := func(name string, params ...btf.FuncParam) btf.Type {
 		return &btf.Func{Name: name, Linkage: btf.GlobalFunc, Type: &btf.FuncProto{Return: (*btf.Void)(nil), Params: params}}
 	}
@@ -54,12 +32,12 @@ func TestReasonArgFromBTF(t *testing.T) {
 		fentryArg     int16
 		fentryRefused bool
 	}{
-		{name: "5.10", spec: specOf(t, tracepoint(skb, loc), fn("kfree_skb", skb)),
+		{name: "5.10", spec: btftest.Spec(t, btftest.KfreeSkbTracepoint(skb, loc), fn("kfree_skb", skb)),
 			tpErr: ErrNoDropReasons, fentryRefused: true},
-		{name: "6.1", spec: specOf(t, tracepoint(skb, loc, reason), fn("kfree_skb_reason", skb, reason)),
+		{name: "6.1", spec: btftest.Spec(t, btftest.KfreeSkbTracepoint(skb, loc, reason), fn("kfree_skb_reason", skb, reason)),
 			tpArg: 2, fentry: "kfree_skb_reason", fentryArg: 1},
 		// 6.12: kfree_skb_reason is a static inline calling sk_skb_reason_drop(NULL, ...).
-		{name: "6.12", spec: specOf(t, tracepoint(skb, loc, reason, rxsk), fn("sk_skb_reason_drop", sk, skb, reason)),
+		{name: "6.12", spec: btftest.Spec(t, btftest.KfreeSkbTracepoint(skb, loc, reason, rxsk), fn("sk_skb_reason_drop", sk, skb, reason)),
 			tpArg: 2, fentry: "sk_skb_reason_drop", fentryArg: 2},
 	}
 	for _, tt := range tests {

@@ -117,6 +117,7 @@ func TestFixtureAcceptance(t *testing.T) {
 		// DaemonSet): dm-0's table unread, dm-crypt by its CRYPT-LUKS2 uuid.
 		{"aws-i4i-luks-unprivileged", "dmcrypt.tax", "/dev/mapper/scratch", check.Fail, check.Warning},
 		{"aws-i4i-luks-unprivileged", "dmcrypt.workqueue", "/dev/mapper/scratch", check.Unknown, check.Info},
+		{"aws-i4i-luks-unprivileged", "storage.stacked-encryption", "/data", check.Unknown, check.Info},
 		{"gcp-n1-localssd-luks", "dmcrypt.tax", "/dev/mapper/ssd0", check.Unknown, check.Info},
 		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.tax", "/dev/mapper/pgram", check.Unknown, check.Info},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/quote"
 )
 
 // stacked-encryption: every block of the path is encrypted more than once.
@@ -190,13 +191,23 @@ func stackedRemediation(chain []storagemodel.Layer, subject string) string {
 func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 	var ev []check.Evidence
 	var refs []string
-	remediation := "Find out from the platform whether the layer below encrypts; if it does and the in-guest\n" +
-		"layer is not required, remove one of them."
+	remediation := "Find out from the platform whether the layer below encrypts; if it does\n" +
+		"and the in-guest layer is not required, remove one of them."
+	var unread []storagemodel.Layer
 	for _, l := range p.Layers {
 		if l.Encrypted {
 			ev = append(ev, layerEvidence(l))
 		}
 		if !l.EncryptionUnknown {
+			continue
+		}
+		if l.Cloud == nil {
+			// A dm layer whose table was not read: it is in this machine,
+			// and reading its table as root says whether it encrypts. The
+			// layer's note says why it was not read.
+			unread = append(unread, l)
+			ev = append(ev, check.Evidence{Source: "dm table " + l.Name, Key: "crypt", Observed: l.Note,
+				Expected: "a table read as root, to tell whether it encrypts"})
 			continue
 		}
 		e := check.Evidence{Source: l.Kind + " " + l.Name, Key: "encryption", Observed: "not visible from inside this machine", Expected: "known"}
@@ -231,21 +242,60 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 		}
 		ev = append(ev, e)
 	}
+	if len(unread) > 0 {
+		remediation = unreadRemediation(unread, len(unread) < p.UnknownEncryptionLayers, remediation)
+	}
 	return check.Finding{
 		Status:      check.Unknown,
 		Severity:    check.Info,
 		Subject:     subject,
-		Summary:     possibleStackSummary(p, subject),
+		Summary:     possibleStackSummary(p, subject, unread),
 		Evidence:    ev,
 		Remediation: remediation,
 		References:  append(refs, refDMCrypt),
 	}
 }
 
-func possibleStackSummary(p storagemodel.Path, subject string) string {
+// unreadRemediation asks for the unread dm tables first: reading them is
+// free and may settle the question; other tells what to do about unknown
+// layers outside the machine, when there are some too.
+func unreadRemediation(unread []storagemodel.Layer, alsoOutside bool, other string) string {
+	var b strings.Builder
+	b.WriteString("Read the device-mapper table as root: `slowpath doctor` run as root\n" +
+		"says whether the layer encrypts, or look for a crypt target in\n")
+	for _, l := range unread {
+		fmt.Fprintf(&b, "  dmsetup table %s\n", quote.Shell(l.Name))
+	}
+	b.WriteString("If it encrypts and one layer is not required, remove one of them;\n" +
+		"if both are required, list the path in required_stacks.")
+	if alsoOutside {
+		b.WriteString("\n" + other)
+	}
+	return b.String()
+}
+
+func possibleStackSummary(p storagemodel.Path, subject string, unread []storagemodel.Layer) string {
+	if p.EncryptionLayers == 1 && p.UnknownEncryptionLayers == 1 && len(unread) == 1 {
+		l := unread[0]
+		known := "1 known encryption layer"
+		if chain := p.EncryptionChain(); len(chain) > 0 {
+			known += " (" + chain[0].EncryptedBy + ")"
+		}
+		s := fmt.Sprintf("%s has %s and dm %s, whose device-mapper table could not be read", subject, known, l.Name)
+		if l.InferredCrypt != nil {
+			return s + fmt.Sprintf("; its uuid names a cryptsetup %s mapping, so it most likely encrypts too, "+
+				"and then every block is encrypted twice.", l.InferredCrypt.Type)
+		}
+		return s + "; if it encrypts too, every block is encrypted twice."
+	}
 	if p.EncryptionLayers == 1 && p.UnknownEncryptionLayers == 1 {
 		return fmt.Sprintf("%s has 1 encryption layer in this machine and 1 below it whose encryption cannot be seen from inside; "+
 			"if that one encrypts too, every block is encrypted twice.", subject)
+	}
+	if len(unread) > 0 {
+		return fmt.Sprintf("%s has %d known encryption layer(s) and %d whose encryption is unknown (%d with a device-mapper table "+
+			"that could not be read); if they encrypt, every block is encrypted %d times.", subject, p.EncryptionLayers,
+			p.UnknownEncryptionLayers, len(unread), p.EncryptionLayers+p.UnknownEncryptionLayers)
 	}
 	return fmt.Sprintf("%s has %d known encryption layer(s) and %d whose encryption or identity cannot be seen from inside; "+
 		"if they encrypt, every block is encrypted %d times.", subject, p.EncryptionLayers, p.UnknownEncryptionLayers,

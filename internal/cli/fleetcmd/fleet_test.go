@@ -16,6 +16,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
+	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/fleettax"
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/prometheustest"
@@ -23,7 +24,7 @@ import (
 
 const hostsDir = "../../../testdata/hosts"
 
-func fleet(t *testing.T, args ...string) []byte {
+func runFleet(t *testing.T, args ...string) []byte {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := fleetcmd.NewCmdFleet(&clienv.Env{Stdout: &out, Stderr: &errOut}, nil)
@@ -56,21 +57,21 @@ func TestFleet(t *testing.T) {
 
 	for _, by := range []string{"instance_type", "cloud", "node_pool"} {
 		t.Run(by, func(t *testing.T) {
-			got := fleet(t, "--prometheus", prom.URL, "--by", by)
+			got := runFleet(t, "--prometheus", prom.URL, "--by", by)
 			golden.Compare(t, filepath.Join("testdata", "by-"+by+".txt"), got)
 		})
 	}
 
-	var s fleetcmd.Summary
-	if err := json.Unmarshal(fleet(t, "--prometheus", prom.URL, "--format", "json"), &s); err != nil {
+	var s fleet.Summary
+	if err := json.Unmarshal(runFleet(t, "--prometheus", prom.URL, "--format", "json"), &s); err != nil {
 		t.Fatal(err)
 	}
-	want := fleetcmd.Summary{By: "instance_type", Groups: []fleetcmd.Group{
-		{Value: "", Nodes: 1, Findings: []fleetcmd.GroupCount{}},
-		{Value: "Standard_E16d_v5", Nodes: 1, Findings: []fleetcmd.GroupCount{
+	want := fleet.Summary{By: "instance_type", Groups: []fleet.Group{
+		{Value: "", Nodes: 1, Findings: []fleet.GroupCount{}},
+		{Value: "Standard_E16d_v5", Nodes: 1, Findings: []fleet.GroupCount{
 			{ID: "storage.stacked-encryption", Severity: "warning", Subject: "/mnt/data", Nodes: 1},
 		}},
-		{Value: "i4i.2xlarge", Nodes: 1, Findings: []fleetcmd.GroupCount{
+		{Value: "i4i.2xlarge", Nodes: 1, Findings: []fleet.GroupCount{
 			{ID: "dmcrypt.tax", Severity: "warning", Subject: "/dev/mapper/scratch", Nodes: 1},
 			{ID: "dmcrypt.workqueue", Severity: "warning", Subject: "/dev/mapper/scratch", Nodes: 1},
 			{ID: "storage.stacked-encryption", Severity: "warning", Subject: "/data", Nodes: 1},
@@ -99,12 +100,12 @@ func TestFleetTax(t *testing.T) {
 	}
 	anon := strings.NewReplacer(names...)
 	for _, f := range []string{"text", "markdown"} {
-		got := anon.Replace(string(fleet(t, "--tax", "--prometheus", prom.URL, "--format", f)))
+		got := anon.Replace(string(runFleet(t, "--tax", "--prometheus", prom.URL, "--format", f)))
 		golden.Compare(t, filepath.Join("testdata", "tax."+f), []byte(got))
 	}
 
 	var s fleettax.Summary
-	if err := json.Unmarshal(fleet(t, "--tax", "--prometheus", prom.URL, "--by", "instance_type", "--format", "json"), &s); err != nil {
+	if err := json.Unmarshal(runFleet(t, "--tax", "--prometheus", prom.URL, "--by", "instance_type", "--format", "json"), &s); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Groups) != 2 || s.By != "instance_type" {
