@@ -161,6 +161,8 @@ type Result struct {
 	Environment   []EnvDiff  `json:"environment_differences"`
 	// MinRuns is how many runs per side the alpha needs for a verdict.
 	MinRuns int `json:"min_runs_for_verdict"`
+	// Annotations are set by the front end, after Compare (annotations.go).
+	Annotations
 }
 
 // JSONVersion is the version of Result's JSON shape.

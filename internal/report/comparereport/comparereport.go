@@ -48,7 +48,7 @@ func sideTitle(s comparison.SideInfo) string {
 
 func writeText(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "slowpath compare: %s\n", joinSides(r, " vs "))
+	fmt.Fprintf(b, "%s: %s\n", title(r), joinSides(r, " vs "))
 	for _, s := range r.Sides {
 		if len(s.Sources) > 0 {
 			fmt.Fprintf(b, "  %s: %s\n", s.Name, strings.Join(s.Sources, ", "))
@@ -56,6 +56,9 @@ func writeText(w io.Writer, r *comparison.Result) error {
 		if len(s.Mixed) > 0 {
 			fmt.Fprintf(b, "  %s: runs differ in %s\n", s.Name, strings.Join(s.Mixed, ", "))
 		}
+	}
+	if err := writeTextSetup(b, r); err != nil {
+		return err
 	}
 	for _, l := range header(r) {
 		fmt.Fprintf(b, "%s\n", l)
@@ -96,6 +99,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 			return err
 		}
 	}
+	writeTextTail(b, r)
 	return b.Flush()
 }
 
@@ -141,7 +145,7 @@ func mdEscape(s string) string {
 
 func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "# slowpath compare: %s\n\n", mdEscape(joinSides(r, " vs ")))
+	fmt.Fprintf(b, "# %s: %s\n\n", mdEscape(title(r)), mdEscape(joinSides(r, " vs ")))
 	for _, s := range r.Sides {
 		if len(s.Sources) > 0 {
 			fmt.Fprintf(b, "- **%s**: %s\n", mdEscape(s.Name), mdEscape(strings.Join(s.Sources, ", ")))
@@ -151,6 +155,7 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		}
 	}
 	fmt.Fprintln(b)
+	writeMarkdownSetup(b, r)
 	for _, l := range header(r) {
 		fmt.Fprintf(b, "%s\n", mdEscape(l))
 	}
@@ -183,6 +188,7 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	fmt.Fprintf(b, "\n## Environment differences\n\n")
 	if len(r.Environment) == 0 {
 		fmt.Fprintf(b, "None found.\n")
+		writeMarkdownTail(b, r)
 		return b.Flush()
 	}
 	var names []string
@@ -197,5 +203,6 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(d.Key), strings.Join(v, " | "))
 	}
+	writeMarkdownTail(b, r)
 	return b.Flush()
 }

@@ -28,11 +28,16 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 	for _, s := range r.Sides {
 		names = append(names, fmt.Sprintf("%s (%d runs)", s.Name, s.Runs))
 	}
-	p := Page{Title: "slowpath compare", Subtitle: strings.Join(names, " vs ")}
+	title := "slowpath compare"
+	if r.Title != "" {
+		title = r.Title
+	}
+	p := Page{Title: title, Subtitle: strings.Join(names, " vs ")}
 	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: []Block{
 		{Text: fmt.Sprintf("Mann-Whitney U over runs at alpha %g: \"~\" no significant difference; a verdict needs %d runs per side. Cells: median ±%g%% interval (b: bootstrap inside the one run).", r.Alpha, r.MinRuns, r.Confidence*100)},
 		{Table: resultTable(r)},
 	}})
+	p.Sections[0].Blocks = append(setupBlocks(r), p.Sections[0].Blocks...)
 	if cdfs := cdfBlocks(sides); len(cdfs) > 0 {
 		p.Sections = append(p.Sections, Section{Heading: "Latency distributions", Blocks: cdfs})
 	}
@@ -55,6 +60,7 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 		env = []Block{{Table: t}}
 	}
 	p.Sections = append(p.Sections, Section{Heading: "Environment differences", Blocks: env})
+	p.Sections = append(p.Sections, tailSections(r)...)
 	for _, s := range sides {
 		if len(s.Storage) == 0 {
 			continue
