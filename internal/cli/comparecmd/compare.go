@@ -43,7 +43,7 @@ type Options struct {
 	// CipherLimit is a `lab crypto-limit --format json` file for the
 	// encryption tax, instead of measuring the cipher now.
 	CipherLimit string
-	Bench   BenchFlags
+	Bench       BenchFlags
 }
 
 // NewCmdCompare builds the command; runF replaces the action in tests.
