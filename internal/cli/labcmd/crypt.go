@@ -2,17 +2,13 @@ package labcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -305,10 +301,10 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 		return err
 	}
 	targets := []*target{{name: "plain", path: lab.BackingPath}}
-	var unsupported []string
+	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
 		if m.Unsupported != "" {
-			unsupported = append(unsupported, fmt.Sprintf("%s: %s", m.Variant.Name, m.Unsupported))
+			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported + " (not supported by this kernel)"})
 			continue
 		}
 		layers := 1
@@ -338,158 +334,154 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	}
 
 	var sides []comparison.Side
+	var layers []int
 	for _, t := range targets {
-		side := comparison.Side{Name: t.name, Sources: []string{t.path}}
-		if prof.Bench != "" {
-			var results []*benchresult.Result
-			for _, s := range t.samples {
-				results = append(results, s.result)
-			}
-			var err error
-			if side, err = comparison.FromResults(t.name, nil, results); err != nil {
-				return err
-			}
-			side.Sources = []string{t.path}
-			for i, s := range t.samples {
-				side.Runs[i].Label = fmt.Sprintf("%s #%d", t.name, i+1)
-				side.Runs[i].Metrics["CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu}
-				side.Runs[i].Metrics["crypto CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU}
-			}
-			side.Facts = append(side.Facts, comparison.Fact{Key: "encryption layers", Value: fmt.Sprint(t.layers)})
-			sides = append(sides, side)
-			continue
-		}
-		for i, s := range t.samples {
-			m := map[string]comparison.Measure{
-				"IOPS":       {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: s.iops},
-				"CPU":        {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu},
-				"crypto CPU": {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU},
-			}
-			if prof.RW != "write" && prof.RW != "randwrite" {
-				m["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.readP99}
-			}
-			if prof.RW != "randread" {
-				m["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.writeP99}
-			}
-			side.Runs = append(side.Runs, comparison.Run{Label: fmt.Sprintf("%s #%d", t.name, i+1), Metrics: m})
-		}
-		side.Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(t.layers)}}
-		sides = append(sides, side)
-	}
-	w := env.Stdout
-	if o.Format != "json" {
-		fmt.Fprintf(w, "slowpath lab crypt: profile %s (%s) on %s (%s), dm-crypt target %s, %d run(s) × %v per target, interleaved\n",
-			prof.Name, prof.Description, lab.Backing, lab.BackingPath, lab.CryptVersion, o.Runs, o.Runtime)
-		if l := figures.Label(); l != "" {
-			fmt.Fprintf(w, "%s\n", l)
-		}
-		fmt.Fprintf(w, "crypto CPU: CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)\n\n")
-	}
-	if len(sides) < 2 {
-		fmt.Fprintf(w, "no variant could run on this kernel\n")
-	} else {
-		r, err := comparison.Compare(sides, comparison.Options{})
+		side, err := t.side(prof)
 		if err != nil {
 			return err
 		}
-		if o.Format == "json" {
-			if err := writeJSON(w, r, figures); err != nil {
-				return err
-			}
-		} else if err := comparereport.Write(w, r, o.Format); err != nil {
+		sides = append(sides, side)
+		layers = append(layers, t.layers)
+	}
+	r, err := cryptResult(cryptSetup{prof: prof, backing: lab.Backing.String(), backingPath: lab.BackingPath, cryptVersion: lab.CryptVersion.String(),
+		runs: o.Runs, runtime: o.Runtime, figures: figures, notRun: notRun, limit: limit}, sides, layers)
+	if err != nil {
+		return err
+	}
+	if o.HTML != "" {
+		if err := writeHTML(o.HTML, r, sides); err != nil {
 			return err
 		}
-		if o.HTML != "" {
-			f, err := os.Create(o.HTML)
-			if err != nil {
-				return err
-			}
-			err = htmlreport.WriteCompare(f, r, sides)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("write %s: %w", o.HTML, err)
-			}
-		}
 	}
-	if o.Format == "json" {
-		return nil
-	}
-	if len(unsupported) > 0 {
-		fmt.Fprintf(w, "\nNot supported by this kernel (not run):\n")
-		for _, u := range unsupported {
-			fmt.Fprintf(w, "  %s\n", u)
-		}
-	}
-	writeTax(w, prof, targets, limit, figures)
-	return nil
+	return comparereport.Write(env.Stdout, r, o.Format)
 }
 
-// writeJSON prints the comparison with what its figures are: "figures"
-// (measured, emulated or icount-model), the label printed over the text
-// table, and the icount shift of a model.
-func writeJSON(w io.Writer, r *comparison.Result, figures Figures) error {
-	out := struct {
-		*comparison.Result
-		Figures     string `json:"figures"`
-		FiguresNote string `json:"figures_note,omitempty"`
-		IcountShift *int   `json:"icount_shift,omitempty"`
-	}{Result: r, Figures: figures.Kind, FiguresNote: figures.Label()}
-	if figures.Kind == "icount-model" {
-		out.IcountShift = &figures.Shift
+// side is the comparison's side of a target's runs: the bench result's
+// figures for a bench profile, the fio job's for the others, and the CPU
+// of the machine and of kernel threads (crypto CPU) for both.
+func (t *target) side(prof *Profile) (comparison.Side, error) {
+	side := comparison.Side{Name: t.name, Sources: []string{t.path}}
+	if prof.Bench != "" {
+		var results []*benchresult.Result
+		for _, s := range t.samples {
+			results = append(results, s.result)
+		}
+		var err error
+		if side, err = comparison.FromResults(t.name, nil, results); err != nil {
+			return side, err
+		}
+		side.Sources = []string{t.path}
+		for i, s := range t.samples {
+			side.Runs[i].Label = fmt.Sprintf("%s #%d", t.name, i+1)
+			side.Runs[i].Metrics["CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu}
+			side.Runs[i].Metrics["crypto CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU}
+		}
+		side.Facts = append(side.Facts, comparison.Fact{Key: "encryption layers", Value: fmt.Sprint(t.layers)})
+		return side, nil
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	for i, s := range t.samples {
+		m := map[string]comparison.Measure{
+			"IOPS":       {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: s.iops},
+			"CPU":        {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu},
+			"crypto CPU": {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU},
+		}
+		if prof.RW != "write" && prof.RW != "randwrite" {
+			m["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.readP99}
+		}
+		if prof.RW != "randread" {
+			m["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.writeP99}
+		}
+		side.Runs = append(side.Runs, comparison.Run{Label: fmt.Sprintf("%s #%d", t.name, i+1), Metrics: m})
+	}
+	side.Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(t.layers)}}
+	return side, nil
 }
 
-func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.Result, figures Figures) {
-	what := limit.What
-	if limit.Kernel != nil && !strings.Contains(what, limit.Kernel.Driver) {
+// cryptSetup is what lab crypt knows beyond its sides' runs.
+type cryptSetup struct {
+	prof                               *Profile
+	backing, backingPath, cryptVersion string
+	runs                               int
+	runtime                            time.Duration
+	figures                            Figures
+	notRun                             []comparison.NotRun
+	limit                              *cipherlimit.Result
+}
+
+// cryptResult is lab crypt's one result: the comparison of the sides (plain
+// first; layers are each side's encryption layers), with the setup, what
+// the figures are, the variants the kernel could not run and the expected
+// encryption tax, for every renderer.
+func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparison.Result, error) {
+	if len(sides) < 2 {
+		var why []string
+		for _, n := range c.notRun {
+			why = append(why, n.Name+": "+n.Reason)
+		}
+		return nil, fmt.Errorf("no variant could run on this kernel (%s): choose others with --variants", strings.Join(why, "; "))
+	}
+	prof := c.prof
+	// The verdict is on the profile's declared primary metrics: a bench
+	// profile's own; for a fio job, its IOPS (at a fixed queue depth the
+	// same information as its mean latency, Little's law).
+	opts := comparison.Options{Primary: []string{"IOPS"}}
+	if m, ok := profile.MetricsOf(prof.Bench); ok {
+		opts.Primary, opts.Guards = m.Primary, m.Guards
+	}
+	r, err := comparison.Compare(sides, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.Title = "slowpath lab crypt"
+	r.Setup = []comparison.Fact{
+		{Key: "profile", Value: fmt.Sprintf("%s (%s)", prof.Name, prof.Description)},
+		{Key: "backing", Value: fmt.Sprintf("%s (%s)", c.backing, c.backingPath)},
+		{Key: "dm-crypt target", Value: c.cryptVersion},
+		{Key: "runs", Value: fmt.Sprintf("%d × %v per side, interleaved", c.runs, c.runtime)},
+		{Key: "crypto CPU", Value: "CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)"},
+	}
+	r.Figures, r.FiguresNote = c.figures.Kind, c.figures.Label()
+	if c.figures.Kind == "icount-model" {
+		r.IcountShift = &c.figures.Shift
+	}
+	r.NotRun = c.notRun
+	what := c.limit.What
+	if c.limit.Kernel != nil && !strings.Contains(what, c.limit.Kernel.Driver) {
 		// The user-space bound stands in for the kernel's driver, which
 		// the tax is still about: name it.
-		what += "; the kernel's xts(aes) driver is " + limit.Kernel.Driver
+		what += "; the kernel's xts(aes) driver is " + c.limit.Kernel.Driver
 	}
-	fmt.Fprintf(w, "\nEncryption tax (expected from the cipher's cost, %s per core: %s)\n", rate(limit.PerCore), what)
-	if l := figures.Label(); l != "" {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-	plain := targets[0]
-	if !(median(plain.samples, func(s sample) float64 { return s.iops }) > 0) {
-		fmt.Fprintf(w, "  not computed: profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)\n", prof.Name)
-		return
-	}
-	pIOPS, pBps, pCPU := median(plain.samples, func(s sample) float64 { return s.iops }), median(plain.samples, func(s sample) float64 { return s.bytesPerSec }), median(plain.samples, func(s sample) float64 { return s.cpu })
-	for _, t := range targets[1:] {
-		obs := cryptotax.Observation{
-			Layers: t.layers, BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth, Cores: limit.Cores,
-			PlainIOPS: pIOPS, IOPS: median(t.samples, func(s sample) float64 { return s.iops }),
-			PlainCPU: pCPU, CPU: median(t.samples, func(s sample) float64 { return s.cpu }),
-			PlainBytesPerSec: pBps, BytesPerS: median(t.samples, func(s sample) float64 { return s.bytesPerSec }),
+	in := comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: c.limit.PerCore, Source: what}, Cores: c.limit.Cores, Layers: layers}
+	switch {
+	case prof.Bench == "":
+		in.Shape = &comparison.TaxShape{IOPS: []string{"IOPS"}, CPU: "CPU", BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth}
+	default:
+		if shape, ok := comparison.ProfileTaxShape(prof.Bench); ok {
+			in.Shape = &shape
+		} else {
+			in.NoShape = fmt.Sprintf("profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)", prof.Name)
 		}
-		tax, err := cryptotax.Assess(cryptotax.Limit{BytesPerSecPerCore: limit.PerCore, Source: limit.What}, obs)
-		if err != nil {
-			fmt.Fprintf(w, "  %-24s unknown: %v\n", t.name, err)
-			continue
-		}
-		fmt.Fprintf(w, "  %-24s %s\n", t.name, tax.Line())
 	}
+	if err := comparison.AssessTax(r, in); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-func median(ss []sample, f func(sample) float64) float64 {
-	if len(ss) == 0 {
-		return math.NaN()
+// writeHTML writes the HTML page of the result.
+func writeHTML(path string, r *comparison.Result, sides []comparison.Side) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	v := make([]float64, len(ss))
-	for i, s := range ss {
-		v[i] = f(s)
+	err = htmlreport.WriteCompare(f, r, sides)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return nil
 }
 
 // prefill writes the whole backing device once, so reads in every run hit

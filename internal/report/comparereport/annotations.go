@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/slowpath/slowpath/internal/comparison"
 )
@@ -20,20 +19,13 @@ func title(r *comparison.Result) string {
 
 // writeTextSetup prints the comparison's setup facts and what its figures
 // are, under the sides.
-func writeTextSetup(w io.Writer, r *comparison.Result) error {
-	if len(r.Setup) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-		for _, f := range r.Setup {
-			fmt.Fprintf(tw, "%s:\t%s\n", f.Key, f.Value)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+func writeTextSetup(w io.Writer, r *comparison.Result) {
+	for _, f := range r.Setup {
+		fmt.Fprintf(w, "%s: %s\n", f.Key, f.Value)
 	}
 	if r.FiguresNote != "" {
 		fmt.Fprintf(w, "%s\n", r.FiguresNote)
 	}
-	return nil
 }
 
 // writeTextTail prints the sides that did not run and the encryption tax,
