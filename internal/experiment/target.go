@@ -76,7 +76,7 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 	case t.Dir != "" && t.Device != "":
 		return nil, errors.New("the run has a directory and a block device as target: give one")
 	case t.Device != "":
-		return prepareDevice(fs, t.Device)
+		return prepareDevice(fs, t.Device, t.Lab)
 	}
 	dir, err := filepath.Abs(t.Dir)
 	if err != nil {
@@ -103,7 +103,8 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 // prepareDevice checks that a device is expendable: refused when mounted,
 // holding a signature, part of a dm/md stack or the root disk.
 // The caller has the user's consent to overwrite it (bench --destroy-data).
-func prepareDevice(fs hostfs.FS, device string) (*target, error) {
+// A lab's device (Target.Lab) skips the policy.
+func prepareDevice(fs hostfs.FS, device string, lab bool) (*target, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(device, &st); err != nil {
 		return nil, &TargetError{Device: true, Target: device, Err: err}
@@ -116,6 +117,9 @@ func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 	// disk, partitions, dm/md stacks), before the device is opened at all.
 	s := &snapshot.Snapshot{}
 	storage.Collect(context.Background(), fs, s)
+	if lab {
+		return deviceTarget(device, mm, st.Rdev, s, nil)
+	}
 	if err := refuseDevice(s, mm, "", nil); err != nil {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
@@ -133,18 +137,26 @@ func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 		claim.Close()
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
+	return deviceTarget(device, mm, st.Rdev, s, claim)
+}
+
+func deviceTarget(device, mm string, rdev uint64, s *snapshot.Snapshot, claim *os.File) (*target, error) {
 	tmp, err := os.MkdirTemp("", "slowpath-bench-")
 	if err != nil {
-		claim.Close()
+		if claim != nil {
+			claim.Close()
+		}
 		return nil, err
 	}
 	name := ""
-	for _, d := range s.Storage.BlockDevices {
-		if d.MajorMinor == mm {
-			name = d.Name
+	if s.Storage != nil {
+		for _, d := range s.Storage.BlockDevices {
+			if d.MajorMinor == mm {
+				name = d.Name
+			}
 		}
 	}
-	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
+	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: rdev, snap: s, claim: claim}, nil
 }
 
 // ClaimDevice opens the block device dev (major:minor mm) with O_EXCL,

@@ -115,6 +115,13 @@ func (w Workload) withDefaults() (Workload, error) {
 type Target struct {
 	Dir    string
 	Device string
+	// Lab says the caller made Device for the experiment and removes it
+	// after (lab crypt's ramdisk and dm-crypt mappings): expendable by
+	// construction, so the policy that guards a user's device (mounted,
+	// in a dm stack, a signature, an exclusive claim) does not apply. The
+	// plain ramdisk under the lab's mappings is held by them, and random
+	// ciphertext on it may look like a signature.
+	Lab bool
 }
 
 // String is the target as given, for progress lines.

@@ -18,8 +18,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/collect/host"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
@@ -49,25 +50,37 @@ type CryptOptions struct {
 type Profile struct {
 	Name, Description string
 	RW                string
-	RWMixRead         int
-	BlockSize         int
-	IODepth           int
+	// BlockSize and IODepth describe the I/O the tax is computed on.
+	BlockSize int
+	IODepth   int
 	// Bench names a `slowpath bench` profile (internal/workload/profile)
-	// run on the device instead of the single fio job above; BlockSize and
-	// IODepth then describe its I/O-shaped phase for the tax.
+	// run on the device instead of a lab job (profile.LabJobs); BlockSize
+	// and IODepth then describe its I/O-shaped phase for the tax.
 	Bench string
 }
 
-// Profiles are the lab's workloads: fio jobs on the raw device, direct I/O
-// so the page cache does not hide the device.
-var Profiles = []Profile{
-	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8, ""},
-	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8, ""},
-	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8, ""},
-	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1, ""},
-	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4, ""},
-	{"db-commit", "slowpath bench's db-commit: 4 KiB direct random 50/50, then 8 KiB write+fdatasync commits with 1 and N jobs", "", 0, 4096, 1, profile.DBCommit},
-	{"telemetry-ingest", "slowpath bench's telemetry-ingest: 64 KiB appends with a checkpoint fsync every 8 MiB", "", 0, 65536, 1, profile.TelemetryIngest},
+// workload is the profile as the experiment engine runs it.
+func (p *Profile) workload() string {
+	if p.Bench != "" {
+		return p.Bench
+	}
+	return profile.LabPrefix + p.Name
+}
+
+// Profiles are the lab's workloads: the lab jobs (fio on the raw device,
+// direct I/O so the page cache does not hide the device) and two bench
+// profiles.
+var Profiles = append(labProfiles(),
+	Profile{"db-commit", "slowpath bench's db-commit: 4 KiB direct random 50/50, then 8 KiB write+fdatasync commits with 1 and N jobs", "", 4096, 1, profile.DBCommit},
+	Profile{"telemetry-ingest", "slowpath bench's telemetry-ingest: 64 KiB appends with a checkpoint fsync every 8 MiB", "", 65536, 1, profile.TelemetryIngest},
+)
+
+func labProfiles() []Profile {
+	var out []Profile
+	for _, j := range profile.LabJobs {
+		out = append(out, Profile{Name: j.Name, Description: j.Description, RW: j.RW, BlockSize: j.BlockSize, IODepth: j.IODepth})
+	}
+	return out
 }
 
 func profileNames() string {
@@ -231,32 +244,6 @@ func findProfile(name string) *Profile {
 	return &Profiles[i]
 }
 
-// Order is the interleaved run order: round r runs every target once,
-// starting at target r mod n, so no target always runs first or after the
-// same neighbour.
-func Order(targets, runs int) []int {
-	var out []int
-	for r := range runs {
-		for i := range targets {
-			out = append(out, (r+i)%targets)
-		}
-	}
-	return out
-}
-
-// sample is one run of one target.
-type sample struct {
-	iops, bytesPerSec, readP99, writeP99, cpu, kthreadCPU float64
-	// result is a bench profile's run, for comparison.FromResults.
-	result *benchresult.Result
-}
-
-type target struct {
-	name, path string
-	layers     int
-	samples    []sample
-}
-
 func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -297,104 +284,80 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 }
 
 func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Profile, lab *cryptlab.Lab, limit *cipherlimit.Result, figures Figures, logf func(string, ...any)) error {
-	if err := prefill(lab.BackingPath); err != nil {
+	if err := lab.Prefill(); err != nil {
 		return err
 	}
-	targets := []*target{{name: "plain", path: lab.BackingPath}}
+	// Every variant is a side whose target is its mapping; the plain side
+	// is the backing device beneath them.
+	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Lab: true}}}
+	layers := []int{0}
 	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
 		if m.Unsupported != "" {
 			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported + " (not supported by this kernel)"})
 			continue
 		}
-		layers := 1
+		n := 1
 		if m.Variant.Stacked {
-			layers = 2
+			n = 2
 		}
-		targets = append(targets, &target{name: m.Variant.Name, path: m.Path, layers: layers})
+		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Lab: true}})
+		layers = append(layers, n)
 	}
-	if prof.Bench != "" {
-		plan, err := profile.New(prof.Bench, profile.Params{Scale: 1, Runtime: o.Runtime, Dir: os.TempDir(), Device: lab.BackingPath, NumCPU: runtime.NumCPU()})
-		if err != nil {
-			return err
-		}
-		if have := lab.Sectors * 512; plan.SpaceBytes > have {
-			return fmt.Errorf("profile %s writes up to %d MiB and the backing has %d MiB: use a larger --backing (ram:%s)", prof.Name, plan.SpaceBytes>>20, have>>20, fitSize(plan.SpaceBytes))
-		}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
 	}
-	order := Order(len(targets), o.Runs)
-	for i, ti := range order {
-		t := targets[ti]
-		logf("run %d/%d: %s (%s)", i+1, len(order), t.name, t.path)
-		s, err := runOnce(ctx, env, prof, t.path, o.Runtime)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		t.samples = append(t.samples, s)
+	if len(sides) < 2 {
+		_, err := cryptResult(cryptSetup{prof: prof, notRun: notRun, limit: limit}, nil, nil)
+		return err
 	}
-
-	var sides []comparison.Side
-	var layers []int
-	for _, t := range targets {
-		side, err := t.side(prof)
-		if err != nil {
-			return err
+	// The cipher was measured once before the lab was set up: no run
+	// measures it again.
+	cipher := &benchresult.Cipher{BytesPerSecPerCore: limit.PerCore, Method: limit.Method, What: limit.What, KeyBits: limit.KeyBits, SectorSize: limit.SectorSize, Source: "lab crypt"}
+	if limit.Kernel != nil {
+		cipher.Driver = limit.Kernel.Driver
+	}
+	out, err := experiment.Run(ctx, experiment.Experiment{
+		Workload: experiment.Workload{Profile: prof.workload(), Runtime: o.Runtime},
+		Sides:    sides,
+		Runs:     o.Runs,
+		Env: experiment.Env{FS: env.FS, Version: env.Version, Cloud: cloud.Options{Cloud: "none"},
+			Cipher: cipher, CipherEmulated: figures.Kind != "measured"},
+		Progress: func(r experiment.RunInfo) { logf("%s", r) },
+	})
+	if err != nil {
+		return err
+	}
+	var cs []comparison.Side
+	for i, so := range out.Sides {
+		s := so.Comparison
+		if prof.Bench == "" {
+			// A lab job's table: IOPS, p99s and CPU (cryptlab.JobRun),
+			// not every figure of the bench result.
+			s.Runs = nil
+			for n, res := range so.Results {
+				s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", so.Name, n+1), res))
+			}
+			s.Facts = sides[i].Facts
+		} else {
+			for n, res := range so.Results {
+				cryptlab.AddCPU(&s.Runs[n], res)
+			}
 		}
-		sides = append(sides, side)
-		layers = append(layers, t.layers)
+		s.Sources = []string{sides[i].Target.Device}
+		cs = append(cs, s)
 	}
 	r, err := cryptResult(cryptSetup{prof: prof, backing: lab.Backing.String(), backingPath: lab.BackingPath, cryptVersion: lab.CryptVersion.String(),
-		runs: o.Runs, runtime: o.Runtime, figures: figures, notRun: notRun, limit: limit}, sides, layers)
+		runs: o.Runs, runtime: o.Runtime, figures: figures, notRun: notRun, limit: limit}, cs, layers)
 	if err != nil {
 		return err
 	}
 	if o.HTML != "" {
-		if err := writeHTML(o.HTML, r, sides); err != nil {
+		if err := writeHTML(o.HTML, r, cs); err != nil {
 			return err
 		}
 	}
 	return comparereport.Write(env.Stdout, r, o.Format)
-}
-
-// side is the comparison's side of a target's runs: the bench result's
-// figures for a bench profile, the fio job's for the others, and the CPU
-// of the machine and of kernel threads (crypto CPU) for both.
-func (t *target) side(prof *Profile) (comparison.Side, error) {
-	side := comparison.Side{Name: t.name, Sources: []string{t.path}}
-	if prof.Bench != "" {
-		var results []*benchresult.Result
-		for _, s := range t.samples {
-			results = append(results, s.result)
-		}
-		var err error
-		if side, err = comparison.FromResults(t.name, nil, results); err != nil {
-			return side, err
-		}
-		side.Sources = []string{t.path}
-		for i, s := range t.samples {
-			side.Runs[i].Label = fmt.Sprintf("%s #%d", t.name, i+1)
-			side.Runs[i].Metrics["CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu}
-			side.Runs[i].Metrics["crypto CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU}
-		}
-		side.Facts = append(side.Facts, comparison.Fact{Key: "encryption layers", Value: fmt.Sprint(t.layers)})
-		return side, nil
-	}
-	for i, s := range t.samples {
-		m := map[string]comparison.Measure{
-			"IOPS":       {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: s.iops},
-			"CPU":        {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu},
-			"crypto CPU": {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU},
-		}
-		if prof.RW != "write" && prof.RW != "randwrite" {
-			m["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.readP99}
-		}
-		if prof.RW != "randread" {
-			m["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.writeP99}
-		}
-		side.Runs = append(side.Runs, comparison.Run{Label: fmt.Sprintf("%s #%d", t.name, i+1), Metrics: m})
-	}
-	side.Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(t.layers)}}
-	return side, nil
 }
 
 // cryptSetup is what lab crypt knows beyond its sides' runs.
@@ -482,110 +445,4 @@ func writeHTML(path string, r *comparison.Result, sides []comparison.Side) error
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// prefill writes the whole backing device once, so reads in every run hit
-// allocated ramdisk pages or file blocks.
-func prefill(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break // ENOSPC at the end of the device
-		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("prefill %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func runOnce(ctx context.Context, env *clienv.Env, p *Profile, path string, length time.Duration) (sample, error) {
-	job := fio.Job{Name: "lab", Filename: path, RW: p.RW, RWMixRead: p.RWMixRead, BlockSize: fmt.Sprint(p.BlockSize),
-		IOEngine: "libaio", IODepth: p.IODepth, Direct: true, Runtime: length, TimeBased: true}
-	c0, err := host.ReadCPUTicks(env.FS)
-	if err != nil {
-		return sample{}, err
-	}
-	k0, err := host.KernelThreadTicks(env.FS)
-	if err != nil {
-		return sample{}, err
-	}
-	t0 := time.Now()
-	var s sample
-	if p.Bench != "" {
-		s, err = runBench(ctx, p, path, length)
-	} else {
-		s, err = runFio(ctx, job)
-	}
-	if err != nil {
-		return s, err
-	}
-	wall := time.Since(t0).Seconds()
-	c1, _ := host.ReadCPUTicks(env.FS)
-	k1, _ := host.KernelThreadTicks(env.FS)
-	// /proc/stat's total counts every CPU: busy/total is the busy share,
-	// times the number of CPUs gives CPUs busy.
-	if dt := c1.Total - c0.Total; dt > 0 {
-		s.cpu = float64(c1.Busy-c0.Busy) / float64(dt) * float64(runtime.NumCPU())
-	}
-	if k1 >= k0 {
-		s.kthreadCPU = float64(k1-k0) / host.UserHZ / wall
-	}
-	return s, nil
-}
-
-func runFio(ctx context.Context, job fio.Job) (sample, error) {
-	res, err := fio.Run(ctx, job)
-	if err != nil {
-		return sample{}, err
-	}
-	if len(res.Jobs) != 1 {
-		return sample{}, fmt.Errorf("fio returned %d jobs", len(res.Jobs))
-	}
-	j := res.Jobs[0]
-	s := sample{iops: j.Read.IOPS + j.Write.IOPS, bytesPerSec: j.Read.BandwidthBytes + j.Write.BandwidthBytes}
-	if p99, ok := j.Read.Clat.Percentile(99); ok {
-		s.readP99 = p99.Seconds()
-	}
-	if p99, ok := j.Write.Clat.Percentile(99); ok {
-		s.writeP99 = p99.Seconds()
-	}
-	return s, nil
-}
-
-// runBench runs a bench profile on the device in a scratch directory (fio
-// writes its logs there) and keeps its figures; the tax uses the IOPS of
-// its direct-4k phase (db-commit), where there is one.
-func runBench(ctx context.Context, p *Profile, device string, length time.Duration) (sample, error) {
-	dir, err := os.MkdirTemp("", "slowpath-lab-")
-	if err != nil {
-		return sample{}, err
-	}
-	defer os.RemoveAll(dir)
-	plan, err := profile.New(p.Bench, profile.Params{Scale: 1, Runtime: length, Dir: dir, Device: device, NumCPU: runtime.NumCPU()})
-	if err != nil {
-		return sample{}, err
-	}
-	start := time.Now()
-	phases, _, err := plan.Run(ctx, dir, profile.Hooks{Start: start})
-	if err != nil {
-		return sample{}, err
-	}
-	r := &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: p.Bench,
-		Started: start.UTC(), DurationNS: int64(time.Since(start)), Status: benchresult.StatusComplete,
-		Parameters: benchresult.Parameters{Scale: 1, RuntimeNS: int64(length), Target: device, TargetKind: "device"},
-		Figures:    plan.Figures(phases, nil), Phases: phases}
-	s := sample{result: r}
-	for _, f := range r.Figures {
-		if f.Phase == "direct-4k" && (f.Name == "read_iops" || f.Name == "write_iops") {
-			s.iops += f.Value
-		}
-	}
-	s.bytesPerSec = s.iops * float64(p.BlockSize)
-	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/golden"
@@ -25,24 +27,6 @@ import (
 	"github.com/slowpath/slowpath/internal/testenv"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
-
-func TestOrder(t *testing.T) {
-	got := Order(3, 3)
-	want := []int{0, 1, 2, 1, 2, 0, 2, 0, 1}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Error(diff)
-	}
-	// Every target runs once per round.
-	for r := range 3 {
-		seen := map[int]bool{}
-		for _, i := range got[r*3 : r*3+3] {
-			seen[i] = true
-		}
-		if len(seen) != 3 {
-			t.Errorf("round %d: %v", r, got[r*3:r*3+3])
-		}
-	}
-}
 
 func testEnv() (*clienv.Env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
@@ -240,39 +224,47 @@ func TestDetectFigures(t *testing.T) {
 	}
 }
 
-// labTargets are lab crypt's targets after a randrw-4k matrix of 4 runs:
-// plain, default dm-crypt (queueing in kcryptd), no_workqueue (about the
-// cipher's cost) and crypt on crypt, with a little spread between runs.
-func labTargets() []*target {
-	mk := func(name, path string, layers int, iops, p99, cpu, kcpu float64) *target {
-		t := &target{name: name, path: path, layers: layers}
+// labSides are lab crypt's sides after a randrw-4k matrix of 4 runs, each
+// run a bench result of the lab job as the engine returns it (figures and
+// where the time went): plain, default dm-crypt (queueing in kcryptd),
+// no_workqueue (about the cipher's cost) and crypt on crypt, with a little
+// spread between runs.
+func labSides() ([]comparison.Side, []int) {
+	mk := func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
+		s := comparison.Side{Name: name, Sources: []string{path}}
 		for i, f := range []float64{1, 1.004, 0.997, 1.002} {
-			t.samples = append(t.samples, sample{iops: iops * f, bytesPerSec: iops * f * 4096, readP99: p99 / f, writeP99: 1.2 * p99 / f,
-				cpu: cpu * (1 + 0.01*float64(i)), kthreadCPU: kcpu * (1 + 0.01*float64(i))})
+			c := 1 + 0.01*float64(i)
+			res := &benchresult.Result{Profile: "lab:randrw-4k", Figures: []benchresult.Figure{
+				{Name: "read_iops", Phase: "lab", Value: iops * f / 2, Unit: benchresult.UnitIOPS},
+				{Name: "read_p99", Phase: "lab", Value: p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
+				{Name: "write_p99", Phase: "lab", Value: 1.2 * p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
+				{Name: "total_iops", Value: iops * f, Unit: benchresult.UnitIOPS},
+			}, WhereTime: &benchresult.WhereTime{Threads: []benchresult.ThreadGroup{
+				{Group: benchresult.GroupWorkload, CPUs: (cpu - kcpu) * c},
+				{Group: benchresult.GroupKcryptd, CPUs: kcpu * c * 0.9},
+				{Group: benchresult.GroupKsoftirqd, CPUs: kcpu * c * 0.1},
+			}}}
+			s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", name, i+1), res))
 		}
-		return t
+		return s
 	}
-	return []*target{
-		mk("plain", "/dev/ram0", 0, 110e3, 120e-6, 0.9, 0.01),
-		mk("default", "/dev/mapper/slowpath-lab-1-default", 1, 23e3, 900e-6, 1.6, 0.9),
-		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 1, 89e3, 150e-6, 1.1, 0.02),
-		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 2, 12e3, 1.7e-3, 1.8, 1.1),
+	sides := []comparison.Side{
+		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
+		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
+		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
+		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 12e3, 1.7e-3, 1.8, 1.1),
 	}
+	layers := []int{0, 1, 1, 2}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+	}
+	return sides, layers
 }
 
 func labResult(t *testing.T, figures Figures) (*comparison.Result, []comparison.Side) {
 	t.Helper()
 	prof := findProfile("randrw-4k")
-	var sides []comparison.Side
-	var layers []int
-	for _, tg := range labTargets() {
-		s, err := tg.side(prof)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sides = append(sides, s)
-		layers = append(layers, tg.layers)
-	}
+	sides, layers := labSides()
 	r, err := cryptResult(cryptSetup{prof: prof, backing: "ram:1G", backingPath: "/dev/ram0", cryptVersion: "v1.24.0", runs: 4, runtime: 10 * time.Second,
 		figures: figures, limit: &cipherlimit.Result{What: "the kernel's xts-aes-aesni through AF_ALG", PerCore: 1.41e9, Cores: 2, Kernel: &cipherlimit.Implementation{Driver: "xts-aes-aesni"}},
 		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs dm-crypt target v1.26.0, kernel has v1.24.0 (not supported by this kernel)"}}},
@@ -326,12 +318,9 @@ func TestCryptGolden(t *testing.T) {
 // TestCryptRefusesNoVariant: with no variant that ran there is nothing to
 // compare; the error names the reasons and what to do.
 func TestCryptRefusesNoVariant(t *testing.T) {
-	s, err := labTargets()[0].side(findProfile("randrw-4k"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cryptResult(cryptSetup{prof: findProfile("randrw-4k"), limit: &cipherlimit.Result{PerCore: 1e9},
-		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs v1.26.0"}}}, []comparison.Side{s}, []int{0})
+	sides, _ := labSides()
+	_, err := cryptResult(cryptSetup{prof: findProfile("randrw-4k"), limit: &cipherlimit.Result{PerCore: 1e9},
+		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs v1.26.0"}}}, sides[:1], []int{0})
 	if err == nil || !strings.Contains(err.Error(), "high_priority: needs v1.26.0") || !strings.Contains(err.Error(), "--variants") {
 		t.Errorf("err %v", err)
 	}
