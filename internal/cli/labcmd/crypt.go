@@ -294,7 +294,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
 		if m.Unsupported != "" {
-			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported + " (not supported by this kernel)"})
+			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported})
 			continue
 		}
 		n := 1
