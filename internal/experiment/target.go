@@ -76,7 +76,7 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 	case t.Dir != "" && t.Device != "":
 		return nil, errors.New("the run has a directory and a block device as target: give one")
 	case t.Device != "":
-		return prepareDevice(fs, t.Device, t.Lab)
+		return prepareDevice(fs, t.Device, t.Created)
 	}
 	dir, err := filepath.Abs(t.Dir)
 	if err != nil {
@@ -101,10 +101,10 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 }
 
 // prepareDevice checks that a device is expendable: refused when mounted,
-// holding a signature, part of a dm/md stack or the root disk.
-// The caller has the user's consent to overwrite it (bench --destroy-data).
-// A lab's device (Target.Lab) skips the policy.
-func prepareDevice(fs hostfs.FS, device string, lab bool) (*target, error) {
+// holding a signature, part of a dm/md stack or the root disk, unless
+// created says the caller made it for the run. The caller has the user's
+// consent to overwrite it (bench --destroy-data, lab crypt's own mapping).
+func prepareDevice(fs hostfs.FS, device string, created bool) (*target, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(device, &st); err != nil {
 		return nil, &TargetError{Device: true, Target: device, Err: err}
@@ -117,35 +117,33 @@ func prepareDevice(fs hostfs.FS, device string, lab bool) (*target, error) {
 	// disk, partitions, dm/md stacks), before the device is opened at all.
 	s := &snapshot.Snapshot{}
 	storage.Collect(context.Background(), fs, s)
-	if lab {
-		return deviceTarget(device, mm, st.Rdev, s, nil)
-	}
-	if err := refuseDevice(s, mm, "", nil); err != nil {
+	if err := refuseDevice(s, mm, "", nil); err != nil && !created {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// First line: an exclusive claim, held until the run's cleanup. The
 	// kernel refuses it (EBUSY) while anything else has the device: a
 	// mount, a dm or md device on it, or any exclusive opener (a Ceph OSD,
 	// a ZFS pool, LVM tools) that no on-disk signature may show.
+	// A created device that a device-mapper or md device holds is used
+	// unclaimed: lab crypt's plain side is its ramdisk, which the lab's
+	// own dm-crypt mappings hold open exclusively for the whole experiment
+	// (the kernel refuses the claim with EBUSY), and the lab's host lock
+	// keeps other labs off it. Any other exclusive opener still refuses it.
 	claim, err := ClaimDevice(fs, device, mm)
-	if err != nil {
+	if err != nil && !(created && heldByStack(s, mm)) {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// Second line: the first bytes' signatures.
-	sig, sigErr := blocksig.ProbeDevice(device)
-	if err := refuseDevice(s, mm, sig, sigErr); err != nil {
-		claim.Close()
-		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
+	if !created {
+		sig, sigErr := blocksig.ProbeDevice(device)
+		if err := refuseDevice(s, mm, sig, sigErr); err != nil {
+			claim.Close()
+			return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
+		}
 	}
-	return deviceTarget(device, mm, st.Rdev, s, claim)
-}
-
-func deviceTarget(device, mm string, rdev uint64, s *snapshot.Snapshot, claim *os.File) (*target, error) {
 	tmp, err := os.MkdirTemp("", "slowpath-bench-")
 	if err != nil {
-		if claim != nil {
-			claim.Close()
-		}
+		claim.Close()
 		return nil, err
 	}
 	name := ""
@@ -156,7 +154,20 @@ func deviceTarget(device, mm string, rdev uint64, s *snapshot.Snapshot, claim *o
 			}
 		}
 	}
-	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: rdev, snap: s, claim: claim}, nil
+	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
+}
+
+// heldByStack reports whether a dm or md device holds the device mm.
+func heldByStack(s *snapshot.Snapshot, mm string) bool {
+	if s.Storage == nil {
+		return false
+	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.MajorMinor == mm {
+			return len(d.Holders) > 0
+		}
+	}
+	return false
 }
 
 // ClaimDevice opens the block device dev (major:minor mm) with O_EXCL,
@@ -294,6 +305,9 @@ func (t *target) checkSpace(need uint64) error {
 		return nil
 	}
 	if t.kind == "block" {
+		if t.snap.Storage == nil {
+			return nil
+		}
 		for _, d := range t.snap.Storage.BlockDevices {
 			if d.Name == t.devName && d.SizeBytes < need {
 				return fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need))

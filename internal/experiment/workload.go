@@ -115,13 +115,15 @@ func (w Workload) withDefaults() (Workload, error) {
 type Target struct {
 	Dir    string
 	Device string
-	// Lab says the caller made Device for the experiment and removes it
-	// after (lab crypt's ramdisk and dm-crypt mappings): expendable by
-	// construction, so the policy that guards a user's device (mounted,
-	// in a dm stack, a signature, an exclusive claim) does not apply. The
-	// plain ramdisk under the lab's mappings is held by them, and random
-	// ciphertext on it may look like a signature.
-	Lab bool
+	// Created says the caller made Device for this experiment (lab
+	// crypt's mapping on its own ramdisk), so the policy that refuses a
+	// device in use by what the host shows (a dm or md stack, a
+	// filesystem signature, mounts, the root disk) does not apply. The
+	// exclusive claim still does: a device anything else holds open
+	// exclusively, a mount included, is refused; only a created device
+	// held by a dm or md device (lab crypt's plain ramdisk under its own
+	// mappings) runs unclaimed.
+	Created bool
 }
 
 // String is the target as given, for progress lines.

@@ -9,14 +9,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
@@ -55,7 +56,8 @@ func NewCmdCompare(env *clienv.Env, runF func(context.Context, *Options) error) 
 		Short: "Compare bench results side by side: which differences are significant, and charts",
 		Long: `Compare reads saved bench results, one side per argument (NAME=a.json,b.json
 gives a side several runs), or with --profile and two or more --target runs the
-bench on each target itself, interleaved (A B B A ...) --runs times.
+bench on each target itself, in process, interleaved (A B B A ...) --runs
+times (one line of progress per run on stderr).
 
 Per metric it prints each side's median, the change against the first side and
 whether it is significant (Mann-Whitney U over runs at --alpha): "~" when not,
@@ -113,6 +115,9 @@ func (o *Options) validate() ([]Target, error) {
 		if o.Runs < 1 {
 			return nil, fmt.Errorf("--runs %d: need at least 1", o.Runs)
 		}
+		if err := (cloud.Options{Cloud: o.Bench.Cloud}).Validate(); err != nil {
+			return nil, err
+		}
 		var ts []Target
 		seen := map[string]bool{}
 		for _, t := range o.Targets {
@@ -140,17 +145,9 @@ func (o *Options) validate() ([]Target, error) {
 	return nil, nil
 }
 
-// sideNameRE is the alphabet of side names. A name becomes a file name
-// under --save (NAME-N.json), a table cell and a chart label: one path
-// component, no markup, no line breaks.
-var sideNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-func validSideName(name string) error {
-	if !sideNameRE.MatchString(name) {
-		return fmt.Errorf("side name %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (NAME=FILE names a side)", name)
-	}
-	return nil
-}
+// validSideName is the engine's alphabet of side names: a name becomes a
+// file name under --save (NAME-N.json), a table cell and a chart label.
+func validSideName(name string) error { return experiment.ValidSideName(name) }
 
 // parseSide splits [NAME=]FILE[,FILE...]; the name defaults to the first
 // file's base name without .json.
@@ -180,7 +177,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	var sides []comparison.Side
 	if len(targets) > 0 {
-		if sides, err = runInterleaved(ctx, env, o, targets); err != nil {
+		// The workload is checked before anything runs: a typo in a job
+		// file never costs a run.
+		w, err := o.Bench.workload(o.Profile)
+		if err != nil {
+			return usageErr(err)
+		}
+		if sides, err = runInterleaved(ctx, env, o, w, targets); err != nil {
 			return usageErr(err)
 		}
 	} else {
@@ -236,11 +239,11 @@ func addTax(ctx context.Context, fs hostfs.FS, res *comparison.Result, sides []c
 	}
 	in := comparison.TaxInput{Layers: layers, Shape: &shape, Caveat: "cipher measured now on this machine: valid for results from this CPU"}
 	if cipherFile != "" {
-		r, _, err := cipherlimit.ReadFile(cipherFile)
+		c, _, err := experiment.ReadCipherLimit(cipherFile)
 		if err != nil {
 			return fmt.Errorf("--cipher-limit: %w", err)
 		}
-		in.Limit = cryptotax.Limit{BytesPerSecPerCore: r.PerCore, Source: r.What}
+		in.Limit = cryptotax.Limit{BytesPerSecPerCore: c.BytesPerSecPerCore, Source: c.What}
 		in.Caveat = "cipher from " + cipherFile + ": valid for results from the CPU it was measured on"
 	} else {
 		r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{Duration: 300 * time.Millisecond, PerCoreOnly: true})

@@ -289,7 +289,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	}
 	// Every variant is a side whose target is its mapping; the plain side
 	// is the backing device beneath them.
-	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Lab: true}}}
+	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Created: true}}}
 	layers := []int{0}
 	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
@@ -301,7 +301,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 		if m.Variant.Stacked {
 			n = 2
 		}
-		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Lab: true}})
+		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Created: true}})
 		layers = append(layers, n)
 	}
 	for i := range sides {
