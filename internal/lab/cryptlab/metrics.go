@@ -43,9 +43,9 @@ func JobRun(label string, res *benchresult.Result) comparison.Run {
 		case f.Name == "total_iops":
 			run.Metrics["IOPS"] = comparison.Measure{Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: f.Value}
 		case f.Name == "read_p99" && f.Phase == "lab":
-			run.Metrics["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value * 1e-9}
+			run.Metrics["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
 		case f.Name == "write_p99" && f.Phase == "lab":
-			run.Metrics["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value * 1e-9}
+			run.Metrics["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
 		}
 	}
 	AddCPU(&run, res)
