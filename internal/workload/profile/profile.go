@@ -90,6 +90,9 @@ func Known(name string) bool {
 	case SearchIndex, DBCommit, TelemetryIngest:
 		return true
 	}
+	if _, ok := FindLabJob(name); ok && strings.HasPrefix(name, LabPrefix) {
+		return true
+	}
 	return strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix)
 }
 
@@ -135,6 +138,8 @@ func New(name string, p Params) (*Plan, error) {
 		return telemetryIngest(p)
 	case strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix):
 		return fioFile(name, p)
+	case strings.HasPrefix(name, LabPrefix):
+		return labJob(name, p)
 	}
 	return nil, fmt.Errorf("%w %q: use one of %s", ErrUnknown, name, strings.Join(Names, ", "))
 }
@@ -575,7 +580,7 @@ func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) [
 			}
 		}
 	}
-	if strings.HasPrefix(pl.Profile, FioPrefix) {
+	if strings.HasPrefix(pl.Profile, FioPrefix) || strings.HasPrefix(pl.Profile, LabPrefix) {
 		out = append(out, fioTotals(phases)...)
 	}
 	return out
