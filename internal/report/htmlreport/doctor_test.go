@@ -12,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/chromium"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -98,5 +99,22 @@ func TestDoctorHTMLInChromium(t *testing.T) {
 			p := openInChromium(t, buf.Bytes())
 			t.Logf("%s: %d bytes, %d charts, first contentful paint %v", host, buf.Len(), p.ChartsTotal, p.FirstContentfulPaint)
 		})
+	}
+}
+
+// TestLayerNodeUnknownMark: the chart marks an unknown layer as the text
+// report does: a cloud disk is unknown "from inside", a dm table that
+// could not be read is just unknown.
+func TestLayerNodeUnknownMark(t *testing.T) {
+	for _, tc := range []struct {
+		l    storagemodel.Layer
+		want string
+	}{
+		{storagemodel.Layer{Kind: storagemodel.LayerCloud, Name: "nvme0n1", EncryptionUnknown: true}, "[encryption unknown from inside]"},
+		{storagemodel.Layer{Kind: "dm", Name: "dm-0", EncryptionUnknown: true}, "[encryption unknown]"},
+	} {
+		if got := layerNode(tc.l).Name; !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s %s: %q, want it to end in %q", tc.l.Kind, tc.l.Name, got, tc.want)
+		}
 	}
 }

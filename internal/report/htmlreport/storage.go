@@ -32,7 +32,7 @@ func layerNode(l storagemodel.Layer) *treeNode {
 		n.Symbol = "diamond"
 		n.Size = 18
 	case l.EncryptionUnknown:
-		n.Name += " [encryption unknown from inside]"
+		n.Name += " [" + report.UnknownMark(l) + "]"
 		n.ItemStyle["color"] = colorUnknown
 	}
 	return n
