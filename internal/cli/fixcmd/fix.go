@@ -23,6 +23,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -58,9 +59,12 @@ exact CLI, which slowpath never runs.
 
 --apply makes the runtime changes in plan order, recording each previous
 value in a state file; a step that fails rolls back the steps before it.
-Then it collects again while watching the relevant counters for --watch and
-rolls back a change whose finding is still there or whose counters got
-worse. Applying twice changes nothing the second time. --rollback restores
+The counters a network fix should lower are sampled over --watch (at least
+2s) before the change and over an equal window after it: a change whose
+finding is still there or whose counters rose beyond the noise margin is
+rolled back; one whose counters fell beyond it is "verified"; anything else,
+and every dm-crypt change (no counter measures it), is kept as "applied, not
+proven". Applying twice changes nothing the second time. --rollback restores
 what the state file records (only settings that still hold the value
 slowpath set, unless --force). --persist writes the files, listing each.
 
@@ -111,6 +115,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Watch < 0 {
 		return usageErr(errors.New("--watch must not be negative"))
 	}
+	if o.Apply && o.Watch < fix.MinWatch*time.Second {
+		return usageErr(fmt.Errorf("--watch %s is too short to verify a change: --apply needs at least %ds (two counter samples that far apart)", o.Watch, fix.MinWatch))
+	}
 	if o.Rollback {
 		a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
 		if err != nil {
@@ -153,7 +160,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	entries := plan.Entries
 	rolledBack := false
 	if o.Apply {
-		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, r, plan); err != nil {
+		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, plan); err != nil {
 			return usageErr(err)
 		}
 	}
@@ -197,11 +204,35 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, 
 	return s, r, nil
 }
 
-// applyAndVerify applies the entries in order (a failing step rolls back
-// every change of this run), then collects again for --watch and rolls
-// back each entry whose finding remains or whose counters rose. It returns
-// the entries that hold.
-func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, before *report.Report, plan *fix.Plan) ([]fix.Entry, bool, error) {
+// applyAndVerify samples the watched counters of the plan's network
+// entries over a --watch window, applies the entries in order (a failing
+// step rolls back every change of this run), then collects again over an
+// equal window and judges each entry (fix.Verify): rolled back when its
+// finding remains or its counters rose beyond the noise margin, verified
+// only when its counters fell beyond it, otherwise kept as "applied, not
+// proven". It returns the entries that hold.
+func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, plan *fix.Plan) ([]fix.Entry, bool, error) {
+	// Verify on the live host, also when the plan came from a snapshot.
+	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
+	// unverified: they are rolled back rather than left behind.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	co := o.Collect
+	co.Net.Interval = o.Watch
+	var before *netmodel.Model
+	if slices.ContainsFunc(plan.Entries, func(e fix.Entry) bool { return len(e.Steps) > 0 && fix.Watched(e) }) {
+		// The window before the change, as long as the one after it: a
+		// rate over 1 s against one over 10 s mixes noise of two sizes.
+		fmt.Fprintf(log, "sampling the counters for %s before the change\n", o.Watch)
+		r, err := analyze.Run(collect.Run(sctx, co), check.Config{})
+		if sctx.Err() != nil {
+			return nil, false, errors.New("interrupted before any change: nothing changed")
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		before = r.Network
+	}
 	var applied []fix.Entry
 	var changedKeys []string
 	for _, e := range plan.Entries {
@@ -235,13 +266,6 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		fmt.Fprintln(log, "nothing changed: every setting already has the planned value")
 		return applied, false, nil
 	}
-	// Verify on the live host, also when the plan came from a snapshot.
-	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
-	// unverified: they are rolled back rather than left behind.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	co := o.Collect
-	co.Net.Interval = o.Watch
 	fmt.Fprintf(log, "verifying: collecting again, counters watched for %s\n", o.Watch)
 	snap := collect.Run(sctx, co)
 	if sctx.Err() != nil {
@@ -256,23 +280,37 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		return nil, false, err
 	}
 	var kept []fix.Entry
+	var unproven []string
+	storage := false
 	rolledBack := false
 	for _, e := range applied {
-		v := fix.Verify(e, before.Network, after.Findings, after.Network)
+		v := fix.Verify(e, before, after.Findings, after.Network)
 		if v.Counters != "" {
 			fmt.Fprintf(log, "%s: %s\n", e.ID, v.Counters)
 		}
-		why := v.Why
-		if why == "" {
+		switch v.Status {
+		case fix.Verified:
 			fmt.Fprintf(log, "%s on %s: verified\n", e.ID, e.Subject)
 			kept = append(kept, e)
 			continue
+		case fix.NotProven:
+			fmt.Fprintf(log, "%s on %s: applied, not proven: %s\n", e.ID, e.Subject, v.Why)
+			unproven = append(unproven, e.ID+" on "+e.Subject)
+			storage = storage || !fix.Watched(e)
+			kept = append(kept, e)
+			continue
 		}
-		fmt.Fprintf(log, "%s on %s: rolling back, %s\n", e.ID, e.Subject, why)
+		fmt.Fprintf(log, "%s on %s: rolling back, %s\n", e.ID, e.Subject, v.Why)
 		if err := a.UndoEntry(e.ID, e.Subject); err != nil {
 			return nil, true, fmt.Errorf("roll back %s: %w", e.ID, err)
 		}
 		rolledBack = true
+	}
+	if len(unproven) > 0 {
+		fmt.Fprintf(log, "applied, not proven (kept; slowpath fix --rollback undoes them): %s\n", strings.Join(unproven, ", "))
+		if storage {
+			fmt.Fprintf(log, "storage changes: %s\n", fix.ProveHint)
+		}
 	}
 	return kept, rolledBack, nil
 }

@@ -65,6 +65,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"fix", "--rollback", "--apply"}, "cannot be combined"},
 		{[]string{"fix", "--from", "/nonexistent/s.json"}, "no such file"},
 		{[]string{"fix", "--from", accelnet, "--watch", "-1s"}, "must not be negative"},
+		// One sample, or two too close, cannot verify anything.
+		{[]string{"fix", "--from", accelnet, "--apply", "--watch", "0"}, "--watch 0s is too short to verify a change: --apply needs at least 2s"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--watch", "1900ms"}, "--apply needs at least 2s"},
 	} {
 		code, _, stderr := runCLI(t, hostfs.Default(), tt.args...)
 		if code != clienv.ExitUsage || !strings.Contains(stderr, tt.want) {

@@ -82,11 +82,13 @@ func TestFixBacklogDrops(t *testing.T) {
 	state := filepath.Join(dir, "state.json")
 	snap := filepath.Join(dir, "flood.json")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	flood := make(chan error, 1)
 	go func() {
-		res, err := l.Flood(ctx, 10*time.Second, netlab.FloodOptions{})
+		// Long enough for the snapshot, the 2 s window before the change
+		// and the 2 s one after it.
+		res, err := l.Flood(ctx, 20*time.Second, netlab.FloodOptions{})
 		t.Logf("flood: %+v", res)
 		flood <- err
 	}()
@@ -158,7 +160,7 @@ func TestFixBacklogDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
-		"--watch", "1s", "--cloud", "none", "--state", state)
+		"--watch", "2s", "--cloud", "none", "--state", state)
 	if code != 0 || !strings.Contains(stderr, "nothing changed") {
 		t.Errorf("second fix --apply exited %d:\n%s", code, stderr)
 	}
@@ -184,16 +186,16 @@ func TestFixBacklogDrops(t *testing.T) {
 		t.Errorf("state file left after a full rollback: %v", err)
 	}
 
-	// Interrupted during the watch, an unverified change is rolled back.
+	// Interrupted during the watch after the change (it follows an equal
+	// window before it), an unverified change is rolled back.
 	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
-		"--watch", "30s", "--cloud", "none", "--state", state)
+		"--watch", "8s", "--cloud", "none", "--state", state)
 	ierr := &lockedbuf.Buffer{} // written by exec's copying goroutine while the test polls it
 	cmd.Stderr = ierr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(ierr.String(), "verifying") && time.Now().Before(deadline) {
+	for !strings.Contains(ierr.String(), "verifying") && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if v := readBacklog(t); v != raised {
