@@ -1,7 +1,6 @@
 package prove
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 // sides builds off and on sides from per-run values of each metric; the
 // unit and direction come from the name: *_p99*, cpu* lower is better,
 // the rest higher.
-func compare(t *testing.T, off, on map[string][]float64) *comparison.Result {
+func compare(t *testing.T, off, on map[string][]float64, c Criteria) *comparison.Result {
 	t.Helper()
 	side := func(name string, vals map[string][]float64) comparison.Side {
 		s := comparison.Side{Name: name}
@@ -35,12 +34,15 @@ func compare(t *testing.T, off, on map[string][]float64) *comparison.Result {
 		}
 		return s
 	}
-	r, err := comparison.Compare([]comparison.Side{side("off", off), side("on", on)}, comparison.Options{})
+	r, err := comparison.Compare([]comparison.Side{side("off", off), side("on", on)}, comparison.Options{Primary: c.Primary, Guards: c.Guards})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
+
+// Criteria are the primary and guard rows of a test comparison.
+type Criteria struct{ Primary, Guards []string }
 
 func TestDecide(t *testing.T) {
 	low := []float64{10, 11, 12, 13, 14}
@@ -61,7 +63,7 @@ func TestDecide(t *testing.T) {
 			true, "significantly better: commit_p99 -45.5% (p=0.0079)"},
 		{"primary better, guard worse", map[string][]float64{"commit_p99": high, "cpu_per_io": low, "commit_p999": mixed},
 			map[string][]float64{"commit_p99": low, "cpu_per_io": high, "commit_p999": mixed}, one,
-			false, "guard cpu_per_io +83.3% (p=0.0079) worse"},
+			false, "guard cpu_per_io +83.3% (p=0.0079) worse (primary better: commit_p99 -45.5% (p=0.0079))"},
 		{"primary worse", map[string][]float64{"commit_p99": low, "cpu_per_io": same, "commit_p999": same},
 			map[string][]float64{"commit_p99": high, "cpu_per_io": same, "commit_p999": same}, one,
 			false, "primary commit_p99 +83.3% (p=0.0079) worse"},
@@ -71,68 +73,60 @@ func TestDecide(t *testing.T) {
 		{"constant and equal", map[string][]float64{"commit_p99": same, "cpu_per_io": same, "commit_p999": same},
 			map[string][]float64{"commit_p99": same, "cpu_per_io": same, "commit_p999": same}, one,
 			false, "no significant difference"},
+		{"nothing moved but a guard got worse", map[string][]float64{"commit_p99": mixed, "cpu_per_io": low, "commit_p999": same},
+			map[string][]float64{"commit_p99": mixed, "cpu_per_io": high, "commit_p999": same}, one,
+			false, "no significant difference: commit_p99 +0.0% (p=1); guard cpu_per_io +83.3% (p=0.0079) worse"},
 		{"three runs cannot decide", map[string][]float64{"commit_p99": high[:3], "cpu_per_io": same[:3], "commit_p999": same[:3]},
 			map[string][]float64{"commit_p99": low[:3], "cpu_per_io": same[:3], "commit_p999": same[:3]}, one,
-			false, "too few runs for a verdict on commit_p99: 3 and 3 runs cannot reach p ≤ 0.05; run at least 4 per side"},
-		// Four runs fully separated give p = 0.029: enough for one
-		// primary at 0.05, not for the first of two under Holm (0.025).
-		{"four runs, one primary", map[string][]float64{"commit_p99": high[:4], "cpu_per_io": same[:4], "commit_p999": same[:4]},
+			false, "too few runs for a verdict: 3 and 3 runs cannot reach p ≤ 0.05; run at least 4 per side (--runs)"},
+		// Four runs fully separated give p = 0.029: enough at 0.05.
+		{"four runs decide", map[string][]float64{"commit_p99": high[:4], "cpu_per_io": same[:4], "commit_p999": same[:4]},
 			map[string][]float64{"commit_p99": low[:4], "cpu_per_io": same[:4], "commit_p999": same[:4]}, one,
 			true, "(p=0.029)"},
-		{"four runs, two primaries", map[string][]float64{"commit_p99": high[:4], "commit_ops_per_sec": low[:4], "cpu_per_io": same[:4]},
-			map[string][]float64{"commit_p99": low[:4], "commit_ops_per_sec": high[:4], "cpu_per_io": same[:4]}, two,
-			false, "run at least 5 per side"},
 		{"two primaries, both better", map[string][]float64{"commit_p99": high, "commit_ops_per_sec": low, "cpu_per_io": same},
 			map[string][]float64{"commit_p99": low, "commit_ops_per_sec": high, "cpu_per_io": same}, two,
-			true, "commit_p99 -45.5% (p=0.0079); commit_ops_per_sec +83.3% (p=0.0079)"},
-		{"two primaries, one better, one worse", map[string][]float64{"commit_p99": high, "commit_ops_per_sec": high, "cpu_per_io": same},
+			true, "significantly better: commit_p99 -45.5% (p=0.0079); commit_ops_per_sec +83.3% (p=0.0079)"},
+		{"two primaries disagree", map[string][]float64{"commit_p99": high, "commit_ops_per_sec": high, "cpu_per_io": same},
 			map[string][]float64{"commit_p99": low, "commit_ops_per_sec": low, "cpu_per_io": same}, two,
-			false, "primary commit_ops_per_sec -45.5% (p=0.0079) worse"},
-		{"two primaries, one better, one unmoved", map[string][]float64{"commit_p99": high, "commit_ops_per_sec": mixed, "cpu_per_io": same},
+			false, "primary metrics disagree: commit_p99 -45.5% (p=0.0079); commit_ops_per_sec -45.5% (p=0.0079)"},
+		{"the first primary decides", map[string][]float64{"commit_p99": high, "commit_ops_per_sec": mixed, "cpu_per_io": same},
 			map[string][]float64{"commit_p99": low, "commit_ops_per_sec": mixed, "cpu_per_io": same}, two,
-			true, "significantly better: commit_p99"},
+			true, "significantly better: commit_p99 -45.5%"},
+		{"no primary measured", map[string][]float64{"other": mixed}, map[string][]float64{"other": mixed}, one,
+			false, "no primary metric measured"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := Decide(compare(t, tt.off, tt.on), tt.c)
+			d, err := Decide(compare(t, tt.off, tt.on, tt.c))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.Keep != tt.keep || !strings.Contains(d.Reason, tt.reason) {
-				t.Errorf("Decide = keep %v, %q; want keep %v and a reason containing %q", d.Keep, d.Reason, tt.keep, tt.reason)
-			}
-			if len(d.Metrics) != len(tt.c.Primary)+len(tt.c.Guards) {
-				t.Errorf("Decide lists %d metrics, want %d: %+v", len(d.Metrics), len(tt.c.Primary)+len(tt.c.Guards), d.Metrics)
+				t.Errorf("Decide = keep %v, %q (%s); want keep %v and a reason containing %q", d.Keep, d.Reason, d.Outcome, tt.keep, tt.reason)
 			}
 		})
 	}
 }
 
 func TestDecideErrors(t *testing.T) {
-	r := compare(t, map[string][]float64{"a": {1, 2, 3, 4}}, map[string][]float64{"a": {1, 2, 3, 4}})
-	if _, err := Decide(r, Criteria{Primary: []string{"commit_p99"}}); !errors.Is(err, ErrNoMetric) || !strings.Contains(err.Error(), "primary metric commit_p99") {
-		t.Errorf("missing primary: %v", err)
-	}
-	if _, err := Decide(r, Criteria{Primary: []string{"a"}, Guards: []string{"cpu"}}); !errors.Is(err, ErrNoMetric) {
-		t.Errorf("missing guard: %v", err)
-	}
-	if _, err := Decide(r, Criteria{}); err == nil {
-		t.Error("no primary: no error")
-	}
-	if _, err := Decide(nil, Criteria{Primary: []string{"a"}}); err == nil {
+	if _, err := Decide(nil); err == nil {
 		t.Error("nil result: no error")
+	}
+	r := compare(t, map[string][]float64{"a": {1, 2, 3, 4}}, map[string][]float64{"a": {1, 2, 3, 4}}, Criteria{Primary: []string{"a"}})
+	r.Verdicts = nil
+	if _, err := Decide(r); err == nil {
+		t.Error("a result without a verdict: no error")
 	}
 }
 
-func TestMinRuns(t *testing.T) {
+func TestDefaultRuns(t *testing.T) {
 	for _, tt := range []struct {
-		alpha     float64
-		primaries int
-		want      int
+		alpha float64
+		want  int
 	}{
-		{0.05, 1, 4}, {0.05, 2, 5}, {0.01, 1, 5}, {0.1, 1, 3}, {0.05, 0, 4},
+		{0.05, 4}, {0.01, 5}, {0.1, 4}, {0.001, 7},
 	} {
-		if got := MinRuns(tt.alpha, tt.primaries); got != tt.want {
-			t.Errorf("MinRuns(%v, %d) = %d, want %d", tt.alpha, tt.primaries, got, tt.want)
+		if got := DefaultRuns(tt.alpha); got != tt.want {
+			t.Errorf("DefaultRuns(%v) = %d, want %d", tt.alpha, got, tt.want)
 		}
 	}
 }
