@@ -110,4 +110,3 @@ func describe(row comparison.Row) string {
 func DefaultRuns(alpha float64) int {
 	return max(4, stats.MinRunsForVerdict(alpha))
 }
-
