@@ -201,4 +201,3 @@ func TestMeasureInterrupted(t *testing.T) {
 		t.Errorf("the state file still records %+v", st.Changes)
 	}
 }
-
