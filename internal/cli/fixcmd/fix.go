@@ -44,6 +44,7 @@ type Options struct {
 	StatePath string
 	K8s       fix.KubernetesOptions
 	Collect   collect.Options
+	Prove     ProveOptions
 }
 
 // NewCmdFix builds the command; runF replaces the action in tests.
@@ -73,6 +74,16 @@ this host: the same boot id, or the same machine id and every device the
 plan touches here with the same ifindex or dm device number and uuid.
 Printing the plan of another host's snapshot is always allowed.
 
+--apply --prove PROFILE|fio:FILE --dir DIR measures instead: for each
+change on the storage path of DIR (dm-crypt flags; and any entry named with
+--only), the workload runs on DIR --runs times with the change off and on,
+interleaved, and the change is kept only when the profile's primary metric
+is significantly better and no guard metric (p99.9, CPU per I/O) is
+significantly worse; otherwise it is rolled back with the reason. Each
+comparison is printed as compare prints it (--html writes it too).
+Interrupted, the change under measurement is undone and nothing else is
+applied. Network changes keep their counter verification.
+
 Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,6 +107,7 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	f.StringVar(&o.StatePath, "state", apply.DefaultStatePath, "state `FILE` recording what slowpath changed")
 	f.StringVar(&o.K8s.Namespace, "k8s-namespace", "kube-system", "namespace of the DaemonSet (--format kubernetes)")
 	f.StringVar(&o.K8s.Image, "k8s-image", "docker.io/library/busybox:1.36", "image of the init container; it needs sh and chroot (--format kubernetes)")
+	o.Prove.addFlags(f)
 	collectcmd.AddCollectFlags(f, &o.Collect)
 	return cmd
 }
@@ -117,6 +129,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	if o.Apply && o.Watch < fix.MinWatch*time.Second {
 		return usageErr(fmt.Errorf("--watch %s is too short to verify a change: --apply needs at least %ds (two counter samples that far apart)", o.Watch, fix.MinWatch))
+	}
+	w, err := o.Prove.validate(o)
+	if err != nil {
+		return usageErr(err)
 	}
 	if o.Rollback {
 		a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
@@ -159,7 +175,12 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	defer a.Close()
 	entries := plan.Entries
 	rolledBack := false
-	if o.Apply {
+	switch {
+	case o.Apply && o.Prove.Workload != "":
+		if entries, rolledBack, err = proveAndApply(ctx, env, a, o, w, s, plan); err != nil {
+			return usageErr(err)
+		}
+	case o.Apply:
 		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, plan); err != nil {
 			return usageErr(err)
 		}

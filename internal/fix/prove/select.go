@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Skipped is a plan entry --prove does not measure, and why.
@@ -76,4 +79,22 @@ func PathOf(m *storagemodel.Model, mm string) *storagemodel.Path {
 		}
 	}
 	return nil
+}
+
+// PathForDir is the storage path of s that holds dir: the path whose
+// filesystem has dir's device number (st_dev). nil when none has it (a
+// tmpfs, or a snapshot without the mount).
+func PathForDir(s *snapshot.Snapshot, dir string) (*storagemodel.Path, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, fmt.Errorf("--dir %s: %w", dir, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, fmt.Errorf("--dir %s: not a directory", dir)
+	}
+	m, err := storagemodel.Build(s)
+	if err != nil {
+		return nil, fmt.Errorf("storage model: %w", err)
+	}
+	return PathOf(m, fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))), nil
 }
