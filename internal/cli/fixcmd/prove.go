@@ -193,4 +193,3 @@ func writeHTML(path string, res *comparison.Result, sides []comparison.Side) err
 	}
 	return nil
 }
-
