@@ -346,13 +346,17 @@ func adjust(r *Result, i int) SideVerdict {
 		c.Verdict = &verdict
 	}
 	// Primary rows: a fixed sequence in declared order, stopping at the
-	// first that is not significant or cannot be.
+	// first that is not significant or cannot be. Every primary row gets
+	// the sequence's adjusted p, the largest raw p up to it (a row that
+	// cannot reach a verdict counts as 1), so a row after the stop shows
+	// "~" however small its own p.
 	byName := map[string]*Row{}
 	for k := range r.Rows {
 		byName[r.Rows[k].Metric] = &r.Rows[k]
 	}
 	var ps []float64
 	var seq []*Row
+	reached := true
 	for _, m := range r.Primary {
 		row := byName[m]
 		c := &row.Cells[i]
@@ -360,28 +364,30 @@ func adjust(r *Result, i int) SideVerdict {
 			continue // this side or the first lacks the metric
 		}
 		p, ok := testable(c)
-		if !ok {
-			if len(seq) == 0 {
+		if reached {
+			v.Tested = append(v.Tested, m)
+			if !ok && len(seq) == 0 {
 				v.Outcome = OutcomeTooFewRuns
 			}
-			v.Tested = append(v.Tested, m)
-			break
+			reached = ok && p <= r.Alpha
+		}
+		if !ok {
+			p = 1
 		}
 		ps = append(ps, p)
 		seq = append(seq, row)
-		v.Tested = append(v.Tested, m)
-		if p > r.Alpha {
-			break
-		}
 	}
 	adj := stats.FixedSequence(ps)
-	better, worse := 0, 0
+	better, worse, tested := 0, 0, 0
 	for k, row := range seq {
+		if _, ok := testable(&row.Cells[i]); !ok {
+			continue // stays "too few runs"
+		}
+		tested++
 		set(row, adj[k])
-		c := row.Cells[i]
 		if adj[k] <= r.Alpha {
 			v.Decided = append(v.Decided, row.Metric)
-			switch c.Change {
+			switch row.Cells[i].Change {
 			case "better":
 				better++
 			case "worse":
@@ -396,13 +402,14 @@ func adjust(r *Result, i int) SideVerdict {
 		v.Outcome = OutcomeBetter
 	case worse > 0:
 		v.Outcome = OutcomeWorse
-	case len(seq) > 0:
+	case v.Outcome == OutcomeTooFewRuns:
+	case tested > 0:
 		v.Outcome = OutcomeNoDifference
 	}
 	// Guards: each at alpha, uncorrected, so that a harm is flagged
 	// rather than corrected away.
 	var secondary []*Row
-	ps = ps[:0]
+	ps = nil
 	for k := range r.Rows {
 		row := &r.Rows[k]
 		p, ok := testable(&row.Cells[i])

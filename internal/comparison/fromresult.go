@@ -200,9 +200,12 @@ func cpuPerIO(r *benchresult.Result) (float64, bool) {
 	if r.WhereTime == nil || len(r.WhereTime.Threads) == 0 {
 		return 0, false
 	}
-	var cpu int64
+	var cpu float64
 	for _, g := range r.WhereTime.Threads {
-		cpu += g.CPUNS
+		if g.CPUNS < 0 {
+			return 0, false // not a measurement (a file from elsewhere)
+		}
+		cpu += float64(g.CPUNS)
 	}
 	var ios uint64
 	for _, p := range r.Phases {
@@ -215,7 +218,7 @@ func cpuPerIO(r *benchresult.Result) (float64, bool) {
 	if ios == 0 {
 		return 0, false
 	}
-	return float64(cpu) * 1e-9 / float64(ios), true
+	return cpu * 1e-9 / float64(ios), true
 }
 
 // streamTimeline is the per-second timeline of the phase's stream doing op

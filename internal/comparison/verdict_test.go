@@ -124,9 +124,13 @@ func TestFixedSequenceAdjustedP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := rowOf(t, r, "lat").Cells[1]
 	c := rowOf(t, r, "commit ops").Cells[1]
-	if c.Comparison.Verdict != stats.Significant || c.AdjustedP != nil || c.Change != "" {
-		t.Errorf("second primary after a non-significant first: %+v adjusted %v change %q, want untested", c.Comparison, c.AdjustedP, c.Change)
+	if c.Comparison.Verdict != stats.Significant || c.AdjustedP == nil || *c.AdjustedP != first.Comparison.P || *c.Verdict != stats.NoDifference || c.Change != "" {
+		t.Errorf("second primary after a non-significant first: %+v adjusted %v change %q, want the first's p %v and no verdict", c.Comparison, c.AdjustedP, c.Change, first.Comparison.P)
+	}
+	if d := FormatDelta(c); !strings.HasPrefix(d, "~ (p=0.008, adjusted p=") {
+		t.Errorf("delta %q, want ~ with both p", d)
 	}
 	if v := r.Verdicts[0]; !slices.Equal(v.Tested, []string{"lat"}) {
 		t.Errorf("tested %v, want only the first", v.Tested)
