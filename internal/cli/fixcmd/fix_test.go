@@ -338,3 +338,19 @@ func listTree(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+func TestHTMLName(t *testing.T) {
+	for _, tt := range []struct {
+		path  string
+		n, of int
+		want  string
+	}{
+		{"p.html", 1, 1, "p.html"},
+		{"/r/p.html", 2, 3, "/r/p-2.html"},
+		{"report", 1, 2, "report-1"},
+	} {
+		if got := fixcmd.HTMLName(tt.path, tt.n, tt.of); got != tt.want {
+			t.Errorf("HTMLName(%q, %d, %d) = %q, want %q", tt.path, tt.n, tt.of, got, tt.want)
+		}
+	}
+}
