@@ -90,6 +90,11 @@ func proveAndApply(ctx context.Context, env *clienv.Env, a *apply.Applier, o *Op
 	if err != nil {
 		return nil, false, err
 	}
+	for _, e := range plan.Entries {
+		if len(e.Steps) == 0 && e.NotApplicable != "" {
+			fmt.Fprintf(log, "%s on %s: not applicable here: %s\n", e.ID, e.Subject, e.NotApplicable)
+		}
+	}
 	measure, skipped := prove.Select(plan, path, o.Only)
 	var network []fix.Entry
 	for _, sk := range skipped {
