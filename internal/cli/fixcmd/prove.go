@@ -112,46 +112,48 @@ func proveAndApply(ctx context.Context, env *clienv.Env, a *apply.Applier, o *Op
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	xenv := experiment.Env{FS: o.Collect.FS, Version: o.Collect.Version, Cloud: o.Collect.Cloud}
-	var proofs []*prove.Proof
-	for i, e := range measure {
-		runs := o.Prove.Runs
-		if runs == 0 {
-			runs = prove.DefaultRuns(o.Prove.Alpha)
-		}
-		fmt.Fprintf(log, "proving %s on %s: %s on %s, %d runs off and %d on, interleaved\n", e.ID, e.Subject, w.Profile, o.Prove.Dir, runs, runs)
-		p, err := prove.Measure(sctx, a, e, prove.Options{Workload: w, Dir: o.Prove.Dir, Runs: runs, Alpha: o.Prove.Alpha, Env: xenv,
-			Progress: func(_ fix.Entry, ri experiment.RunInfo) { fmt.Fprintf(log, "  %s\n", ri) }})
-		if err != nil {
-			if errors.Is(err, experiment.ErrInterrupted) || sctx.Err() != nil {
-				return nil, false, fmt.Errorf("interrupted while proving %s on %s: it is undone and nothing else was applied (%w)", e.ID, e.Subject, err)
+	runs := o.Prove.Runs
+	if runs == 0 {
+		runs = prove.DefaultRuns(o.Prove.Alpha)
+	}
+	po := prove.Options{Workload: w, Dir: o.Prove.Dir, Runs: runs, Alpha: o.Prove.Alpha, Env: xenv,
+		Progress: func(e fix.Entry, ri experiment.RunInfo) {
+			if ri.Index == 1 {
+				fmt.Fprintf(log, "proving %s on %s: %s on %s, %d runs off and %d on, interleaved\n", e.ID, e.Subject, w.Profile, o.Prove.Dir, runs, runs)
 			}
-			return nil, false, fmt.Errorf("prove %s on %s: %w; it is undone and nothing else was applied", e.ID, e.Subject, err)
-		}
+			fmt.Fprintf(log, "  %s\n", ri)
+		}}
+	n := 0
+	proofs, err := prove.Run(sctx, a, measure, po, func(p *prove.Proof) error {
+		n++
+		e := p.Entry
 		fmt.Fprintf(env.Stdout, "\n== %s on %s: off vs on, %s\n", e.ID, e.Subject, w.Profile)
 		if err := comparereport.Write(env.Stdout, p.Result, "text"); err != nil {
-			return nil, false, err
+			return err
 		}
 		if o.Prove.HTML != "" {
-			name := htmlName(o.Prove.HTML, i+1, len(measure))
+			name := htmlName(o.Prove.HTML, n, len(measure))
 			if err := writeHTML(name, p.Result, p.Sides); err != nil {
-				return nil, false, err
+				return err
 			}
 			fmt.Fprintf(log, "%s on %s: comparison written to %s\n", e.ID, e.Subject, name)
 		}
-		proofs = append(proofs, p)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, experiment.ErrInterrupted) || sctx.Err() != nil {
+			return nil, false, fmt.Errorf("interrupted while proving: %w; the change under measurement is undone and nothing was applied", err)
+		}
+		return nil, false, fmt.Errorf("prove: %w; the change under measurement is undone and nothing was applied", err)
 	}
 	var kept []fix.Entry
 	rolledBack := false
 	for _, p := range proofs {
 		e := p.Entry
-		if !p.Decision.Keep {
+		if !p.Applied {
 			fmt.Fprintf(log, "%s on %s: rolled back: %s\n", e.ID, e.Subject, p.Decision.Reason)
 			rolledBack = true
 			continue
-		}
-		// Applied again, as measured, and recorded for --rollback.
-		if _, err := a.ApplyEntry(e); err != nil {
-			return kept, rolledBack, fmt.Errorf("%s on %s: proven, but applying it failed: %w", e.ID, e.Subject, err)
 		}
 		fmt.Fprintf(log, "%s on %s: kept, proven by measurement: %s\n", e.ID, e.Subject, p.Decision.Reason)
 		kept = append(kept, e)

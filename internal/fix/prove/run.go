@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/comparison"
@@ -39,6 +40,8 @@ type Proof struct {
 	Sides    []comparison.Side
 	Result   *comparison.Result
 	Decision Decision
+	// Applied is set by Run once a kept entry is applied again.
+	Applied bool
 }
 
 // Measure runs the workload on o.Dir with e off and on, o.Runs times
@@ -130,4 +133,52 @@ func describeSteps(e fix.Entry, on bool) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// Run measures each entry in turn (Measure), each from the host as found,
+// calls done with each proof as it is decided (to print it), and then
+// applies the entries kept, as measured, recording them in a's state file
+// for --rollback. Interrupted or failing, the entry under measurement is
+// undone and nothing is applied. The proofs are returned in entry order.
+func Run(ctx context.Context, a *apply.Applier, entries []fix.Entry, o Options, done func(*Proof) error) ([]*Proof, error) {
+	var proofs []*Proof
+	for _, e := range entries {
+		p, err := Measure(ctx, a, e, o)
+		if err != nil {
+			return proofs, err
+		}
+		proofs = append(proofs, p)
+		if done != nil {
+			if err := done(p); err != nil {
+				return proofs, err
+			}
+		}
+	}
+	return proofs, applyKept(a, proofs)
+}
+
+// applyKept applies the kept entries of proofs in order, all or nothing:
+// when one fails, those applied before it are undone, last first.
+func applyKept(a *apply.Applier, proofs []*Proof) error {
+	for i, p := range proofs {
+		if !p.Decision.Keep {
+			continue
+		}
+		if _, err := a.ApplyEntry(p.Entry); err != nil {
+			err = fmt.Errorf("%s on %s: proven, but applying it failed: %w", p.Entry.ID, p.Entry.Subject, err)
+			// All or nothing: the kept entries applied before it are
+			// undone too, last first.
+			for _, q := range slices.Backward(proofs[:i]) {
+				if q.Applied {
+					if uerr := a.UndoEntry(q.Entry.ID, q.Entry.Subject); uerr != nil {
+						err = errors.Join(err, uerr)
+					}
+					q.Applied = false
+				}
+			}
+			return err
+		}
+		p.Applied = true
+	}
+	return nil
 }

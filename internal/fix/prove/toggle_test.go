@@ -154,3 +154,37 @@ func TestToggleRefusals(t *testing.T) {
 		t.Errorf("off after someone else's change: %v", err)
 	}
 }
+
+// TestApplyKept: the kept entries are applied and recorded; a failing
+// one undoes those applied before it.
+func TestApplyKept(t *testing.T) {
+	a, dm, proc := newApplier(t)
+	kept := func(e fix.Entry, keep bool) *Proof { return &Proof{Entry: e, Decision: Decision{Keep: keep}} }
+	ps := []*Proof{kept(cryptEntry("data", "no_read_workqueue"), true), kept(sysctlEntry("net.core.netdev_max_backlog", 2048), false)}
+	if err := applyKept(a, ps); err != nil {
+		t.Fatal(err)
+	}
+	if !ps[0].Applied || ps[1].Applied || dm["data"] != table+" 2 allow_discards no_read_workqueue" {
+		t.Errorf("applied %v %v, table %q", ps[0].Applied, ps[1].Applied, dm["data"])
+	}
+	if b, _ := os.ReadFile(filepath.Join(proc, "sys/net/core/netdev_max_backlog")); strings.TrimSpace(string(b)) != "1000" {
+		t.Errorf("a rolled-back entry was applied: %s", b)
+	}
+	if st := a.State(); len(st.Changes) != 1 || st.Changes[0].Key != "crypt:data" {
+		t.Errorf("state %+v", st.Changes)
+	}
+	if err := a.Rollback(false); err != nil {
+		t.Fatal(err)
+	}
+	// The second kept entry fails (no such device): the first is undone.
+	ps = []*Proof{kept(sysctlEntry("net.core.netdev_max_backlog", 2048), true), kept(cryptEntry("gone", "no_read_workqueue"), true)}
+	if err := applyKept(a, ps); err == nil || !strings.Contains(err.Error(), "gone: proven, but applying it failed") {
+		t.Fatalf("applyKept with a failing entry: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(proc, "sys/net/core/netdev_max_backlog")); strings.TrimSpace(string(b)) != "1000" || ps[0].Applied {
+		t.Errorf("the entry before the failure stayed applied: %s", b)
+	}
+	if st := a.State(); len(st.Changes) != 0 {
+		t.Errorf("state %+v", st.Changes)
+	}
+}
