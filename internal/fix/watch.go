@@ -2,11 +2,25 @@ package fix
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
+
+// MinWatch is the shortest counter window --apply accepts, in seconds: a
+// verdict needs two samples some time apart, and windows shorter than
+// the kernel's softnet accounting of a busy second say little.
+const MinWatch = 2
+
+// NoiseSigmas is the counter verdicts' noise margin in standard
+// deviations. Drops are rare independent events: a count over a window is
+// close to Poisson, so for equal rates the difference of the rates of
+// two windows has standard deviation sqrt(before/T1² + after/T2²) (counts
+// over their windows). 3 sigmas leave a change of that size to chance
+// about 0.3% of the time (two-sided, normal approximation), docs/fix.md.
+const NoiseSigmas = 3
 
 // watched names the counters each fix should lower: the ones its check
 // reads (internal/check/netcheck).
@@ -21,31 +35,48 @@ var watched = map[string]struct {
 	"net.ring-undersized": {layer: netmodel.LayerRing, perIface: true},
 }
 
-// WatchedRate is the summed per-second rate of the counters e's fix should
-// lower, and which they are. ok is false when the fix has no counters to
-// watch (dm-crypt flags) or m has no rates (one sample).
-func WatchedRate(m *netmodel.Model, e Entry) (rate float64, names []string, ok bool) {
-	w, has := watched[e.ID]
-	if !has || m == nil || m.IntervalSeconds == 0 {
-		return 0, nil, false
+// Watched reports whether e's fix has counters that should fall.
+func Watched(e Entry) bool {
+	_, ok := watched[e.ID]
+	return ok
+}
+
+// Window is the watched counters of one entry over one sampling window.
+type Window struct {
+	Count   uint64  // events counted over the window
+	Seconds float64 // the window's length
+	Names   []string
+}
+
+// Rate is events per second.
+func (w Window) Rate() float64 { return float64(w.Count) / w.Seconds }
+
+// WatchedWindow sums, over m's window, the counters e's fix should lower.
+// ok is false when the fix has no counters to watch (dm-crypt flags) or m
+// has no rates (one sample).
+func WatchedWindow(m *netmodel.Model, e Entry) (w Window, ok bool) {
+	spec, has := watched[e.ID]
+	if !has || m == nil || m.IntervalSeconds <= 0 {
+		return Window{}, false
 	}
+	w.Seconds = m.IntervalSeconds
 	for _, c := range m.Counters {
-		if c.Layer != w.layer || c.Aggregate || c.PerSecond == nil {
+		if c.Layer != spec.layer || c.Aggregate || c.Delta == nil {
 			continue
 		}
-		if len(w.counters) > 0 && !contains(w.counters, c.Counter) {
+		if len(spec.counters) > 0 && !contains(spec.counters, c.Counter) {
 			continue
 		}
-		if w.perIface && c.Subject != e.Subject {
+		if spec.perIface && c.Subject != e.Subject {
 			continue
 		}
-		rate += *c.PerSecond
-		names = append(names, c.Counter+" "+c.Subject)
+		w.Count += *c.Delta
+		w.Names = append(w.Names, c.Counter+" "+c.Subject)
 	}
-	if len(names) == 0 {
-		names = append(names, string(w.layer)+" counters (none non-zero)")
+	if len(w.Names) == 0 {
+		w.Names = append(w.Names, string(spec.layer)+" counters (none non-zero)")
 	}
-	return rate, names, true
+	return w, true
 }
 
 func contains(ss []string, s string) bool {
@@ -57,33 +88,68 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// Status is what a verification could establish about an applied entry.
+type Status string
+
+const (
+	// Verified: the finding is gone and its counters fell beyond the
+	// noise margin.
+	Verified Status = "verified"
+	// NotProven: the finding is gone but nothing measured the change
+	// (dm-crypt flags change no counter), or the counters did not move
+	// beyond the noise margin. The change is kept and said to be
+	// unproven.
+	NotProven Status = "applied, not proven"
+	// Failed: the finding is still there or the counters rose beyond the
+	// noise margin; the change is rolled back.
+	Failed Status = "rolled back"
+)
+
 // Verdict is whether an applied entry holds after the change.
 type Verdict struct {
-	Holds bool
-	// Why says why it does not hold; Counters describes the watched rates.
+	Status Status
+	// Why says why it failed or is not proven; Counters describes the
+	// watched rates and the margin.
 	Why, Counters string
 }
 
-// Verify judges an applied entry from a collection made after the change:
-// it holds when its finding no longer fails on its subject and the
-// counters its fix should lower did not rise compared with before.
+// Holds reports whether the change stays.
+func (v Verdict) Holds() bool { return v.Status != Failed }
+
+// ProveHint is how a storage change is measured instead.
+const ProveHint = "measure it with slowpath fix --apply --prove PROFILE --dir DIR (docs/fix.md)"
+
+// Verify judges an applied entry from counters sampled over a window
+// before the change (before) and an equal window after it (afterNet),
+// with the findings of the collection after it. A change fails when its
+// finding still fails on its subject, or when its counters rose by more
+// than NoiseSigmas standard deviations; it is verified only when its
+// counters fell by more than that; otherwise it is not proven.
 func Verify(e Entry, before *netmodel.Model, after []check.Finding, afterNet *netmodel.Model) Verdict {
 	for _, f := range after {
 		if f.ID == e.ID && f.Subject == e.Subject && f.Status == check.Fail {
-			return Verdict{Why: "the finding is still there: " + f.Summary}
+			return Verdict{Status: Failed, Why: "the finding is still there: " + f.Summary}
 		}
 	}
-	rb, names, ok := WatchedRate(before, e)
-	if !ok {
-		return Verdict{Holds: true}
+	if !Watched(e) {
+		return Verdict{Status: NotProven, Why: "no counter measures this change; " + ProveHint}
 	}
-	ra, _, okAfter := WatchedRate(afterNet, e)
-	if !okAfter {
-		return Verdict{Holds: true, Counters: "counters not sampled after the change (--watch 0)"}
+	wb, okBefore := WatchedWindow(before, e)
+	wa, okAfter := WatchedWindow(afterNet, e)
+	if !okBefore || !okAfter {
+		return Verdict{Status: NotProven, Why: "its counters were not sampled over a window before and after the change"}
 	}
-	v := Verdict{Holds: true, Counters: fmt.Sprintf("%s: %.1f/s before, %.1f/s after", strings.Join(names, ", "), rb, ra)}
-	if ra > rb && ra > 0 {
-		v.Holds, v.Why = false, fmt.Sprintf("its counters got worse: %.1f/s before, %.1f/s after", rb, ra)
+	d := wa.Rate() - wb.Rate()
+	margin := NoiseSigmas * math.Sqrt(float64(wb.Count)/(wb.Seconds*wb.Seconds)+float64(wa.Count)/(wa.Seconds*wa.Seconds))
+	v := Verdict{Counters: fmt.Sprintf("%s: %.1f/s over %.1f s before, %.1f/s over %.1f s after (noise margin ±%.1f/s)",
+		strings.Join(wb.Names, ", "), wb.Rate(), wb.Seconds, wa.Rate(), wa.Seconds, margin)}
+	switch {
+	case d > margin:
+		v.Status, v.Why = Failed, fmt.Sprintf("its counters got worse: %.1f/s before, %.1f/s after (beyond the noise margin ±%.1f/s)", wb.Rate(), wa.Rate(), margin)
+	case -d > margin:
+		v.Status = Verified
+	default:
+		v.Status, v.Why = NotProven, fmt.Sprintf("its counters did not fall beyond the noise margin: %.1f/s before, %.1f/s after (±%.1f/s)", wb.Rate(), wa.Rate(), margin)
 	}
 	return v
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
+	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -43,6 +44,7 @@ type Options struct {
 	StatePath string
 	K8s       fix.KubernetesOptions
 	Collect   collect.Options
+	Prove     ProveOptions
 }
 
 // NewCmdFix builds the command; runF replaces the action in tests.
@@ -58,9 +60,12 @@ exact CLI, which slowpath never runs.
 
 --apply makes the runtime changes in plan order, recording each previous
 value in a state file; a step that fails rolls back the steps before it.
-Then it collects again while watching the relevant counters for --watch and
-rolls back a change whose finding is still there or whose counters got
-worse. Applying twice changes nothing the second time. --rollback restores
+The counters a network fix should lower are sampled over --watch (at least
+2s) before the change and over an equal window after it: a change whose
+finding is still there or whose counters rose beyond the noise margin is
+rolled back; one whose counters fell beyond it is "verified"; anything else,
+and every dm-crypt change (no counter measures it), is kept as "applied, not
+proven". Applying twice changes nothing the second time. --rollback restores
 what the state file records (only settings that still hold the value
 slowpath set, unless --force). --persist writes the files, listing each.
 
@@ -68,6 +73,16 @@ With --from, --apply and --persist are refused unless the snapshot is of
 this host: the same boot id, or the same machine id and every device the
 plan touches here with the same ifindex or dm device number and uuid.
 Printing the plan of another host's snapshot is always allowed.
+
+--apply --prove PROFILE|fio:FILE --dir DIR measures instead: for each
+change on the storage path of DIR (dm-crypt flags; and any entry named with
+--only), the workload runs on DIR --runs times with the change off and on,
+interleaved, and the change is kept only when the profile's primary metric
+is significantly better and no guard metric (p99.9, CPU per I/O) is
+significantly worse; otherwise it is rolled back with the reason. Each
+comparison is printed as compare prints it (--html writes it too).
+Interrupted, the change under measurement is undone and nothing else is
+applied. Network changes keep their counter verification.
 
 Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 		Args: cobra.NoArgs,
@@ -92,6 +107,7 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	f.StringVar(&o.StatePath, "state", apply.DefaultStatePath, "state `FILE` recording what slowpath changed")
 	f.StringVar(&o.K8s.Namespace, "k8s-namespace", "kube-system", "namespace of the DaemonSet (--format kubernetes)")
 	f.StringVar(&o.K8s.Image, "k8s-image", "docker.io/library/busybox:1.36", "image of the init container; it needs sh and chroot (--format kubernetes)")
+	o.Prove.addFlags(f)
 	collectcmd.AddCollectFlags(f, &o.Collect)
 	return cmd
 }
@@ -110,6 +126,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	if o.Watch < 0 {
 		return usageErr(errors.New("--watch must not be negative"))
+	}
+	if o.Apply && o.Watch < fix.MinWatch*time.Second {
+		return usageErr(fmt.Errorf("--watch %s is too short to verify a change: --apply needs at least %ds (two counter samples that far apart)", o.Watch, fix.MinWatch))
+	}
+	w, err := o.Prove.validate(o)
+	if err != nil {
+		return usageErr(err)
 	}
 	if o.Rollback {
 		a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
@@ -152,8 +175,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	defer a.Close()
 	entries := plan.Entries
 	rolledBack := false
-	if o.Apply {
-		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, r, plan); err != nil {
+	switch {
+	case o.Apply && o.Prove.Workload != "":
+		if entries, rolledBack, err = proveAndApply(ctx, env, a, o, w, s, plan); err != nil {
+			return usageErr(err)
+		}
+	case o.Apply:
+		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, plan); err != nil {
 			return usageErr(err)
 		}
 	}
@@ -197,11 +225,35 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, 
 	return s, r, nil
 }
 
-// applyAndVerify applies the entries in order (a failing step rolls back
-// every change of this run), then collects again for --watch and rolls
-// back each entry whose finding remains or whose counters rose. It returns
-// the entries that hold.
-func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, before *report.Report, plan *fix.Plan) ([]fix.Entry, bool, error) {
+// applyAndVerify samples the watched counters of the plan's network
+// entries over a --watch window, applies the entries in order (a failing
+// step rolls back every change of this run), then collects again over an
+// equal window and judges each entry (fix.Verify): rolled back when its
+// finding remains or its counters rose beyond the noise margin, verified
+// only when its counters fell beyond it, otherwise kept as "applied, not
+// proven". It returns the entries that hold.
+func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, plan *fix.Plan) ([]fix.Entry, bool, error) {
+	// Verify on the live host, also when the plan came from a snapshot.
+	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
+	// unverified: they are rolled back rather than left behind.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	co := o.Collect
+	co.Net.Interval = o.Watch
+	var before *netmodel.Model
+	if slices.ContainsFunc(plan.Entries, func(e fix.Entry) bool { return len(e.Steps) > 0 && fix.Watched(e) }) {
+		// The window before the change, as long as the one after it: a
+		// rate over 1 s against one over 10 s mixes noise of two sizes.
+		fmt.Fprintf(log, "sampling the counters for %s before the change\n", o.Watch)
+		r, err := analyze.Run(collect.Run(sctx, co), check.Config{})
+		if sctx.Err() != nil {
+			return nil, false, errors.New("interrupted before any change: nothing changed")
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		before = r.Network
+	}
 	var applied []fix.Entry
 	var changedKeys []string
 	for _, e := range plan.Entries {
@@ -235,13 +287,6 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		fmt.Fprintln(log, "nothing changed: every setting already has the planned value")
 		return applied, false, nil
 	}
-	// Verify on the live host, also when the plan came from a snapshot.
-	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
-	// unverified: they are rolled back rather than left behind.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	co := o.Collect
-	co.Net.Interval = o.Watch
 	fmt.Fprintf(log, "verifying: collecting again, counters watched for %s\n", o.Watch)
 	snap := collect.Run(sctx, co)
 	if sctx.Err() != nil {
@@ -256,23 +301,37 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		return nil, false, err
 	}
 	var kept []fix.Entry
+	var unproven []string
+	storage := false
 	rolledBack := false
 	for _, e := range applied {
-		v := fix.Verify(e, before.Network, after.Findings, after.Network)
+		v := fix.Verify(e, before, after.Findings, after.Network)
 		if v.Counters != "" {
 			fmt.Fprintf(log, "%s: %s\n", e.ID, v.Counters)
 		}
-		why := v.Why
-		if why == "" {
+		switch v.Status {
+		case fix.Verified:
 			fmt.Fprintf(log, "%s on %s: verified\n", e.ID, e.Subject)
 			kept = append(kept, e)
 			continue
+		case fix.NotProven:
+			fmt.Fprintf(log, "%s on %s: applied, not proven: %s\n", e.ID, e.Subject, v.Why)
+			unproven = append(unproven, e.ID+" on "+e.Subject)
+			storage = storage || !fix.Watched(e)
+			kept = append(kept, e)
+			continue
 		}
-		fmt.Fprintf(log, "%s on %s: rolling back, %s\n", e.ID, e.Subject, why)
+		fmt.Fprintf(log, "%s on %s: rolling back, %s\n", e.ID, e.Subject, v.Why)
 		if err := a.UndoEntry(e.ID, e.Subject); err != nil {
 			return nil, true, fmt.Errorf("roll back %s: %w", e.ID, err)
 		}
 		rolledBack = true
+	}
+	if len(unproven) > 0 {
+		fmt.Fprintf(log, "applied, not proven (kept; slowpath fix --rollback undoes them): %s\n", strings.Join(unproven, ", "))
+		if storage {
+			fmt.Fprintf(log, "storage changes: %s\n", fix.ProveHint)
+		}
 	}
 	return kept, rolledBack, nil
 }

@@ -48,6 +48,28 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+func TestProveFlags(t *testing.T) {
+	env := &clienv.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, FS: hostfs.Default()}
+	var got *fixcmd.Options
+	cmd := fixcmd.NewCmdFix(env, func(_ context.Context, o *fixcmd.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--apply", "--prove", "fio:job.fio", "--dir", "/srv", "--runs", "6", "--html", "p.html", "--runtime", "5s", "--scale", "0.5", "--alpha", "0.01"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := fixcmd.ProveOptions{Workload: "fio:job.fio", Dir: "/srv", Runs: 6, HTML: "p.html", Alpha: 0.01, Runtime: 5 * time.Second, Scale: 0.5}
+	if d := cmp.Diff(want, got.Prove); d != "" {
+		t.Errorf("--prove flags (-want +got):\n%s", d)
+	}
+	cmd = fixcmd.NewCmdFix(env, func(_ context.Context, o *fixcmd.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--apply"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Prove.Runs != 0 || got.Prove.Alpha != 0.05 {
+		t.Errorf("defaults: %+v", got.Prove)
+	}
+}
+
 func TestKubernetesFlags(t *testing.T) {
 	code, out, stderr := runCLI(t, hostfs.Default(), "fix", "--from", accelnet, "--format", "kubernetes", "--k8s-namespace", "node-tuning", "--k8s-image", "registry.example/tools:1")
 	if code != 0 || !strings.Contains(out, "namespace: node-tuning") || !strings.Contains(out, "image: registry.example/tools:1") {
@@ -65,6 +87,18 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"fix", "--rollback", "--apply"}, "cannot be combined"},
 		{[]string{"fix", "--from", "/nonexistent/s.json"}, "no such file"},
 		{[]string{"fix", "--from", accelnet, "--watch", "-1s"}, "must not be negative"},
+		// One sample, or two too close, cannot verify anything.
+		{[]string{"fix", "--from", accelnet, "--apply", "--watch", "0"}, "--watch 0s is too short to verify a change: --apply needs at least 2s"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--watch", "1900ms"}, "--apply needs at least 2s"},
+		{[]string{"fix", "--from", accelnet, "--prove", "db-commit", "--dir", "/tmp"}, "--prove needs --apply"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--prove", "db-commit"}, "--prove needs --dir DIR"},
+		{[]string{"fix", "--from", accelnet, "--dir", "/tmp"}, "--dir needs --prove PROFILE"},
+		{[]string{"fix", "--from", accelnet, "--runs", "5"}, "--runs needs --prove PROFILE"},
+		{[]string{"fix", "--from", accelnet, "--html", "x.html"}, "--html needs --prove PROFILE"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--prove", "db-commit", "--dir", "/tmp", "--runs", "3"}, "--runs 3 cannot reach a verdict at --alpha 0.05: the Mann-Whitney U test needs at least 4 runs per side"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--prove", "db-commit", "--dir", "/tmp", "--alpha", "1"}, "--alpha 1 outside (0, 1)"},
+		{[]string{"fix", "--from", accelnet, "--apply", "--prove", "nope", "--dir", "/tmp"}, `--prove: unknown profile "nope"`},
+		{[]string{"fix", "--from", accelnet, "--apply", "--prove", "fio:/nonexistent.fio", "--dir", "/tmp"}, "nonexistent.fio"},
 	} {
 		code, _, stderr := runCLI(t, hostfs.Default(), tt.args...)
 		if code != clienv.ExitUsage || !strings.Contains(stderr, tt.want) {
@@ -303,4 +337,20 @@ func listTree(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func TestHTMLName(t *testing.T) {
+	for _, tt := range []struct {
+		path  string
+		n, of int
+		want  string
+	}{
+		{"p.html", 1, 1, "p.html"},
+		{"/r/p.html", 2, 3, "/r/p-2.html"},
+		{"report", 1, 2, "report-1"},
+	} {
+		if got := fixcmd.HTMLName(tt.path, tt.n, tt.of); got != tt.want {
+			t.Errorf("HTMLName(%q, %d, %d) = %q, want %q", tt.path, tt.n, tt.of, got, tt.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,10 @@ import (
 )
 
 const backlogPath = "/proc/sys/net/core/netdev_max_backlog"
+
+// countersRE reads the rates and margin fix --apply prints for its
+// watched counters.
+var countersRE = regexp.MustCompile(`: ([0-9.]+)/s over [0-9.]+ s before, ([0-9.]+)/s over [0-9.]+ s after \(noise margin ±([0-9.]+)/s\)`)
 
 func readBacklog(t *testing.T) int {
 	t.Helper()
@@ -82,11 +87,13 @@ func TestFixBacklogDrops(t *testing.T) {
 	state := filepath.Join(dir, "state.json")
 	snap := filepath.Join(dir, "flood.json")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	flood := make(chan error, 1)
 	go func() {
-		res, err := l.Flood(ctx, 10*time.Second, netlab.FloodOptions{})
+		// Long enough for the snapshot, the 2 s window before the change
+		// and the 2 s one after it.
+		res, err := l.Flood(ctx, 20*time.Second, netlab.FloodOptions{})
 		t.Logf("flood: %+v", res)
 		flood <- err
 	}()
@@ -130,8 +137,25 @@ func TestFixBacklogDrops(t *testing.T) {
 	code, plan, stderr := run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "2s", "--cloud", "none", "--state", state)
 	t.Logf("fix --apply: exit %d\n%s\n%s", code, plan, stderr)
-	if code != 0 || !strings.Contains(stderr, "net.backlog-drops on softnet: verified") {
-		t.Fatalf("fix --apply exited %d without verifying net.backlog-drops", code)
+	if code != 0 {
+		t.Fatalf("fix --apply exited %d", code)
+	}
+	// The verdict follows the counters it prints: verified when the
+	// drops fell beyond the noise margin, else applied, not proven (a
+	// loaded machine's flood can drop little in the window before).
+	m := countersRE.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("fix --apply printed no counter windows")
+	}
+	before, _ := strconv.ParseFloat(m[1], 64)
+	after, _ := strconv.ParseFloat(m[2], 64)
+	margin, _ := strconv.ParseFloat(m[3], 64)
+	want := "net.backlog-drops on softnet: applied, not proven"
+	if before-after > margin {
+		want = "net.backlog-drops on softnet: verified"
+	}
+	if !strings.Contains(stderr, want) {
+		t.Fatalf("fix --apply: %.1f/s before, %.1f/s after, margin %.1f/s: want %q", before, after, margin, want)
 	}
 	raised := readBacklog(t)
 	if raised <= 16 || !strings.Contains(plan, "sysctl -w net.core.netdev_max_backlog="+strconv.Itoa(raised)) {
@@ -158,7 +182,7 @@ func TestFixBacklogDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
-		"--watch", "1s", "--cloud", "none", "--state", state)
+		"--watch", "2s", "--cloud", "none", "--state", state)
 	if code != 0 || !strings.Contains(stderr, "nothing changed") {
 		t.Errorf("second fix --apply exited %d:\n%s", code, stderr)
 	}
@@ -184,16 +208,16 @@ func TestFixBacklogDrops(t *testing.T) {
 		t.Errorf("state file left after a full rollback: %v", err)
 	}
 
-	// Interrupted during the watch, an unverified change is rolled back.
+	// Interrupted during the watch after the change (it follows an equal
+	// window before it), an unverified change is rolled back.
 	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
-		"--watch", "30s", "--cloud", "none", "--state", state)
+		"--watch", "8s", "--cloud", "none", "--state", state)
 	ierr := &lockedbuf.Buffer{} // written by exec's copying goroutine while the test polls it
 	cmd.Stderr = ierr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(ierr.String(), "verifying") && time.Now().Before(deadline) {
+	for !strings.Contains(ierr.String(), "verifying") && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if v := readBacklog(t); v != raised {

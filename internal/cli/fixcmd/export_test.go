@@ -1,0 +1,4 @@
+package fixcmd
+
+// HTMLName exposes htmlName to the external tests.
+var HTMLName = htmlName
