@@ -48,12 +48,14 @@ func TestProbeKernelNamesReasons(t *testing.T) {
 // port on loopback, and returns what the tracer read after detaching.
 func traceClosedPort(t *testing.T, opts Options, n int) *dropreport.Capture {
 	t.Helper()
+	// The sender first: it takes the closed-port lock before counting starts.
+	send := netlab.ClosedPortSender(t)
 	tr, err := Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	netlab.ClosedPortSender(t)(n)
+	send(n)
 	if err := tr.Stop(); err != nil {
 		t.Fatal(err)
 	}

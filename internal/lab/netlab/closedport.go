@@ -1,20 +1,52 @@
 package netlab
 
 import (
+	"context"
 	"runtime"
+	"sync"
 	"testing"
+
+	"github.com/slowpath/slowpath/internal/lab/hostlock"
 
 	"golang.org/x/sys/unix"
 )
+
+// closedPortLock is held from a test binary's first ClosedPortSender to its
+// exit: tests that count NO_SOCKET drops host-wide (the drop counters see
+// every closed-port datagram on the host) run one package after another
+// under `go test ./...`, so one package's datagrams are not counted by
+// another's tracer. For the rest of the process, because a test may make
+// several senders, and a second flock on the same file would wait for the
+// first.
+var closedPortLock struct {
+	sync.Mutex
+	held *hostlock.Lock
+}
+
+func holdClosedPortLock(tb testing.TB) {
+	tb.Helper()
+	closedPortLock.Lock()
+	defer closedPortLock.Unlock()
+	if closedPortLock.held != nil {
+		return
+	}
+	l, err := hostlock.Acquire(context.Background(), "/run/slowpath/closedport", "another test is counting closed-port drops")
+	if err != nil {
+		tb.Fatalf("closed-port lock: %v", err)
+	}
+	closedPortLock.held = l
+}
 
 // ClosedPortSender returns a function that sends n UDP datagrams from an
 // unconnected loopback socket to a port nobody listens on: each is a real
 // drop with reason NO_SOCKET, in the sender's own softirq on its own CPU
 // (no namespace needed). The socket is closed in tb.Cleanup. Unconnected,
 // because a connected socket turns the ICMP port unreachable into
-// ECONNREFUSED on the next send.
+// ECONNREFUSED on the next send. It takes a host-wide lock first (see
+// closedPortLock): make the sender before starting to count.
 func ClosedPortSender(tb testing.TB) func(n int) {
 	tb.Helper()
+	holdClosedPortLock(tb)
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
 	if err != nil {
 		tb.Fatal(err)
