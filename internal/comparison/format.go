@@ -198,9 +198,17 @@ func Legend(r *Result) []string {
 	for _, v := range r.Verdicts {
 		fam = append(fam, fmt.Sprintf("%d for %s", v.Secondary, v.Side))
 	}
-	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": no significant difference; a verdict needs %d runs per side (%s).",
-		strings.Join(fam, ", "), r.MinRuns, runCounts(r)))
-	interval := fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval, which needs %d runs per side", r.Confidence*100, r.MinRunsForInterval)
+	verdict := fmt.Sprintf("%d runs per side", r.MinRuns)
+	if r.MinRuns == 0 {
+		verdict = "more than 50 runs per side at this alpha"
+	}
+	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": no significant difference; with equal sides a verdict needs %s (%s).",
+		strings.Join(fam, ", "), verdict, runCounts(r)))
+	need := fmt.Sprintf("%d runs per side", r.MinRunsForInterval)
+	if r.MinRunsForInterval == 0 {
+		need = "more than 100 runs per side"
+	}
+	interval := fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval, which needs %s", r.Confidence*100, need)
 	var with []string
 	for _, s := range r.Sides {
 		if s.Runs >= r.MinRunsForInterval && r.MinRunsForInterval > 0 {

@@ -165,3 +165,28 @@ func TestSecondaryRowsHolmCorrected(t *testing.T) {
 		t.Errorf("verdict %+v correction %q", r.Verdicts[0], r.Correction)
 	}
 }
+
+// The legend's counts come from the options used, not literals.
+func TestLegendIsComputed(t *testing.T) {
+	a := sideOf("a", map[string][]float64{"lat": low})
+	b := sideOf("b", map[string][]float64{"lat": high[:2]}) // 5+2: smallest p 2/21
+	for _, tc := range []struct {
+		o    Options
+		want []string
+	}{
+		{Options{Primary: []string{"lat"}}, []string{"Verdict on the primary metrics lat:", "b vs a: too few runs", "with equal sides a verdict needs 4 runs per side (here 5 and 2 runs)", "95% confidence interval, which needs 6 runs per side (no side has them)"}},
+		{Options{Alpha: 0.1, Confidence: 0.9}, []string{"No primary metric declared", "a verdict needs 3 runs per side", "90% confidence interval, which needs 5 runs per side (a only)"}},
+		{Options{Alpha: 1e-40}, []string{"a verdict needs more than 50 runs per side at this alpha"}},
+	} {
+		r, err := Compare([]Side{a, b}, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(Legend(r), "\n")
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("options %+v: legend lacks %q:\n%s", tc.o, w, got)
+			}
+		}
+	}
+}
