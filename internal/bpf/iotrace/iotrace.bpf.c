@@ -36,6 +36,7 @@ struct super_block {
 } __attribute__((preserve_access_index));
 
 struct inode {
+	unsigned short i_mode;
 	unsigned long i_ino;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
@@ -270,6 +271,13 @@ static __always_inline __u64 arg(void *ctx, int i)
 	return v;
 }
 
+// S_IFMT and S_IFREG (include/uapi/linux/stat.h): only regular files are
+// captured (not the directories a service opens, nor devices or pipes).
+static __always_inline int regular(struct inode *inode)
+{
+	return (BPF_CORE_READ(inode, i_mode) & 0170000) == 0100000;
+}
+
 static __always_inline struct file *fd_file(__s64 fd)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -301,7 +309,7 @@ static __always_inline int begin(__u8 kind, __s64 fd, __u64 offset, __u64 length
 			return 0;
 		struct inode *inode = BPF_CORE_READ(f, f_inode);
 		ev.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-		if (ev.dev != target_dev)
+		if (ev.dev != target_dev || !regular(inode))
 			return 0;
 		ev.ino = BPF_CORE_READ(inode, i_ino);
 		ev.fflags = BPF_CORE_READ(f, f_flags);
@@ -333,12 +341,17 @@ static __always_inline void finish(void *ctx)
 	ev->end = bpf_ktime_get_ns();
 	// sys_exit_*: __syscall_nr then ret, each 8 bytes from arg_base - 8.
 	bpf_probe_read_kernel(&ev->ret, sizeof(ev->ret), ctx + arg_base);
-	if (ev->kind == OP_OPEN && ev->ret >= 0) {
+	if (ev->kind == OP_OPEN && ev->ret < 0) {
+		// A failed open names no inode: nothing says it was on the mount.
+		bpf_map_delete_elem(&inflight, &tid);
+		return;
+	}
+	if (ev->kind == OP_OPEN) {
 		// The inode is known only now that the fd exists.
 		struct file *f = fd_file(ev->ret);
 		struct inode *inode = f ? BPF_CORE_READ(f, f_inode) : 0;
 		__u32 dev = inode ? BPF_CORE_READ(inode, i_sb, s_dev) : 0;
-		if (!inode || dev != target_dev) {
+		if (!inode || dev != target_dev || !regular(inode)) {
 			bpf_map_delete_elem(&inflight, &tid);
 			return;
 		}

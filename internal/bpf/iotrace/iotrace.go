@@ -144,6 +144,65 @@ type Kernel struct {
 	// RqArg and BioArg are the indexes of the request and bio arguments of
 	// block_rq_issue and block_bio_queue (1 before 5.11, then 0).
 	RqArg, BioArg int
+	// Req is how the kernel spells a request's op and flags (cmd_flags,
+	// bi_opf): REQ_OP_* in the low REQ_OP_BITS (8) and the __REQ_* bits,
+	// from enum req_op (req_opf before 6.0) and enum req_flag_bits.
+	Req ReqBits
+}
+
+// ReqBits are the kernel's request op numbers and flag masks.
+type ReqBits struct {
+	Read, Write, Flush, Discard, WriteZeroes uint32
+	Sync, FUA, Preflush, Meta, Rahead        uint32 // masks; 0 if unknown
+}
+
+// reqOpMask is REQ_OP_MASK: the op is the low REQ_OP_BITS (8) bits of
+// cmd_flags and bi_opf since 4.10 (include/linux/blk_types.h).
+const reqOpMask = 0xff
+
+// Op splits a request's cmd_flags into its op (one of the ReqBits op
+// numbers) and flags.
+func (r ReqBits) Op(opf uint32) uint32 { return opf & reqOpMask }
+
+func reqBits(spec *btf.Spec) (ReqBits, error) {
+	var r ReqBits
+	enum := func(names ...string) (*btf.Enum, error) {
+		for _, n := range names {
+			var e *btf.Enum
+			if spec.TypeByName(n, &e) == nil {
+				return e, nil
+			}
+		}
+		return nil, fmt.Errorf("enum %s not in the kernel's BTF", names[0])
+	}
+	ops, err := enum("req_op", "req_opf")
+	if err != nil {
+		return r, err
+	}
+	opv := map[string]*uint32{"REQ_OP_READ": &r.Read, "REQ_OP_WRITE": &r.Write, "REQ_OP_FLUSH": &r.Flush,
+		"REQ_OP_DISCARD": &r.Discard, "REQ_OP_WRITE_ZEROES": &r.WriteZeroes}
+	found := 0
+	for _, v := range ops.Values {
+		if p := opv[v.Name]; p != nil {
+			*p = uint32(v.Value)
+			found++
+		}
+	}
+	if found != len(opv) {
+		return r, fmt.Errorf("enum %s lacks some of REQ_OP_READ, WRITE, FLUSH, DISCARD, WRITE_ZEROES", ops.Name)
+	}
+	bits, err := enum("req_flag_bits")
+	if err != nil {
+		return r, err
+	}
+	fv := map[string]*uint32{"__REQ_SYNC": &r.Sync, "__REQ_FUA": &r.FUA, "__REQ_PREFLUSH": &r.Preflush,
+		"__REQ_META": &r.Meta, "__REQ_RAHEAD": &r.Rahead}
+	for _, v := range bits.Values {
+		if p := fv[v.Name]; p != nil && v.Value < 32 {
+			*p = 1 << v.Value
+		}
+	}
+	return r, nil
 }
 
 // ProbeKernel reads the kernel's BTF for the tracepoints' prototypes.
@@ -167,6 +226,9 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 		return k, err
 	}
 	if k.BioArg, err = argOfStruct(spec, "block_bio_queue", "bio"); err != nil {
+		return k, err
+	}
+	if k.Req, err = reqBits(spec); err != nil {
 		return k, err
 	}
 	// The completions read their argument at a fixed index: check it.
@@ -523,6 +585,36 @@ func (t *Tracer) Counters() (Counters, error) {
 		}
 	}
 	return c, nil
+}
+
+// InflightBlocks returns the requests issued and not seen completing, as
+// block events with End 0.
+func (t *Tracer) InflightBlocks() ([]Event, error) {
+	var out []Event
+	var key uint64
+	var v bpfBlkStart
+	it := t.coll.Maps[bpfMapBlkInflight].Iterate()
+	for it.Next(&key, &v) {
+		out = append(out, Event{Type: TypeBlock, Start: v.Issue, Offset: v.Sector, Length: uint64(v.Bytes), Arg: v.Opf, Dev: v.Dev})
+	}
+	return out, it.Err()
+}
+
+// RunTime is the kernel time spent in the capture's programs, when
+// kernel.bpf_stats_enabled is on (0 otherwise), and how many times they
+// ran.
+func (t *Tracer) RunTime() (time.Duration, uint64) {
+	var d time.Duration
+	var n uint64
+	for _, p := range t.coll.Programs {
+		st, err := p.Stats()
+		if err != nil {
+			continue
+		}
+		d += st.Runtime
+		n += st.RunCount
+	}
+	return d, n
 }
 
 // Close detaches and frees everything.
