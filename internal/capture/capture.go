@@ -984,3 +984,33 @@ func coarsen(runs [][2]uint64, limit int) ([][2]uint64, bool) {
 	}
 	return runs, true
 }
+
+// MountOf returns the mount point of the filesystem holding dir: the
+// highest directory above it on the same device (bind mounts of a
+// subdirectory are seen as their own mount point).
+func MountOf(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	abs, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(abs, &st); err != nil {
+		return "", err
+	}
+	for abs != "/" {
+		parent := filepath.Dir(abs)
+		var pst unix.Stat_t
+		if err := unix.Stat(parent, &pst); err != nil {
+			return "", err
+		}
+		if pst.Dev != st.Dev {
+			return abs, nil
+		}
+		abs = parent
+	}
+	return "/", nil
+}
