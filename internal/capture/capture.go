@@ -54,8 +54,13 @@ type Options struct {
 	FS hostfs.FS
 }
 
-// DefaultMaxRecords bounds a capture to about 2 GB on disk.
-const DefaultMaxRecords = 100_000_000
+// DefaultMaxRecords bounds a capture to about 500 MB on disk (records
+// take 20-25 bytes; see docs/capture.md).
+const DefaultMaxRecords = 20_000_000
+
+// MaxRecordBytes bounds the encoded size of one record, for the free-space
+// check: a file-level record's varints take at most 1+5+5+5+10+10+10+5+10+10.
+const MaxRecordBytes = 71
 
 // Errors a caller may want to tell apart.
 var (

@@ -99,6 +99,7 @@ const (
 	bpfVarFilterComm          = "filter_comm"
 	bpfVarFilterTgid          = "filter_tgid"
 	bpfVarRqArg               = "rq_arg"
+	bpfVarSelfTgid            = "self_tgid"
 	bpfVarTargetDev           = "target_dev"
 	bpfVarWakeBytes           = "wake_bytes"
 )
@@ -208,6 +209,7 @@ type bpfVariableSpecs struct {
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.VariableSpec `ebpf:"filter_tgid"`
 	RqArg        *ebpf.VariableSpec `ebpf:"rq_arg"`
+	SelfTgid     *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TargetDev    *ebpf.VariableSpec `ebpf:"target_dev"`
 	WakeBytes    *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
@@ -264,6 +266,7 @@ type bpfVariables struct {
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.Variable `ebpf:"filter_tgid"`
 	RqArg        *ebpf.Variable `ebpf:"rq_arg"`
+	SelfTgid     *ebpf.Variable `ebpf:"self_tgid"`
 	TargetDev    *ebpf.Variable `ebpf:"target_dev"`
 	WakeBytes    *ebpf.Variable `ebpf:"wake_bytes"`
 }

@@ -143,6 +143,7 @@ struct event {
 // Set by the loader.
 volatile const __u32 target_dev = 0;  // kernel dev_t (MKDEV: major << 20 | minor)
 volatile const __u32 filter_tgid = 0; // 0: any process
+volatile const __u32 self_tgid = 0;   // slowpath itself, never captured (it writes the capture)
 volatile const __u8 filter_cgroup = 0;
 volatile const __u8 filter_comm = 0;
 volatile const char comm[16] = {};
@@ -247,7 +248,8 @@ static __always_inline void submit(struct event *src)
 
 static __always_inline int wanted_task(void)
 {
-	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (tgid == self_tgid || (filter_tgid && tgid != filter_tgid))
 		return 0;
 	if (filter_comm) {
 		char c[16] = {};

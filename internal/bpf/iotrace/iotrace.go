@@ -426,6 +426,7 @@ func Start(o Options) (*Tracer, error) {
 	consts := map[string]any{
 		bpfVarTargetDev:    kdev(o.Major, o.Minor),
 		bpfVarFilterTgid:   o.PID,
+		bpfVarSelfTgid:     uint32(os.Getpid()),
 		bpfVarFilterComm:   b2u8(o.Comm != ""),
 		bpfVarComm:         comm,
 		bpfVarFilterCgroup: b2u8(o.Cgroup != ""),

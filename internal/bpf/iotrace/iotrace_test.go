@@ -1,8 +1,11 @@
 package iotrace
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,21 +28,27 @@ func TestPreadEvent(t *testing.T) {
 	if err := os.WriteFile(p, make([]byte, 65536), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := Start(Options{Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev), PID: uint32(os.Getpid())})
+	// The tracer never traces its own process: the I/O is a child's,
+	// which waits for a line on stdin.
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), "SLOWPATH_IOTRACE_CHILD="+p)
+	in, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	tr, err := Start(Options{Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev), PID: uint32(child.Process.Pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
+	in.Write([]byte("go\n"))
+	if err := child.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
 	}
-	buf := make([]byte, 4096)
-	if _, err := f.ReadAt(buf, 8192); err != nil {
-		t.Fatal(err)
-	}
-	f.Sync()
-	f.Close()
 	tr.Detach()
 	var got []Event
 	for {
@@ -68,4 +77,25 @@ func TestPreadEvent(t *testing.T) {
 	if !pread || !open || !fsync {
 		t.Errorf("pread %v, open %v, fsync %v among %d events", pread, open, fsync, len(got))
 	}
+}
+
+// TestMain runs the child of TestPreadEvent when asked to: after a line on
+// stdin it opens the file, preads a page at 8 KiB and fsyncs.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("SLOWPATH_IOTRACE_CHILD"); p != "" {
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		f, err := os.Open(p)
+		if err == nil {
+			_, err = f.ReadAt(make([]byte, 4096), 8192)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
