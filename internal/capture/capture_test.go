@@ -24,7 +24,7 @@ import (
 // loopExt4 makes an ext4 filesystem on a loop device over a file of the
 // root filesystem, mounts it and returns the mount point and the loop
 // device's name. Everything is undone when t ends, also on failure.
-func loopExt4(t *testing.T, size int64) (string, string) {
+func loopExt4(t testing.TB, size int64) (string, string) {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "losetup", "mount")
@@ -52,6 +52,12 @@ func loopExt4(t *testing.T, size int64) (string, string) {
 			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
 		}
 	})
+	return mountExt4(t, dev, dir), filepath.Base(dev)
+}
+
+// mountExt4 makes ext4 on dev and mounts it in a directory under dir.
+func mountExt4(t testing.TB, dev, dir string) string {
+	t.Helper()
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
@@ -71,10 +77,37 @@ func loopExt4(t *testing.T, size int64) (string, string) {
 		t.Fatal(err)
 	}
 	mountT(t, dev, mnt)
-	return mnt, filepath.Base(dev)
+	return mnt
 }
 
-func mountT(t *testing.T, args ...string) {
+// zramExt4 hot-adds a zram device (bio-based, as dm and brd are), makes
+// ext4 on it and mounts it; the device is reset and removed when t ends.
+func zramExt4(t testing.TB, size int64) (string, string) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
+	id, err := os.ReadFile("/sys/class/zram-control/hot_add")
+	if err != nil {
+		testenv.Unavailable(t, "no zram (modprobe zram): "+err.Error())
+	}
+	name := "zram" + strings.TrimSpace(string(id))
+	t.Cleanup(func() {
+		os.WriteFile("/sys/block/"+name+"/reset", []byte("1"), 0o200)
+		if err := os.WriteFile("/sys/class/zram-control/hot_remove", []byte(strings.TrimSpace(string(id))), 0o200); err != nil {
+			t.Errorf("remove %s: %v", name, err)
+		}
+	})
+	if err := os.WriteFile("/sys/block/"+name+"/disksize", []byte(fmt.Sprint(size)), 0o200); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mountExt4(t, "/dev/"+name, dir), name
+}
+
+func mountT(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mount %v: %v: %s", args, err, out)
@@ -95,7 +128,7 @@ func mountT(t *testing.T, args ...string) {
 }
 
 // testCgroup makes a cgroup v2 directory and removes it when t ends.
-func testCgroup(t *testing.T) string {
+func testCgroup(t testing.TB) string {
 	t.Helper()
 	data, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
@@ -131,7 +164,7 @@ func testCgroup(t *testing.T) string {
 }
 
 // inCgroup runs argv as a process of cgroup cg and waits for it.
-func inCgroup(t *testing.T, cg string, argv ...string) []byte {
+func inCgroup(t testing.TB, cg string, argv ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$0"/cgroup.procs && exec "$@"`, cg}, argv...)...)
 	out, err := cmd.CombinedOutput()
@@ -141,7 +174,7 @@ func inCgroup(t *testing.T, cg string, argv ...string) []byte {
 	return out
 }
 
-func randomHex(t *testing.T) string {
+func randomHex(t testing.TB) string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -437,10 +470,23 @@ func TestMountOf(t *testing.T) {
 	}
 }
 
-// TestBlockOnly captures block requests of a dd on the loop device's
-// filesystem, with no file-level records.
+// TestBlockOnly captures block requests of a dd on a filesystem on a
+// request-based device (loop: block_rq_*) and on a bio-based one (zram:
+// block_bio_*, as dm and brd), with no file-level records.
 func TestBlockOnly(t *testing.T) {
-	mnt, loop := loopExt4(t, 64<<20)
+	for _, tc := range []struct {
+		name   string
+		make   func(testing.TB, int64) (string, string)
+		source string
+	}{{"loop", loopExt4, capfile.BlockSourceRq}, {"zram", zramExt4, capfile.BlockSourceBio}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt, dev := tc.make(t, 64<<20)
+			blockOnly(t, mnt, dev, tc.source)
+		})
+	}
+}
+
+func blockOnly(t *testing.T, mnt, loop, source string) {
 	out := filepath.Join(t.TempDir(), "cap")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -470,12 +516,22 @@ func TestBlockOnly(t *testing.T) {
 		t.Errorf("block-only capture: %d ops, filters %+v", c.Manifest.Events.Ops, c.Manifest.Filters)
 	}
 	var written uint64
+	var latency bool
 	err = c.EachBlock(func(b capfile.Block) error {
 		if c.Manifest.Devices[b.Device-1].Name == loop && b.Op == capfile.BlockWrite {
 			written += uint64(b.Bytes)
+			latency = latency || b.Latency > 0
 		}
 		return nil
 	})
+	for _, d := range c.Manifest.Devices {
+		if d.Name == loop && d.Source != source {
+			t.Errorf("%s: source %s, want %s", d.Name, d.Source, source)
+		}
+	}
+	if !latency {
+		t.Errorf("no write on %s with a latency", loop)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
