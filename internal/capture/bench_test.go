@@ -47,8 +47,12 @@ numjobs=2
 
 type fioIOPS struct {
 	Jobs []struct {
-		Read  struct{ IOPS float64 `json:"iops"` } `json:"read"`
-		Write struct{ IOPS float64 `json:"iops"` } `json:"write"`
+		Read struct {
+			IOPS float64 `json:"iops"`
+		} `json:"read"`
+		Write struct {
+			IOPS float64 `json:"iops"`
+		} `json:"write"`
 	} `json:"jobs"`
 }
 

@@ -90,6 +90,7 @@ const (
 	bpfProgOnBioComplete      = "on_bio_complete"
 	bpfProgOnBioQueue         = "on_bio_queue"
 	bpfProgOnFilemapFault     = "on_filemap_fault"
+	bpfProgOnPageFaultUser    = "on_page_fault_user"
 	bpfProgOnRqComplete       = "on_rq_complete"
 	bpfProgOnRqIssue          = "on_rq_issue"
 	bpfVarArgBase             = "arg_base"
@@ -181,6 +182,7 @@ type bpfProgramSpecs struct {
 	OnBioComplete      *ebpf.ProgramSpec `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.ProgramSpec `ebpf:"on_bio_queue"`
 	OnFilemapFault     *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
+	OnPageFaultUser    *ebpf.ProgramSpec `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.ProgramSpec `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.ProgramSpec `ebpf:"on_rq_issue"`
 }
@@ -310,6 +312,7 @@ type bpfPrograms struct {
 	OnBioComplete      *ebpf.Program `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.Program `ebpf:"on_bio_queue"`
 	OnFilemapFault     *ebpf.Program `ebpf:"on_filemap_fault"`
+	OnPageFaultUser    *ebpf.Program `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.Program `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.Program `ebpf:"on_rq_issue"`
 }
@@ -351,6 +354,7 @@ func (p *bpfPrograms) Close() error {
 		p.OnBioComplete,
 		p.OnBioQueue,
 		p.OnFilemapFault,
+		p.OnPageFaultUser,
 		p.OnRqComplete,
 		p.OnRqIssue,
 	)
