@@ -127,8 +127,6 @@ type mapping struct {
 	file       fileKey
 }
 
-type threadKey struct{ tgid, tid uint32 }
-
 // run is one capture in progress.
 type run struct {
 	o         Options
