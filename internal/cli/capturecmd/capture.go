@@ -140,9 +140,9 @@ func checkSpace(dir string, maxRecords uint64) error {
 		return nil
 	}
 	free := st.Bavail * uint64(st.Bsize)
-	need := maxRecords * capture.MaxRecordBytes
+	need := maxRecords * capture.RecordBytes
 	if need > free {
-		return fmt.Errorf("%s has %s free; a capture of up to %d records may take %s: lower --max-records (records take 20-25 bytes on average) or write elsewhere",
+		return fmt.Errorf("%s has %s free; a capture of up to %d records may take %s: lower --max-records (counted at 32 bytes each; 20-21 on average) or write elsewhere",
 			probe, storagemodel.FormatBytes(free), maxRecords, storagemodel.FormatBytes(need))
 	}
 	return nil

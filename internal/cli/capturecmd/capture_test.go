@@ -78,7 +78,7 @@ func TestCheckSpace(t *testing.T) {
 	if err := checkSpace(filepath.Join(dir, "new", "cap"), 10); err != nil {
 		t.Errorf("10 records: %v", err)
 	}
-	// 2^50 records of up to 71 bytes fit nowhere.
+	// 2^50 records of 32 bytes fit nowhere.
 	err := checkSpace(filepath.Join(dir, "cap"), 1<<50)
 	if err == nil || !strings.Contains(err.Error(), "free; a capture of up to 1125899906842624 records may take") {
 		t.Errorf("2^50 records: %v", err)
