@@ -567,3 +567,56 @@ func blockOnly(t *testing.T, mnt, loop, source string) {
 		t.Errorf("%d bytes written on %s, want at least 8 MiB", written, loop)
 	}
 }
+
+// TestDrops fills a one-page ring buffer while the reader is held in
+// Ready: the capture must count what it lost, say so in the manifest, and
+// fail unless asked to keep it.
+func TestDrops(t *testing.T) {
+	mnt, _ := loopExt4(t, 64<<20)
+	p := filepath.Join(mnt, "f")
+	if err := os.WriteFile(p, make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	f.Close()
+	for _, accept := range []bool{false, true} {
+		t.Run(fmt.Sprintf("accept=%v", accept), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cap")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// 1000 reads of a cached page: 1001 events (the open too), far
+			// more than a page of ring holds, with nobody reading.
+			burst := func() {
+				if out, err := exec.Command("dd", "if="+p, "of=/dev/null", "bs=4096", "count=1000").CombinedOutput(); err != nil {
+					t.Errorf("dd: %v: %s", err, out)
+				}
+				cancel()
+			}
+			res, err := Run(ctx, Options{Mount: mnt, RingBytes: uint32(os.Getpagesize()), AcceptDrops: accept, Ready: burst}, out)
+			if accept && err != nil {
+				t.Fatalf("with AcceptDrops: %v", err)
+			}
+			if !accept && !errors.Is(err, ErrDropped) {
+				t.Fatalf("err = %v, want ErrDropped", err)
+			}
+			m := res.Manifest
+			if m.Events.Dropped == 0 || m.Events.Ops > 1001 || m.Events.Ops+m.Events.Dropped < 1001 {
+				t.Errorf("%d ops recorded, %d events dropped, for dd's 1001", m.Events.Ops, m.Events.Dropped)
+			}
+			c, err := capfile.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			if c.Manifest.Events.Dropped != m.Events.Dropped {
+				t.Errorf("manifest on disk says %d dropped, Run %d", c.Manifest.Events.Dropped, m.Events.Dropped)
+			}
+		})
+	}
+}
