@@ -18,7 +18,7 @@ import (
 // readers' faults must be, and both bio-based devices must show requests.
 func TestCaptureOnCrypt(t *testing.T) {
 	t.Parallel()
-	onKernels(t, fullSet, testCaptureOnCrypt)
+	onKernels(t, everyKernel, testCaptureOnCrypt)
 }
 
 func testCaptureOnCrypt(t *testing.T, k *kernelLab) {

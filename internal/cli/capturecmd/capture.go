@@ -53,8 +53,8 @@ and as ground truth every block request on the devices beneath that mount,
 with flags and latency. It writes a capture directory that 'slowpath bench
 replay:DIR' replays with fio.
 
-No file content, file name, path, pid or process name is recorded: files are
-f0001..., the mount is a device number. Memory stays bounded: events stream to
+No file content, file name or path is recorded: files are f0001..., the
+mount is a device number, threads are numbers. Memory stays bounded: events stream to
 disk. A capture that lost events (ring buffer full) says so and fails unless
 --accept-drops.
 
