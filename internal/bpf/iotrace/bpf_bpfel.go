@@ -89,17 +89,17 @@ const (
 	bpfProgExitWritev         = "exit_writev"
 	bpfProgOnBioComplete      = "on_bio_complete"
 	bpfProgOnBioQueue         = "on_bio_queue"
+	bpfProgOnBioQueueQ        = "on_bio_queue_q"
 	bpfProgOnFilemapFault     = "on_filemap_fault"
 	bpfProgOnPageFaultUser    = "on_page_fault_user"
 	bpfProgOnRqComplete       = "on_rq_complete"
 	bpfProgOnRqIssue          = "on_rq_issue"
+	bpfProgOnRqIssueQ         = "on_rq_issue_q"
 	bpfVarArgBase             = "arg_base"
-	bpfVarBioArg              = "bio_arg"
 	bpfVarComm                = "comm"
 	bpfVarFilterCgroup        = "filter_cgroup"
 	bpfVarFilterComm          = "filter_comm"
 	bpfVarFilterTgid          = "filter_tgid"
-	bpfVarRqArg               = "rq_arg"
 	bpfVarSelfTgid            = "self_tgid"
 	bpfVarTargetDev           = "target_dev"
 	bpfVarWakeBytes           = "wake_bytes"
@@ -181,10 +181,12 @@ type bpfProgramSpecs struct {
 	ExitWritev         *ebpf.ProgramSpec `ebpf:"exit_writev"`
 	OnBioComplete      *ebpf.ProgramSpec `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.ProgramSpec `ebpf:"on_bio_queue"`
+	OnBioQueueQ        *ebpf.ProgramSpec `ebpf:"on_bio_queue_q"`
 	OnFilemapFault     *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
 	OnPageFaultUser    *ebpf.ProgramSpec `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.ProgramSpec `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.ProgramSpec `ebpf:"on_rq_issue"`
+	OnRqIssueQ         *ebpf.ProgramSpec `ebpf:"on_rq_issue_q"`
 }
 
 // bpfMapSpecs contains maps before they are loaded into the kernel.
@@ -205,12 +207,10 @@ type bpfMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfVariableSpecs struct {
 	ArgBase      *ebpf.VariableSpec `ebpf:"arg_base"`
-	BioArg       *ebpf.VariableSpec `ebpf:"bio_arg"`
 	Comm         *ebpf.VariableSpec `ebpf:"comm"`
 	FilterCgroup *ebpf.VariableSpec `ebpf:"filter_cgroup"`
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.VariableSpec `ebpf:"filter_tgid"`
-	RqArg        *ebpf.VariableSpec `ebpf:"rq_arg"`
 	SelfTgid     *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TargetDev    *ebpf.VariableSpec `ebpf:"target_dev"`
 	WakeBytes    *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -262,12 +262,10 @@ func (m *bpfMaps) Close() error {
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfVariables struct {
 	ArgBase      *ebpf.Variable `ebpf:"arg_base"`
-	BioArg       *ebpf.Variable `ebpf:"bio_arg"`
 	Comm         *ebpf.Variable `ebpf:"comm"`
 	FilterCgroup *ebpf.Variable `ebpf:"filter_cgroup"`
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.Variable `ebpf:"filter_tgid"`
-	RqArg        *ebpf.Variable `ebpf:"rq_arg"`
 	SelfTgid     *ebpf.Variable `ebpf:"self_tgid"`
 	TargetDev    *ebpf.Variable `ebpf:"target_dev"`
 	WakeBytes    *ebpf.Variable `ebpf:"wake_bytes"`
@@ -311,10 +309,12 @@ type bpfPrograms struct {
 	ExitWritev         *ebpf.Program `ebpf:"exit_writev"`
 	OnBioComplete      *ebpf.Program `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.Program `ebpf:"on_bio_queue"`
+	OnBioQueueQ        *ebpf.Program `ebpf:"on_bio_queue_q"`
 	OnFilemapFault     *ebpf.Program `ebpf:"on_filemap_fault"`
 	OnPageFaultUser    *ebpf.Program `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.Program `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.Program `ebpf:"on_rq_issue"`
+	OnRqIssueQ         *ebpf.Program `ebpf:"on_rq_issue_q"`
 }
 
 func (p *bpfPrograms) Close() error {
@@ -353,10 +353,12 @@ func (p *bpfPrograms) Close() error {
 		p.ExitWritev,
 		p.OnBioComplete,
 		p.OnBioQueue,
+		p.OnBioQueueQ,
 		p.OnFilemapFault,
 		p.OnPageFaultUser,
 		p.OnRqComplete,
 		p.OnRqIssue,
+		p.OnRqIssueQ,
 	)
 }
 

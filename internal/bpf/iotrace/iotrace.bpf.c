@@ -149,8 +149,6 @@ volatile const __u8 filter_cgroup = 0;
 volatile const __u8 filter_comm = 0;
 volatile const char comm[16] = {};
 volatile const __u32 arg_base = 16; // offset of a syscall tracepoint's first argument
-volatile const __u32 rq_arg = 0;    // index of struct request * in block_rq_issue
-volatile const __u32 bio_arg = 0;   // index of struct bio * in block_bio_queue
 volatile const __u64 wake_bytes = 1 << 20;
 
 struct {
@@ -575,16 +573,31 @@ static __always_inline __u32 disk_dev(struct gendisk *d)
 	return ((__u32)BPF_CORE_READ(d, major) << 20) | (__u32)BPF_CORE_READ(d, first_minor);
 }
 
-SEC("tp_btf/block_rq_issue")
-int on_rq_issue(__u64 *ctx)
+static __always_inline void rq_issue(struct request *rq)
 {
-	struct request *rq = (struct request *)(rq_arg ? ctx[1] : ctx[0]);
 	struct gendisk *d;
 	if (bpf_core_field_exists(rq->rq_disk))
 		d = BPF_CORE_READ(rq, rq_disk);
 	else
 		d = BPF_CORE_READ(rq, q, disk);
 	blk_begin((__u64)rq, disk_dev(d), BPF_CORE_READ(rq, __sector), BPF_CORE_READ(rq, __data_len), BPF_CORE_READ(rq, cmd_flags));
+}
+
+// block_rq_issue(struct request *rq) since 5.11; (struct request_queue *q,
+// struct request *rq) before. Two programs, as the verifier of older
+// kernels allows context loads at constant offsets only; the loader keeps
+// the one the kernel's BTF prototype matches.
+SEC("tp_btf/block_rq_issue")
+int on_rq_issue(__u64 *ctx)
+{
+	rq_issue((struct request *)ctx[0]);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int on_rq_issue_q(__u64 *ctx)
+{
+	rq_issue((struct request *)ctx[1]);
 	return 0;
 }
 
@@ -598,16 +611,29 @@ int on_rq_complete(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/block_bio_queue")
-int on_bio_queue(__u64 *ctx)
+static __always_inline void bio_queue(struct bio *bio)
 {
-	struct bio *bio = (struct bio *)(bio_arg ? ctx[1] : ctx[0]);
 	__u32 kdev;
 	if (bpf_core_field_exists(bio->bi_bdev))
 		kdev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
 	else
 		kdev = disk_dev(BPF_CORE_READ(bio, bi_disk)) + BPF_CORE_READ(bio, bi_partno);
 	blk_begin((__u64)bio, kdev, BPF_CORE_READ(bio, bi_iter.bi_sector), BPF_CORE_READ(bio, bi_iter.bi_size), BPF_CORE_READ(bio, bi_opf));
+}
+
+// block_bio_queue(struct bio *bio) since 5.11; (struct request_queue *q,
+// struct bio *bio) before: as block_rq_issue.
+SEC("tp_btf/block_bio_queue")
+int on_bio_queue(__u64 *ctx)
+{
+	bio_queue((struct bio *)ctx[0]);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int on_bio_queue_q(__u64 *ctx)
+{
+	bio_queue((struct bio *)ctx[1]);
 	return 0;
 }
 

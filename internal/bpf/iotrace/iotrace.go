@@ -444,8 +444,6 @@ func Start(o Options) (*Tracer, error) {
 		bpfVarComm:         comm,
 		bpfVarFilterCgroup: b2u8(o.Cgroup != ""),
 		bpfVarArgBase:      base,
-		bpfVarRqArg:        uint32(k.RqArg),
-		bpfVarBioArg:       uint32(k.BioArg),
 	}
 	ring := o.RingBytes
 	if ring == 0 {
@@ -475,8 +473,8 @@ func Start(o Options) (*Tracer, error) {
 		keep[bpfProgOnFilemapFault] = k.HasFilemapFault && !o.PageFaultUser
 		keep[bpfProgOnPageFaultUser] = k.HasPageFaultUser && (!k.HasFilemapFault || o.PageFaultUser)
 	}
-	keep[bpfProgOnRqIssue], keep[bpfProgOnRqComplete] = rq, rq
-	keep[bpfProgOnBioQueue], keep[bpfProgOnBioComplete] = bio, bio
+	keep[bpfProgOnRqIssue], keep[bpfProgOnRqIssueQ], keep[bpfProgOnRqComplete] = rq && k.RqArg == 0, rq && k.RqArg == 1, rq
+	keep[bpfProgOnBioQueue], keep[bpfProgOnBioQueueQ], keep[bpfProgOnBioComplete] = bio && k.BioArg == 0, bio && k.BioArg == 1, bio
 	for name := range spec.Programs {
 		if !keep[name] {
 			delete(spec.Programs, name)
