@@ -13,9 +13,10 @@ import (
 // TestCaptureOnCrypt runs `slowpath capture` on ext4 over dm-crypt over brd
 // while fio runs psync 4 MiB writers and mmap random readers (the search
 // incident's shape, small): the committed eBPF object must load on the
-// lab's kernels (none has mm_filemap_fault, added in 6.17: faults come
-// from exceptions:page_fault_user), every pwrite64 must be recorded, the
-// readers' faults must be, and both bio-based devices must show requests.
+// lab's kernels (5.10 and 6.1 lack mm_filemap_fault, added in 6.17, and
+// their faults come from exceptions:page_fault_user; Debian's 6.12 has it
+// backported), every pwrite64 must be recorded, the readers' faults must
+// be, and both bio-based devices must show requests.
 func TestCaptureOnCrypt(t *testing.T) {
 	t.Parallel()
 	onKernels(t, everyKernel, testCaptureOnCrypt)
