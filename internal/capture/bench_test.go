@@ -63,7 +63,8 @@ type fioIOPS struct {
 //   - iops-ratio: median over rounds of IOPS with capture / IOPS without
 //     (the target is at least 0.97 at the default settings);
 //   - cpu-ns/event: slowpath's own CPU (user + system) per event handed
-//     over by the kernel; bpf-ns/event: the kernel time in the capture's
+//     over by the kernel, from the attach to the end (loading and
+//     verifying the programs, before the workload starts, is logged apart); bpf-ns/event: the kernel time in the capture's
 //     programs per event (kernel BPF statistics, on for the benchmark),
 //     which the traced threads pay;
 //   - bytes/Mio: capture directory size per million records;
@@ -159,8 +160,8 @@ func overhead(b *testing.B, jobText string) {
 			b.Fatal(r.err)
 		}
 		ratios = append(ratios, with/base)
-		b.Logf("round %d: %.0f IOPS without, %.0f with capture (%.3f); %d events, %d records, dropped %d",
-			i, base, with, with/base, r.res.Events, r.res.Manifest.Events.Ops+r.res.Manifest.Events.Block, r.res.Manifest.Events.Dropped)
+		b.Logf("round %d: %.0f IOPS without, %.0f with capture (%.3f); %d events, %d records, dropped %d; slowpath CPU %v running, %v to load",
+			i, base, with, with/base, r.res.Events, r.res.Manifest.Events.Ops+r.res.Manifest.Events.Block, r.res.Manifest.Events.Dropped, r.res.UserCPU, r.res.SetupCPU)
 		events += r.res.Events
 		records += r.res.Manifest.Events.Ops + r.res.Manifest.Events.Block
 		cpu += float64(r.res.UserCPU.Nanoseconds())

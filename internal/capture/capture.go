@@ -76,12 +76,15 @@ var (
 // Result is what a capture did, beyond its directory.
 type Result struct {
 	Manifest *capfile.Manifest
-	// UserCPU is this process's CPU time (user + system) during the
+	// SetupCPU is this process's CPU time (user + system) to load, verify
+	// and attach the programs; UserCPU its CPU time from then to the end:
+	// what a running capture costs. During the
 	// capture; BPFTime the kernel time in the capture's programs when
 	// kernel.bpf_stats_enabled is on, else 0; BPFRuns their runs.
-	UserCPU time.Duration
-	BPFTime time.Duration
-	BPFRuns uint64
+	UserCPU  time.Duration
+	SetupCPU time.Duration
+	BPFTime  time.Duration
+	BPFRuns  uint64
 	// Events counts what the kernel handed over (records and events that
 	// are not records: munmaps, madvise of other memory).
 	Events uint64
@@ -268,6 +271,8 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 			r.w.Abort()
 		}
 	}()
+	var ruReady unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ruReady)
 	if opts.Ready != nil {
 		opts.Ready()
 	}
@@ -369,7 +374,7 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	}
 	finished = true
 	res := &Result{Manifest: m, Events: events, BPFTime: bpfTime, BPFRuns: bpfRuns,
-		UserCPU: rusageCPU(&ruAfter) - rusageCPU(&ruBefore)}
+		UserCPU: rusageCPU(&ruAfter) - rusageCPU(&ruReady), SetupCPU: rusageCPU(&ruReady) - rusageCPU(&ruBefore)}
 	if c.Dropped > 0 && !opts.AcceptDrops {
 		return res, fmt.Errorf("%d events lost, the capture in %s is incomplete: %w", c.Dropped, outDir, ErrDropped)
 	}
