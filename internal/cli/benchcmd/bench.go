@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -21,10 +19,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
-	"github.com/slowpath/slowpath/internal/workload/fio"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -130,34 +127,7 @@ func (o *Options) validate() error {
 	return nil
 }
 
-func known(name string) bool {
-	switch name {
-	case profile.SearchIndex, profile.DBCommit, profile.TelemetryIngest:
-		return true
-	}
-	return strings.HasPrefix(name, profile.FioPrefix) && len(name) > len(profile.FioPrefix)
-}
-
-func readJobFile(name string) ([]byte, error) {
-	if !strings.HasPrefix(name, profile.FioPrefix) {
-		return nil, nil
-	}
-	// The job file's base name becomes the profile's name in the result,
-	// reports and bench export's run.sh: a label, checked first.
-	if err := benchresult.ValidProfile(profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))); err != nil {
-		return nil, usageErr(err)
-	}
-	b, err := os.ReadFile(strings.TrimPrefix(name, profile.FioPrefix))
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
-	}
-	// Refused before anything is created or run: a job file that cannot
-	// be confined to the run's directory (docs/bench.md).
-	if _, err := fio.CheckJobFile(b, ""); err != nil {
-		return nil, usageErr(fmt.Errorf("profile %s: %w", name, err))
-	}
-	return b, nil
-}
+func known(name string) bool { return profile.Known(name) }
 
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
@@ -166,98 +136,58 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	jobFile, err := readJobFile(o.Profile)
-	if err != nil {
-		return err
-	}
-	var givenCipher *benchresult.Cipher
-	var givenEmulated bool
-	if o.CipherLimit != "" {
-		if givenCipher, givenEmulated, err = readCipherLimit(o.CipherLimit); err != nil {
-			return usageErr(err)
-		}
-	}
-	if _, err := fio.Version(ctx); err != nil {
-		return usageErr(err) // fio not found: apt-get install fio
-	}
-	t, err := prepareTarget(env, o)
-	if err != nil {
-		return err
-	}
-	// From here on the run's directory exists: it is removed however the
-	// run ends (a panic included), and signals interrupt instead of kill.
-	defer t.cleanup()
-	sctx, stop := signal.NotifyContext(ctx, o.Signals...)
-	defer stop()
-
-	name := o.Profile
-	if strings.HasPrefix(name, profile.FioPrefix) {
-		name = profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))
-	}
-	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: t.workDir, Device: t.device,
-		SlowLoad: o.SlowLoad, JobFile: jobFile, NumCPU: runtime.NumCPU()})
+	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := t.checkSpace(plan.SpaceBytes); err != nil {
-		return err
-	}
-	envFacts := environment(ctx, env, o, t)
-	start := time.Now()
-	res := &benchresult.Result{SlowpathVersion: env.Version, Profile: name, Started: start.UTC(), Environment: envFacts,
-		Parameters: benchresult.Parameters{Scale: o.Scale, RuntimeNS: int64(o.Runtime), Target: t.given, TargetKind: t.kind,
-			Settings: plan.Settings}}
-	if plan.Profile == profile.SearchIndex {
-		res.Parameters.SlowLoadNS = int64(o.SlowLoad)
-	}
-	if jobFile != nil {
-		res.Parameters.JobFile = string(jobFile)
-	}
-
-	smp, err := sampler.Start(sampler.Options{FS: env.FS, Devices: t.devices, Interval: o.Interval, Start: start})
-	if err != nil {
-		return err
-	}
-	bar := newProgress(env, plan)
-	phases, loads, runErr := plan.Run(sctx, t.phaseDir, profile.Hooks{Start: start, FioStarted: smp.AddWorkload, FioExited: smp.AddWorkloadCPU, Phase: bar.phase})
-	bar.done(runErr == nil)
-	res.WhereTime = smp.Stop()
-	res.DurationNS = int64(time.Since(start))
-	res.Phases = phases
-	res.LoadTimes = plan.LoadTimes(loads)
-	res.Figures = append(plan.Figures(phases, res.LoadTimes), whereFigures(res.WhereTime)...)
-	res.Status = benchresult.StatusComplete
-	interrupted := runErr != nil && sctx.Err() != nil && ctx.Err() == nil
-	switch {
-	case interrupted:
-		res.Status = benchresult.StatusInterrupted
-		res.Error = "interrupted by a signal: partial result"
-	case runErr != nil:
-		res.Status = benchresult.StatusFailed
-		res.Error = runErr.Error()
-	}
-	// The encryption tax, after the workload so the cipher measurement
-	// takes no CPU from it; only for a path through dm-crypt.
-	if tp := res.Environment.Target; tp != nil {
-		if cs := findCrypt(tp.Storage); cs != nil {
-			c, cerr := cipherFor(sctx, env.FS, givenCipher, cs, interrupted)
-			res.EncryptionTax = assessTax(res.WhereTime, cs, c, cerr, runtime.NumCPU(), givenEmulated || labcmd.Emulated(env.FS))
+	w.Scale, w.Runtime, w.SlowLoad, w.Interval = o.Scale, o.Runtime, o.SlowLoad, o.Interval
+	xenv := experiment.Env{FS: env.FS, Version: env.Version, Cloud: o.Cloud}
+	if o.CipherLimit != "" {
+		if xenv.Cipher, xenv.CipherEmulated, err = experiment.ReadCipherLimit(o.CipherLimit); err != nil {
+			return usageErr(fmt.Errorf("--cipher-limit: %w", err))
 		}
+	}
+	var bar *bar
+	xenv.Hooks = experiment.Hooks{
+		Planned: func(p *profile.Plan) { bar = newProgress(env, p) },
+		Phase:   func(i int, name string) { bar.phase(i, name) },
+		Done:    func(ok bool) { bar.done(ok) },
+	}
+	// Signals interrupt the run instead of killing it: the engine removes
+	// the run's directory and returns what was measured.
+	sctx, stop := signal.NotifyContext(ctx, o.Signals...)
+	defer stop()
+	res, err := experiment.RunWorkload(sctx, xenv, w, experiment.Target{Dir: o.Dir, Device: o.Device})
+	if res == nil {
+		return usageErr(flagged(err))
 	}
 	printSummary(env, res)
 	if o.Output != "" {
-		if err := benchresult.WriteFile(o.Output, res); err != nil {
-			return err
+		if werr := benchresult.WriteFile(o.Output, res); werr != nil {
+			return werr
 		}
 	}
-	if cerr := t.cleanup(); cerr != nil && runErr == nil {
-		runErr = cerr
-	}
-	if interrupted {
+	if errors.Is(err, experiment.ErrInterrupted) {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: errors.New("interrupted: the result above is partial; the run's files were removed")}
 	}
-	if runErr != nil {
-		return &clienv.ExitError{Code: clienv.ExitUsage, Err: runErr}
+	if err != nil {
+		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
 	return nil
+}
+
+// flagged names a target the engine refused by its flag.
+func flagged(err error) error {
+	var te *experiment.TargetError
+	if !errors.As(err, &te) {
+		return err
+	}
+	flag := "--dir"
+	if te.Device {
+		flag = "--device"
+	}
+	if te.Refused {
+		return fmt.Errorf("refusing %s %s: %w", flag, te.Target, te.Err)
+	}
+	return fmt.Errorf("%s: %w", flag, te.Err)
 }

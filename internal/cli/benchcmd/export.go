@@ -15,6 +15,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/workload/profile"
@@ -68,20 +69,18 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	if !known(o.Profile) {
 		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names, ", ")))
 	}
-	jobFile, err := readJobFile(o.Profile)
+	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
+	jobFile := w.JobFile
 	// run.sh replaces the placeholder by its directory: in a user's job
 	// file it would turn a checked relative path into another one
 	// ("..@DIR@/x" is one name here, "../tmp/..." there).
 	if bytes.Contains(jobFile, []byte(dirPlaceholder)) {
 		return usageErr(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, dirPlaceholder))
 	}
-	name := o.Profile
-	if strings.HasPrefix(name, profile.FioPrefix) {
-		name = profile.FioPrefix + filepath.Base(strings.TrimPrefix(name, profile.FioPrefix))
-	}
+	name := w.Profile
 	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: dirPlaceholder, SlowLoad: o.SlowLoad,
 		JobFile: jobFile, NumCPU: runtime.NumCPU()})
 	if err != nil {

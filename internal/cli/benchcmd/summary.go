@@ -3,7 +3,6 @@ package benchcmd
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -13,28 +12,6 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
-
-// whereFigures turns the sampler's answer into run-wide figures.
-func whereFigures(w *benchresult.WhereTime) []benchresult.Figure {
-	var out []benchresult.Figure
-	if w == nil {
-		return out
-	}
-	for _, d := range w.Devices {
-		if d.AwaitNS >= 0 {
-			out = append(out, benchresult.Figure{Name: "await." + d.Device, Value: math.Round(d.AwaitNS), Unit: benchresult.UnitNanoseconds, Better: benchresult.LowerIsBetter})
-		}
-		out = append(out,
-			benchresult.Figure{Name: "util." + d.Device, Value: round2(d.UtilPercent), Unit: benchresult.UnitPercent},
-			benchresult.Figure{Name: "queue_depth." + d.Device, Value: round2(d.QueueDepth), Unit: benchresult.UnitRequests})
-	}
-	for _, g := range w.Threads {
-		out = append(out, benchresult.Figure{Name: "cpu." + g.Group, Value: g.CPUs, Unit: benchresult.UnitCPUs, Better: benchresult.LowerIsBetter})
-	}
-	return out
-}
-
-func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 // formatValue prints a figure in a human unit.
 func formatValue(v float64, unit string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/hostfs"
 )
 
@@ -27,25 +28,12 @@ func NewCmdLab(env *clienv.Env) *cobra.Command {
 	return cmd
 }
 
-// Emulated reports whether this CPU is emulated by qemu's TCG, whose AES is
-// software behind an emulated instruction: figures from it are functional
-// evidence, never performance. qemu names its CPU models "QEMU TCG CPU" when
-// TCG runs them (target/i386/cpu.c).
-func Emulated(fs hostfs.FS) bool {
-	b, err := os.ReadFile(fs.ProcPath("cpuinfo"))
-	if err != nil {
-		return false
-	}
-	for line := range strings.Lines(string(b)) {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.Contains(v, "TCG")
-		}
-	}
-	return false
-}
+// Emulated is host.Emulated: whether qemu's TCG emulates this CPU, so its
+// figures are functional evidence, never performance.
+func Emulated(fs hostfs.FS) bool { return host.Emulated(fs) }
 
 // EmulatedLabel is printed over every figure measured on an emulated CPU.
-const EmulatedLabel = "functional (emulated CPU): these figures show that the runs worked, not how fast anything is"
+const EmulatedLabel = host.EmulatedLabel
 
 // IcountParam is the guest kernel command-line parameter that says the
 // guest runs under qemu's instruction-count clock (-icount shift=N,

@@ -82,6 +82,17 @@ type PhasePlan struct {
 	logs   []string // fio log prefixes written by the job file
 }
 
+// Known reports whether New plans a profile called name: the front ends
+// check a name with it before anything runs. A new kind of workload is
+// added here and in New, and every front end takes it.
+func Known(name string) bool {
+	switch name {
+	case SearchIndex, DBCommit, TelemetryIngest:
+		return true
+	}
+	return strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix)
+}
+
 // ParseScale checks --scale.
 func ParseScale(s float64) error {
 	if math.IsNaN(s) || s <= 0 || s > MaxScale {

@@ -1,4 +1,4 @@
-package benchcmd
+package experiment
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/blocksig"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/host"
@@ -26,10 +25,33 @@ import (
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
 
-// target is where a run writes: its own subdirectory of --dir, or a
-// block device.
+// TargetError is a target that could not be prepared or was refused:
+// Target is the directory or device as given, so a command can name it
+// by its flag.
+type TargetError struct {
+	Device  bool // a block device, else a directory
+	Refused bool // refused by policy (in use, holds data, the root disk)
+	Target  string
+	Err     error
+}
+
+func (e *TargetError) Error() string {
+	what := "directory"
+	if e.Device {
+		what = "device"
+	}
+	if e.Refused {
+		return fmt.Sprintf("refusing %s %s: %v", what, e.Target, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", what, e.Err)
+}
+
+func (e *TargetError) Unwrap() error { return e.Err }
+
+// target is a run's prepared Target: its own subdirectory of the
+// directory, or a block device.
 type target struct {
-	given   string // --dir or --device as given
+	given   string // Target.Dir or Target.Device as given
 	kind    string // "dir" or "block"
 	workDir string // the run's own directory of data files ("" for a device)
 	// phaseDir holds job files, fio's JSON and logs: workDir, or a private
@@ -47,63 +69,69 @@ type target struct {
 	cleanupErr error
 }
 
-func prepareTarget(env *clienv.Env, o *Options) (*target, error) {
-	if o.Device != "" {
-		return prepareDevice(env, o)
+func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
+	switch {
+	case t.Dir == "" && t.Device == "":
+		return nil, errors.New("the run has no target: give a directory or a block device")
+	case t.Dir != "" && t.Device != "":
+		return nil, errors.New("the run has a directory and a block device as target: give one")
+	case t.Device != "":
+		return prepareDevice(fs, t.Device)
 	}
-	dir, err := filepath.Abs(o.Dir)
+	dir, err := filepath.Abs(t.Dir)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, err
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("--dir: %w", err))
+		return nil, &TargetError{Target: t.Dir, Err: err}
 	}
 	if !fi.IsDir() {
-		return nil, usageErr(fmt.Errorf("--dir %s is not a directory", dir))
+		return nil, &TargetError{Target: t.Dir, Err: fmt.Errorf("%s is not a directory", dir)}
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
-		return nil, usageErr(fmt.Errorf("--dir: %w", err))
+		return nil, &TargetError{Target: t.Dir, Err: err}
 	}
 	work, err := os.MkdirTemp(dir, "slowpath-bench-")
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("create the run's directory in %s: %w", dir, err))
+		return nil, fmt.Errorf("create the run's directory in %s: %w", dir, err)
 	}
-	return &target{given: o.Dir, kind: "dir", workDir: work, phaseDir: work, dev: st.Dev}, nil
+	return &target{given: t.Dir, kind: "dir", workDir: work, phaseDir: work, dev: st.Dev}, nil
 }
 
 // prepareDevice checks that a device is expendable: refused when mounted,
 // holding a signature, part of a dm/md stack or the root disk.
-func prepareDevice(env *clienv.Env, o *Options) (*target, error) {
+// The caller has the user's consent to overwrite it (bench --destroy-data).
+func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(o.Device, &st); err != nil {
-		return nil, usageErr(fmt.Errorf("--device: %w", err))
+	if err := unix.Stat(device, &st); err != nil {
+		return nil, &TargetError{Device: true, Target: device, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return nil, usageErr(fmt.Errorf("--device %s is not a block device", o.Device))
+		return nil, &TargetError{Device: true, Target: device, Err: fmt.Errorf("%s is not a block device", device)}
 	}
 	mm := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	// The policy on what the storage collector says (mounted, the root
 	// disk, partitions, dm/md stacks), before the device is opened at all.
 	s := &snapshot.Snapshot{}
-	storage.Collect(context.Background(), env.FS, s)
+	storage.Collect(context.Background(), fs, s)
 	if err := refuseDevice(s, mm, "", nil); err != nil {
-		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// First line: an exclusive claim, held until the run's cleanup. The
 	// kernel refuses it (EBUSY) while anything else has the device: a
 	// mount, a dm or md device on it, or any exclusive opener (a Ceph OSD,
 	// a ZFS pool, LVM tools) that no on-disk signature may show.
-	claim, err := claimDevice(env.FS, o.Device, mm)
+	claim, err := ClaimDevice(fs, device, mm)
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// Second line: the first bytes' signatures.
-	sig, sigErr := blocksig.ProbeDevice(o.Device)
+	sig, sigErr := blocksig.ProbeDevice(device)
 	if err := refuseDevice(s, mm, sig, sigErr); err != nil {
 		claim.Close()
-		return nil, usageErr(fmt.Errorf("refusing --device %s: %w", o.Device, err))
+		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	tmp, err := os.MkdirTemp("", "slowpath-bench-")
 	if err != nil {
@@ -116,15 +144,15 @@ func prepareDevice(env *clienv.Env, o *Options) (*target, error) {
 			name = d.Name
 		}
 	}
-	return &target{given: o.Device, kind: "block", phaseDir: tmp, device: o.Device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
+	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
 }
 
-// claimDevice opens the block device dev (major:minor mm) with O_EXCL,
+// ClaimDevice opens the block device dev (major:minor mm) with O_EXCL,
 // which for a block device is an exclusive claim rather than a create
 // flag (block/bdev.c, bdev_open: bd_prepare_to_claim returns -EBUSY while
 // another holder has it). fio's own opens, not exclusive, still succeed.
 // On EBUSY the error names the holder when sysfs or mountinfo tells.
-func claimDevice(fs hostfs.FS, dev, mm string) (*os.File, error) {
+func ClaimDevice(fs hostfs.FS, dev, mm string) (*os.File, error) {
 	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
 	if err == nil {
 		return os.NewFile(uintptr(fd), dev), nil
@@ -256,7 +284,7 @@ func (t *target) checkSpace(need uint64) error {
 	if t.kind == "block" {
 		for _, d := range t.snap.Storage.BlockDevices {
 			if d.Name == t.devName && d.SizeBytes < need {
-				return usageErr(fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need)))
+				return fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need))
 			}
 		}
 		return nil
@@ -268,8 +296,8 @@ func (t *target) checkSpace(need uint64) error {
 	// 5% and 64 MiB to spare: the filesystem's metadata and other writers.
 	want := need + need/20 + 64<<20
 	if free < want {
-		return usageErr(fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: lower --scale or free space",
-			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free)))
+		return fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: lower --scale or free space",
+			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free))
 	}
 	return nil
 }
@@ -302,7 +330,7 @@ func (t *target) cleanup() error {
 // environment gathers the facts for the result: host, cloud and the
 // storage model's path of the target, whose block devices the sampler
 // watches.
-func environment(ctx context.Context, env *clienv.Env, o *Options, t *target) benchresult.Environment {
+func environment(ctx context.Context, fs hostfs.FS, co cloud.Options, t *target) benchresult.Environment {
 	e := benchresult.Environment{GoVersion: runtime.Version()}
 	e.Hostname, _ = os.Hostname()
 	if v, err := fio.Version(ctx); err == nil {
@@ -311,10 +339,10 @@ func environment(ctx context.Context, env *clienv.Env, o *Options, t *target) be
 	s := t.snap
 	if s == nil {
 		s = &snapshot.Snapshot{}
-		storage.Collect(ctx, env.FS, s)
+		storage.Collect(ctx, fs, s)
 	}
-	host.Collect(env.FS, s)
-	cloud.Collect(ctx, o.Cloud, s)
+	host.Collect(fs, s)
+	cloud.Collect(ctx, co, s)
 	e.Host, e.Cloud = s.Host, s.Cloud
 	for _, me := range s.Manifest.Errors {
 		if strings.HasPrefix(me.Collector, "cloud") {

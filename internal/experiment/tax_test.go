@@ -1,8 +1,9 @@
-package benchcmd
+package experiment
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,12 +12,12 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/cli/labcmd"
+	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
 
 // cryptPath is ext4 on dm-crypt dm-0 on sda, or with stacked, dm-crypt
@@ -148,7 +149,7 @@ func TestTaxLine(t *testing.T) {
 		{assessTax(whereTime(440e3, 450e3, 0.5), cs, gbCipher, nil, 2, false),
 			"encryption tax: cipher 131µs/IO, observed -10µs/IO (dm-0 over sda, -0.1x): no measurable overhead; crypto threads 16.38 CPU-s/GiB, cipher 1.07 (15.3x)"},
 		{assessTax(whereTime(18e6, -1, 4), cs, gbCipher, nil, 2, true),
-			"encryption tax: " + labcmd.EmulatedLabel + "; not computed: sda beneath dm-0 counted no I/O (a driver without I/O accounting, such as brd), so what the encryption added cannot be told; crypto threads 16.38 CPU-s/GiB, cipher 1.07 (15.3x)"},
+			"encryption tax: " + host.EmulatedLabel + "; not computed: sda beneath dm-0 counted no I/O (a driver without I/O accounting, such as brd), so what the encryption added cannot be told; crypto threads 16.38 CPU-s/GiB, cipher 1.07 (15.3x)"},
 		{assessTax(whereTime(18e6, 450e3, 4), cs, nil, errors.New("cipher measurement: boom"), 2, false),
 			"encryption tax: not computed: no cipher figure: cipher measurement: boom"},
 	} {
@@ -216,27 +217,33 @@ func TestCipherSpec(t *testing.T) {
 	}
 }
 
-// --cipher-limit reads what `lab crypto-limit --format json` really prints
-// (measured here, briefly); a mismatch with the layer is noted, a file
-// that is not such JSON is refused.
-func TestCipherLimitFile(t *testing.T) {
-	var out bytes.Buffer
-	cmd := labcmd.NewCmdCryptoLimit(&clienv.Env{Stdout: &out, Stderr: &out, FS: hostfs.Default()}, nil)
-	cmd.SetArgs([]string{"--format", "json", "--duration", "50ms", "--sector-size", "4096"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("crypto-limit: %v\n%s", err, out.String())
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "limit.json")
-	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := readCipherLimit(path)
+// ReadCipherLimit reads the JSON lab crypto-limit --format json prints
+// (a real measurement, brief, embedded as that command embeds it); a
+// mismatch with the layer is noted, a file that is not such JSON is
+// refused. benchcmd's TestCipherLimitFile reads the command's own output.
+func TestReadCipherLimit(t *testing.T) {
+	r, err := cipherlimit.Measure(context.Background(), hostfs.Default(), cipherlimit.Options{SectorSize: 4096, Duration: 50 * time.Millisecond, PerCoreOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(c.BytesPerSecPerCore > 0) || c.SectorSize != 4096 || c.KeyBits != 512 || c.Method == "" || c.What == "" || c.Source != "file "+path {
-		t.Errorf("cipher %+v", c)
+	b, err := json.Marshal(struct {
+		*cipherlimit.Result
+		Emulated bool `json:"emulated_cpu"`
+	}{r, true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "limit.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, emulated, err := ReadCipherLimit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !emulated || !(c.BytesPerSecPerCore > 0) || c.SectorSize != 4096 || c.KeyBits != 512 || c.Method == "" || c.What == "" || c.Source != "file "+path {
+		t.Errorf("cipher %+v, emulated %v", c, emulated)
 	}
 	got, err := cipherFor(context.Background(), hostfs.Default(), c, findCrypt(cryptPath(false)), false)
 	if err != nil || !strings.Contains(got.Note, "512-bit key and 4096-byte sectors; dm-0 uses 512 and 512") {
@@ -244,13 +251,15 @@ func TestCipherLimitFile(t *testing.T) {
 	}
 	for name, body := range map[string]string{"empty.json": "", "other.json": `{"kind": "slowpath-bench-result"}`, "zero.json": `{"algorithm": "xts(aes)", "bytes_per_sec_per_core": 0}`} {
 		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(body), 0o644)
-		if _, _, err := readCipherLimit(p); err == nil || !strings.Contains(err.Error(), "crypto-limit --format json") {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ReadCipherLimit(p); err == nil || !strings.Contains(err.Error(), "crypto-limit --format json") {
 			t.Errorf("%s: err %v", name, err)
 		}
 	}
-	if _, _, err := readCipherLimit(filepath.Join(dir, "missing.json")); err == nil {
-		t.Error("missing file: no error")
+	if _, _, err := ReadCipherLimit(filepath.Join(dir, "missing.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }
 
@@ -272,9 +281,9 @@ func TestCipherForMeasures(t *testing.T) {
 	}
 }
 
-// The summary prints the line after where the time went; the result file
-// keeps the tax and reads back.
-func TestSummaryWithTax(t *testing.T) {
+// The result file keeps the tax and reads back (benchcmd's
+// TestSummaryWithTax prints it).
+func TestTaxInResultFile(t *testing.T) {
 	r := &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: "db-commit", Status: benchresult.StatusComplete,
 		DurationNS: int64(10 * time.Second), Parameters: benchresult.Parameters{Target: "/data"},
 		Environment: benchresult.Environment{Target: &benchresult.TargetPath{Path: "/data", Storage: cryptPath(false)}},
@@ -282,14 +291,12 @@ func TestSummaryWithTax(t *testing.T) {
 		WhereTime:   whereTime(18e6, 450e3, 4)}
 	r.WhereTime.Summary = "dm-0 await 18 ms vs sda 0.45 ms; 38% of a CPU in kcryptd"
 	r.EncryptionTax = assessTax(r.WhereTime, findCrypt(cryptPath(false)), gbCipher, nil, 2, false)
-	var out bytes.Buffer
-	printSummary(&clienv.Env{Stdout: &out}, r)
-	golden.Compare(t, "testdata/summary-tax.txt", out.Bytes())
-
 	var buf bytes.Buffer
 	if err := benchresult.Write(&buf, r); err != nil {
 		t.Fatal(err)
 	}
+	// benchcmd's TestSummaryWithTax prints this file.
+	golden.Compare(t, "testdata/result-tax.json", buf.Bytes())
 	back, err := benchresult.Read(&buf)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package benchcmd
+package experiment
 
 import (
 	"errors"

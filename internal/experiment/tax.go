@@ -1,4 +1,4 @@
-package benchcmd
+package experiment
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/labcmd"
+	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
@@ -68,27 +68,28 @@ func cipherFromResult(r *cipherlimit.Result, source string) *benchresult.Cipher 
 	return c
 }
 
-// readCipherLimit reads the JSON of `slowpath lab crypto-limit --format
-// json`, so the cipher can be measured once on an idle machine.
-func readCipherLimit(path string) (*benchresult.Cipher, bool, error) {
+// ReadCipherLimit reads the JSON of `slowpath lab crypto-limit --format
+// json`, so the cipher can be measured once on an idle machine (Env.Cipher);
+// the bool says it was measured on an emulated CPU.
+func ReadCipherLimit(path string) (*benchresult.Cipher, bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("--cipher-limit: %w", err)
+		return nil, false, err
 	}
 	var f struct {
 		cipherlimit.Result
 		Emulated bool `json:"emulated_cpu"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, false, fmt.Errorf("--cipher-limit %s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)
+		return nil, false, fmt.Errorf("%s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)
 	}
 	if f.Algorithm != "xts(aes)" || !(f.PerCore > 0) || math.IsInf(f.PerCore, 0) {
-		return nil, false, fmt.Errorf("--cipher-limit %s: want the JSON of slowpath lab crypto-limit --format json (algorithm xts(aes), bytes_per_sec_per_core above 0)", path)
+		return nil, false, fmt.Errorf("%s: want the JSON of slowpath lab crypto-limit --format json (algorithm xts(aes), bytes_per_sec_per_core above 0)", path)
 	}
 	return cipherFromResult(&f.Result, "file "+path), f.Emulated, nil
 }
 
-// cipherFor returns the cipher's cost for the stack: from --cipher-limit,
+// cipherFor returns the cipher's cost for the stack: given (Env.Cipher),
 // or measured now, after the workload (measuring during it would take CPU
 // from the run). interrupted skips the measurement: the user asked to stop.
 func cipherFor(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher, cs *storagemodel.CryptSpan, interrupted bool) (*benchresult.Cipher, error) {
@@ -228,7 +229,7 @@ func taxLine(t *benchresult.EncryptionTax) string {
 	var b strings.Builder
 	b.WriteString("encryption tax: ")
 	if t.Emulated {
-		b.WriteString(labcmd.EmulatedLabel + "; ")
+		b.WriteString(host.EmulatedLabel + "; ")
 	}
 	if t.Verdict == notComputed {
 		fmt.Fprintf(&b, "not computed: %s", t.NotComputed)
