@@ -1,9 +1,10 @@
 // Package comparison compares the runs of two or more sides (saved bench
 // results, or runs made interleaved by `slowpath compare`): per metric the
 // median across runs, its change against the first side and whether that
-// change is significant (Mann-Whitney U, internal/stats), bootstrap
-// confidence intervals for latency percentiles inside one run, and the
-// environment facts that differ between sides. It is pure: sides in, result
+// change is significant (Mann-Whitney U, internal/stats), the verdict on the
+// declared primary metrics (a fixed sequence at alpha), the other rows
+// corrected for multiple comparisons (Holm), and the environment facts that
+// differ between sides. It is pure: sides in, result
 // out; internal/report/comparereport and htmlreport render it.
 package comparison
 
@@ -32,11 +33,6 @@ type Measure struct {
 	Unit   string  // see FormatValue: ops/s, B/s, s, count, cpu
 	Better Better  // direction of improvement
 	Value  float64 // the run's figure
-	// Latency and Quantile, when set, are the run's latency distribution
-	// and which quantile Value is, so one run still gets a confidence
-	// interval (bootstrap).
-	Latency  *stats.Histogram
-	Quantile float64
 }
 
 // Point is one sample of a per-second timeline, or one index load.
@@ -70,6 +66,7 @@ type Fact struct {
 // Side is a named set of runs of one configuration.
 type Side struct {
 	Name    string
+	Profile string   // the bench profile its results ran (their first's)
 	Sources []string // result files, for the report header
 	Runs    []Run
 	// Facts are the environment of the side's first run; Mixed lists the
@@ -83,49 +80,50 @@ type Side struct {
 type Options struct {
 	Alpha      float64 // significance level, default stats.DefaultAlpha
 	Confidence float64 // for intervals, default 0.95
+	// Primary are the row names the verdict is on, in the order they are
+	// tested (internal/workload/profile MetricsOf declares them per
+	// profile); Guards are rows that must not get significantly worse.
+	// Every other row is secondary. Names no side measured are left out.
+	Primary, Guards []string
 }
+
+// Roles of a row.
+const (
+	RolePrimary   = "primary"   // decides the verdict, fixed sequence at alpha
+	RoleGuard     = "guard"     // tested at alpha uncorrected: a harm is not missed
+	RoleSecondary = "secondary" // Holm-corrected over the side's secondary rows
+)
+
+// CorrectionHolm names the correction applied to secondary rows.
+const CorrectionHolm = "holm"
 
 // Cell is one side's figure for one metric.
 type Cell struct {
 	N      int       `json:"runs"`
 	Values []float64 `json:"values"`
 	Median float64   `json:"median"`
-	// Lo and Hi bound the median: across runs when there are enough
-	// (6 at 95%), else from the bootstrap inside a single run of a latency
-	// percentile (CI says which), else absent.
+	// Lo and Hi bound the median across runs when a side has enough of
+	// them (Result.MinRunsForInterval), else are absent. There is no
+	// interval from inside one run: the I/Os of a run are not independent
+	// (docs/compare.md, "Why no evidence from inside runs").
 	Lo *float64 `json:"ci_lo,omitempty"`
 	Hi *float64 `json:"ci_hi,omitempty"`
-	CI string   `json:"ci,omitempty"` // "runs" or "bootstrap"
+	CI string   `json:"ci,omitempty"` // "runs" when Lo and Hi are set
 	// Versus the first side; nil on the first side itself.
-	DeltaPct   *float64          `json:"delta_pct,omitempty"`
+	DeltaPct *float64 `json:"delta_pct,omitempty"`
+	// Comparison is the U test of this side's runs against the first
+	// side's; its P and Verdict are the raw, uncorrected ones.
 	Comparison *stats.Comparison `json:"comparison,omitempty"`
-	// Change is "better", "worse" or "" (not significant across runs, or
-	// first side). Evidence inside runs never sets it (WithinRun.Change).
+	// AdjustedP is P adjusted for the row's role: the fixed-sequence p of
+	// a primary row, Holm's of a secondary one, P itself for a guard; set
+	// when Comparison could reach a verdict.
+	AdjustedP *float64 `json:"p_adjusted,omitempty"`
+	// Verdict is the comparison's verdict after the adjustment: significant
+	// when AdjustedP is at most alpha.
+	Verdict *stats.Verdict `json:"verdict,omitempty"`
+	// Change is "better", "worse" or "" (not significant after the
+	// adjustment, no direction, or first side).
 	Change string `json:"change,omitempty"`
-	// WithinRun is the evidence inside the runs when there are too few
-	// runs for a verdict across them.
-	WithinRun *WithinRun `json:"within_run,omitempty"`
-}
-
-// WithinRun is a comparison made inside runs rather than across them: for a
-// latency percentile, whether the bootstrap intervals of the two sides
-// (histograms of all their runs pooled) are disjoint; for a rate with a
-// per-second timeline, a Mann-Whitney U test over the seconds. It measures
-// only the sampling noise inside a run, not the drift between runs: two runs
-// of one disk on a shared machine differ beyond it (measured here: read p99
-// 123 µs vs 65 µs, both on the root filesystem). So it is reported apart
-// from the verdict and never marks a cell better or worse: it can show that
-// tmpfs is not a disk, not settle whether a tuning helped.
-type WithinRun struct {
-	Method      string   `json:"method"` // "bootstrap intervals" or "U over seconds"
-	P           *float64 `json:"p,omitempty"`
-	Significant bool     `json:"significant"`
-	// Change is "better" or "worse" when Significant and the metric has a
-	// direction.
-	Change string `json:"change,omitempty"`
-	// Lo and Hi are the two sides' intervals for the bootstrap method:
-	// [baseline lo, baseline hi, this lo, this hi].
-	Intervals []float64 `json:"intervals,omitempty"`
 }
 
 // Row is one metric across sides.
@@ -133,7 +131,39 @@ type Row struct {
 	Metric string `json:"metric"`
 	Unit   string `json:"unit"`
 	Better Better `json:"better"`
+	Role   string `json:"role"`  // RolePrimary, RoleGuard or RoleSecondary
 	Cells  []Cell `json:"sides"` // one per side, in side order; N=0 where missing
+}
+
+// Outcomes of a side's verdict on the primary metrics.
+const (
+	OutcomeBetter       = "better"                    // every significant primary better, at least one
+	OutcomeWorse        = "worse"                     // every significant primary worse, at least one
+	OutcomeMixed        = "mixed"                     // significant primaries disagree
+	OutcomeNoDifference = "no significant difference" // the first tested primary was not significant
+	OutcomeTooFewRuns   = "too few runs"              // the first tested primary could not reach alpha
+	OutcomeNoPrimary    = "no primary metric"         // none declared, or no side measured one
+)
+
+// SideVerdict is the verdict on one side against the first, from its
+// primary metrics, and the guards it made significantly worse.
+type SideVerdict struct {
+	Side    string `json:"side"`
+	Versus  string `json:"versus"`
+	Outcome string `json:"outcome"`
+	// Decided are the primary rows that were significant, in test order;
+	// Tested every primary row the sequence reached.
+	Decided []string `json:"decided,omitempty"`
+	Tested  []string `json:"tested,omitempty"`
+	// GuardsWorse are guard rows significantly worse at alpha.
+	GuardsWorse []string `json:"guards_worse,omitempty"`
+}
+
+// Proven says whether the side is a measured improvement: its primary
+// metrics significantly better and no guard significantly worse (what fix
+// --prove keeps).
+func (v SideVerdict) Proven() bool {
+	return v.Outcome == OutcomeBetter && len(v.GuardsWorse) == 0
 }
 
 // EnvDiff is a fact whose value differs between sides.
@@ -161,10 +191,23 @@ type Result struct {
 	Environment   []EnvDiff  `json:"environment_differences"`
 	// MinRuns is how many runs per side the alpha needs for a verdict.
 	MinRuns int `json:"min_runs_for_verdict"`
+	// MinRunsForInterval is how many runs a side needs for a confidence
+	// interval of its median at Confidence.
+	MinRunsForInterval int `json:"min_runs_for_interval"`
+	// Primary and Guards are the declared rows that some side measured,
+	// primary in test order; Correction the one applied to secondary rows.
+	Primary    []string `json:"primary_metrics"`
+	Guards     []string `json:"guard_metrics"`
+	Correction string   `json:"correction"`
+	// Verdicts has one entry per side after the first.
+	Verdicts []SideVerdict `json:"verdicts"`
 }
 
-// JSONVersion is the version of Result's JSON shape.
-const JSONVersion = 1
+// JSONVersion is the version of Result's JSON shape. 2: rows carry a role,
+// cells an adjusted p and verdict, the result per-side verdicts on the
+// primary metrics; the evidence inside runs (within_run, ci "bootstrap")
+// is gone.
+const JSONVersion = 2
 
 // metricRank orders rows as the incident tables did: throughput, bandwidth,
 // latency percentiles (low to high), index loads and slow loads, CPU, then
@@ -212,13 +255,13 @@ func Compare(sides []Side, o Options) (*Result, error) {
 	if o.Confidence == 0 {
 		o.Confidence = 0.95
 	}
-	r := &Result{FormatVersion: JSONVersion, Alpha: o.Alpha, Confidence: o.Confidence, Rows: []Row{}, Environment: []EnvDiff{}}
-	for n := 1; n <= 50; n++ {
-		if stats.MinP(n, n) <= o.Alpha {
-			r.MinRuns = n
-			break
-		}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return nil, fmt.Errorf("confidence %v outside (0, 1)", o.Confidence)
 	}
+	r := &Result{FormatVersion: JSONVersion, Alpha: o.Alpha, Confidence: o.Confidence, Rows: []Row{}, Environment: []EnvDiff{},
+		Primary: []string{}, Guards: []string{}, Correction: CorrectionHolm, Verdicts: []SideVerdict{}}
+	r.MinRuns = stats.MinRunsForVerdict(o.Alpha)
+	r.MinRunsForInterval = stats.MinRunsForInterval(o.Confidence)
 	names := map[string]bool{}
 	for _, s := range sides {
 		if len(s.Runs) == 0 {
@@ -233,8 +276,145 @@ func Compare(sides []Side, o Options) (*Result, error) {
 	for _, m := range metricNames(sides) {
 		r.Rows = append(r.Rows, compareMetric(m, sides, o))
 	}
+	assignRoles(r, o)
+	for i := 1; i < len(sides); i++ {
+		r.Verdicts = append(r.Verdicts, adjust(r, i))
+	}
 	r.Environment = envDiffs(sides)
 	return r, nil
+}
+
+// assignRoles marks the declared rows and lists those measured, primary
+// ones in their declared order.
+func assignRoles(r *Result, o Options) {
+	at := map[string]int{}
+	for i := range r.Rows {
+		r.Rows[i].Role = RoleSecondary
+		at[r.Rows[i].Metric] = i
+	}
+	for _, m := range o.Guards {
+		if i, ok := at[m]; ok && r.Rows[i].Role == RoleSecondary {
+			r.Rows[i].Role = RoleGuard
+			r.Guards = append(r.Guards, m)
+		}
+	}
+	for _, m := range o.Primary {
+		if i, ok := at[m]; ok && r.Rows[i].Role != RolePrimary {
+			r.Rows[i].Role = RolePrimary
+			r.Guards = slices.DeleteFunc(r.Guards, func(g string) bool { return g == m })
+			r.Primary = append(r.Primary, m)
+		}
+	}
+}
+
+// testable is the p a comparison contributes to its family, false when it
+// cannot reach a verdict (too few runs, no data): which comparisons those
+// are depends only on the run counts, not on the values, so leaving them
+// out of the family keeps Holm's and the fixed sequence's guarantee.
+func testable(c *Cell) (float64, bool) {
+	if c.Comparison == nil {
+		return 0, false
+	}
+	switch c.Comparison.Verdict {
+	case stats.Significant, stats.NoDifference:
+		return c.Comparison.P, true
+	}
+	return 0, false
+}
+
+// adjust sets the adjusted p, verdict and change of column i (side i
+// against the first) by role, and returns the side's verdict.
+func adjust(r *Result, i int) SideVerdict {
+	v := SideVerdict{Side: r.Sides[i].Name, Versus: r.Sides[0].Name, Outcome: OutcomeNoPrimary}
+	set := func(row *Row, adj float64) {
+		c := &row.Cells[i]
+		c.AdjustedP = ptr(adj)
+		verdict := stats.NoDifference
+		if adj <= r.Alpha {
+			verdict = stats.Significant
+			c.Change = direction(row.Better, row.Cells[0].Median, c.Median)
+		}
+		c.Verdict = &verdict
+	}
+	// Primary rows: a fixed sequence in declared order, stopping at the
+	// first that is not significant or cannot be.
+	byName := map[string]*Row{}
+	for k := range r.Rows {
+		byName[r.Rows[k].Metric] = &r.Rows[k]
+	}
+	var ps []float64
+	var seq []*Row
+	for _, m := range r.Primary {
+		row := byName[m]
+		c := &row.Cells[i]
+		if c.Comparison == nil {
+			continue // this side or the first lacks the metric
+		}
+		p, ok := testable(c)
+		if !ok {
+			if len(seq) == 0 {
+				v.Outcome = OutcomeTooFewRuns
+			}
+			v.Tested = append(v.Tested, m)
+			break
+		}
+		ps = append(ps, p)
+		seq = append(seq, row)
+		v.Tested = append(v.Tested, m)
+		if p > r.Alpha {
+			break
+		}
+	}
+	adj := stats.FixedSequence(ps)
+	better, worse := 0, 0
+	for k, row := range seq {
+		set(row, adj[k])
+		c := row.Cells[i]
+		if adj[k] <= r.Alpha {
+			v.Decided = append(v.Decided, row.Metric)
+			switch c.Change {
+			case "better":
+				better++
+			case "worse":
+				worse++
+			}
+		}
+	}
+	switch {
+	case better > 0 && worse > 0:
+		v.Outcome = OutcomeMixed
+	case better > 0:
+		v.Outcome = OutcomeBetter
+	case worse > 0:
+		v.Outcome = OutcomeWorse
+	case len(seq) > 0:
+		v.Outcome = OutcomeNoDifference
+	}
+	// Guards: each at alpha, uncorrected, so that a harm is flagged
+	// rather than corrected away.
+	var secondary []*Row
+	ps = ps[:0]
+	for k := range r.Rows {
+		row := &r.Rows[k]
+		p, ok := testable(&row.Cells[i])
+		if !ok {
+			continue
+		}
+		switch row.Role {
+		case RoleGuard:
+			set(row, p)
+			if row.Cells[i].Change == "worse" {
+				v.GuardsWorse = append(v.GuardsWorse, row.Metric)
+			}
+		case RoleSecondary:
+			secondary = append(secondary, row)
+			ps = append(ps, p)
+		}
+	}
+	for k, a := range stats.Holm(ps) {
+		set(secondary[k], a)
+	}
+	return v
 }
 
 // metricNames lists every metric any side measured: by metricRank, then in
@@ -274,7 +454,6 @@ func compareMetric(name string, sides []Side, o Options) Row {
 	values := make([][]float64, len(sides))
 	for i, s := range sides {
 		c := Cell{Values: []float64{}}
-		var one *Measure
 		for _, run := range s.Runs {
 			m, ok := run.Metrics[name]
 			if !ok || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
@@ -284,7 +463,6 @@ func compareMetric(name string, sides []Side, o Options) Row {
 				row.Unit, row.Better = m.Unit, m.Better
 			}
 			c.Values = append(c.Values, m.Value)
-			one = &m
 		}
 		c.N = len(c.Values)
 		values[i] = c.Values
@@ -293,10 +471,6 @@ func compareMetric(name string, sides []Side, o Options) Row {
 			c.Median = sum.Median
 			if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) {
 				c.Lo, c.Hi, c.CI = ptr(sum.Lo), ptr(sum.Hi), "runs"
-			} else if c.N == 1 && one.Latency != nil {
-				if ci, err := stats.BootstrapQuantile(*one.Latency, one.Quantile, o.Confidence); err == nil {
-					c.Lo, c.Hi, c.CI = ptr(ci.Lo), ptr(ci.Hi), "bootstrap"
-				}
 			}
 		}
 		row.Cells = append(row.Cells, c)
@@ -311,15 +485,6 @@ func compareMetric(name string, sides []Side, o Options) Row {
 		c.Comparison = &cmp
 		if base.Median != 0 {
 			c.DeltaPct = ptr((c.Median/base.Median - 1) * 100)
-		}
-		if cmp.Verdict == stats.Significant {
-			c.Change = direction(row.Better, base.Median, c.Median)
-		}
-		if cmp.Verdict == stats.TooFewRuns {
-			c.WithinRun = withinRun(name, sides[0], sides[i], o)
-			if w := c.WithinRun; w != nil && w.Significant {
-				w.Change = direction(row.Better, base.Median, c.Median)
-			}
 		}
 	}
 	return row
@@ -338,6 +503,20 @@ func direction(b Better, base, v float64) string {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// CommonProfile is the profile every side ran, "" when they differ or
+// one is unknown: the declared metric roles apply only then.
+func CommonProfile(sides []Side) string {
+	if len(sides) == 0 {
+		return ""
+	}
+	for _, s := range sides[1:] {
+		if s.Profile != sides[0].Profile {
+			return ""
+		}
+	}
+	return sides[0].Profile
+}
 
 // envDiffs lists the facts whose values differ between sides, in the order
 // the first side that has them lists them.
@@ -372,62 +551,6 @@ func envDiffs(sides []Side) []EnvDiff {
 		}
 		if differ {
 			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// withinRun compares two sides inside their runs; nil when they hold
-// neither latency histograms nor a per-second timeline for the metric.
-func withinRun(metric string, a, b Side, o Options) *WithinRun {
-	ha, qa, okA := pooledLatency(metric, a)
-	hb, qb, okB := pooledLatency(metric, b)
-	if okA && okB && qa == qb {
-		ca, errA := stats.BootstrapQuantile(ha, qa, o.Confidence)
-		cb, errB := stats.BootstrapQuantile(hb, qb, o.Confidence)
-		if errA == nil && errB == nil {
-			return &WithinRun{Method: "bootstrap intervals", Significant: ca.Hi < cb.Lo || cb.Hi < ca.Lo,
-				Intervals: []float64{ca.Lo, ca.Hi, cb.Lo, cb.Hi}}
-		}
-	}
-	sa, sb := seconds(metric, a), seconds(metric, b)
-	if len(sa) > 0 && len(sb) > 0 {
-		cmp := stats.Compare(sa, sb, o.Alpha)
-		return &WithinRun{Method: "U over seconds", P: ptr(cmp.P), Significant: cmp.Verdict == stats.Significant}
-	}
-	return nil
-}
-
-// pooledLatency merges the latency histograms behind a percentile metric
-// over a side's runs.
-func pooledLatency(metric string, s Side) (stats.Histogram, float64, bool) {
-	var hs []stats.Histogram
-	q := -1.0
-	for _, run := range s.Runs {
-		m, ok := run.Metrics[metric]
-		if !ok || m.Latency == nil {
-			return stats.Histogram{}, 0, false
-		}
-		if q >= 0 && m.Quantile != q {
-			return stats.Histogram{}, 0, false
-		}
-		q = m.Quantile
-		hs = append(hs, *m.Latency)
-	}
-	h := stats.Merge(hs...)
-	if len(h.Values) == 0 {
-		return stats.Histogram{}, 0, false
-	}
-	return h, q, true
-}
-
-// seconds pools the per-second timeline named like the metric over a
-// side's runs.
-func seconds(metric string, s Side) []float64 {
-	var out []float64
-	for _, run := range s.Runs {
-		for _, p := range run.Timeline[metric] {
-			out = append(out, p.V)
 		}
 	}
 	return out

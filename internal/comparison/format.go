@@ -99,8 +99,7 @@ func FormatValue(v float64, unit string) string {
 }
 
 // FormatCell prints a cell's median and the half-width of its interval
-// relative to the median, as benchstat's "± 3%"; bootstrap intervals are
-// marked with "b".
+// relative to the median, as benchstat's "± 3%".
 func FormatCell(c Cell, unit string) string {
 	if c.N == 0 {
 		return "-"
@@ -109,48 +108,38 @@ func FormatCell(c Cell, unit string) string {
 	if c.Lo != nil && c.Hi != nil && c.Median != 0 {
 		rel := math.Max(*c.Hi/c.Median-1, 1-*c.Lo/c.Median) * 100
 		s += fmt.Sprintf(" ±%.0f%%", math.Abs(rel))
-		if c.CI == "bootstrap" {
-			s += "b"
-		}
 	}
 	return s
 }
 
-// FormatDelta prints a cell's change against the first side: "+20.0%
-// (p=0.008)", "~ (p=0.310)", "too few runs (2+2)", or "-" when either side
-// lacks the metric.
+// FormatDelta prints a cell's change against the first side with its
+// verdict after the row's adjustment: "+20.0% (p=0.008)", "~ (p=0.310)",
+// "too few runs (2+2)", or "-" when either side lacks the metric. When the
+// adjustment changed p, both are shown: "~ (p=0.008, Holm p=0.190)".
 func FormatDelta(c Cell) string {
 	cmp := c.Comparison
 	if cmp == nil {
 		return "-"
 	}
-	switch cmp.Verdict {
+	p := formatP(cmp.P)
+	if c.AdjustedP != nil && *c.AdjustedP != cmp.P {
+		p += ", adjusted " + formatP(*c.AdjustedP)
+	}
+	verdict := cmp.Verdict
+	if c.Verdict != nil {
+		verdict = *c.Verdict
+	}
+	switch verdict {
 	case stats.Significant:
 		d := "?"
 		if c.DeltaPct != nil {
 			d = fmt.Sprintf("%+.1f%%", *c.DeltaPct)
 		}
-		return fmt.Sprintf("%s (%s)", d, formatP(cmp.P))
+		return fmt.Sprintf("%s (%s)", d, p)
 	case stats.TooFewRuns:
-		s := fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
-		if w := c.WithinRun; w != nil {
-			switch {
-			case w.Significant && c.DeltaPct != nil:
-				s += fmt.Sprintf("; within runs %+.1f%%", *c.DeltaPct)
-			case w.Significant:
-				s += "; within runs differs"
-			default:
-				s += "; within runs ~"
-			}
-			if w.P != nil {
-				s += " (" + formatP(*w.P) + " over seconds)"
-			} else {
-				s += " (bootstrap)"
-			}
-		}
-		return s
+		return fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
 	case stats.NoDifference:
-		return fmt.Sprintf("~ (%s)", formatP(cmp.P))
+		return fmt.Sprintf("~ (%s)", p)
 	default:
 		return "-"
 	}

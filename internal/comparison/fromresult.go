@@ -19,7 +19,7 @@ func FromResults(name string, sources []string, results []*benchresult.Result) (
 	if len(results) == 0 {
 		return Side{}, fmt.Errorf("side %q has no results", name)
 	}
-	s := Side{Name: name, Sources: sources}
+	s := Side{Name: name, Profile: results[0].Profile, Sources: sources}
 	var facts [][]Fact
 	for i, r := range results {
 		run, err := runFromResult(r)
@@ -97,19 +97,6 @@ func convert(unit string) (string, float64) {
 	}
 }
 
-// percentileName matches bench's percentile figures: read_p99, commit_p999,
-// load_p50 (p999 is the 99.9th).
-var percentileName = regexp.MustCompile(`^([a-z]+)_p([0-9]+)$`)
-
-func quantileOf(digits string) (float64, bool) {
-	if len(digits) < 2 {
-		return 0, false
-	}
-	// p50 → 0.50, p99 → 0.99, p999 → 0.999, p9999 → 0.9999.
-	q, err := strconv.ParseFloat("0."+digits, 64)
-	return q, err == nil && q > 0 && q < 1
-}
-
 // throughputOp matches figures with a per-second timeline: read_iops,
 // write_bytes_per_sec, commit_ops_per_sec.
 var throughputOp = regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
@@ -176,28 +163,10 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 			}
 		}
 	}
-	type streamKey struct{ phase, op string }
-	hists := map[streamKey]*stats.Histogram{}
 	for _, f := range r.Figures {
 		k := key(f)
 		unit, factor := convert(f.Unit)
 		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
-		if sm := percentileName.FindStringSubmatch(f.Name); sm != nil {
-			if q, ok := quantileOf(sm[2]); ok {
-				m.Quantile = q
-				if sm[1] == "load" {
-					m.Latency = loads
-				} else if ph := phases[f.Phase]; ph != nil {
-					sk := streamKey{f.Phase, sm[1]}
-					h, ok := hists[sk]
-					if !ok {
-						h = streamHistogram(ph, sm[1])
-						hists[sk] = h
-					}
-					m.Latency = h
-				}
-			}
-		}
 		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
 			if ph := phases[f.Phase]; ph != nil {
 				if tl := streamTimeline(ph, sm[1], f.Unit); len(tl) > 0 {
@@ -208,35 +177,45 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 		run.Metrics[k] = m
 		run.Order = append(run.Order, k)
 	}
+	if v, ok := cpuPerIO(r); ok {
+		if _, taken := run.Metrics[CPUPerIO]; !taken {
+			run.Metrics[CPUPerIO] = Measure{Unit: UnitSeconds, Better: LowerIsBetter, Value: v}
+			run.Order = append(run.Order, CPUPerIO)
+		}
+	}
 	return run, nil
 }
 
-// syncOps are figure prefixes whose latency is fio's "sync" stream: a
-// commit and a checkpoint are timed by their fdatasync/fsync (bench's
-// workload/profile takes commit_p99 and checkpoint_p50 from it).
-var syncOps = map[string]bool{"commit": true, "checkpoint": true}
+// CPUPerIO names the row derived from a result's CPU accounting: a guard
+// of every profile (internal/workload/profile MetricsOf).
+const CPUPerIO = "cpu_per_io"
 
-// streamHistogram is the latency histogram of the phase's streams doing op,
-// merged when several groups do it.
-func streamHistogram(p *benchresult.Phase, op string) *stats.Histogram {
-	var hs []*benchresult.Histogram
-	for _, want := range []string{op, "sync"} {
+// cpuPerIO is the CPU time of every thread group where-the-time-went
+// accounted (the workload, kcryptd, dmcrypt_write, kworkers, ksoftirqd) per
+// read or write the run completed, in seconds: what the data path costs per
+// I/O, so a change that trades latency for CPU shows it. Syncs are not
+// counted as I/Os (a commit is its write). False when the result has no
+// CPU accounting or no I/O.
+func cpuPerIO(r *benchresult.Result) (float64, bool) {
+	if r.WhereTime == nil || len(r.WhereTime.Threads) == 0 {
+		return 0, false
+	}
+	var cpu int64
+	for _, g := range r.WhereTime.Threads {
+		cpu += g.CPUNS
+	}
+	var ios uint64
+	for _, p := range r.Phases {
 		for _, s := range p.Streams {
-			if s.Op == want && s.Latency != nil && s.Latency.Histogram != nil {
-				hs = append(hs, s.Latency.Histogram)
+			if s.Op == "read" || s.Op == "write" {
+				ios += s.Ops
 			}
 		}
-		if len(hs) > 0 || !syncOps[op] {
-			break
-		}
 	}
-	switch len(hs) {
-	case 0:
-		return nil
-	case 1:
-		return histogramOf(hs[0])
+	if ios == 0 {
+		return 0, false
 	}
-	return histogramOf(benchresult.Merge(hs...))
+	return float64(cpu) * 1e-9 / float64(ios), true
 }
 
 // streamTimeline is the per-second timeline of the phase's stream doing op

@@ -1,50 +1,163 @@
-package comparison_test
+package comparison
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/stats"
 )
 
-func oneRun(name string, iops float64, seed uint64) comparison.Side {
-	return comparisontest.Side(comparisontest.Spec{Name: name, Runs: 1, IOPS: iops, Noise: 0.02, Seconds: 20, Buckets: 400, Requests: 50000, LoadMs: 4, Seed: seed})
+// sideOf makes a side whose runs carry the given values per metric
+// (every metric lower-is-better seconds unless named "...ops").
+func sideOf(name string, vals map[string][]float64) Side {
+	n := 0
+	for _, v := range vals {
+		n = max(n, len(v))
+	}
+	s := Side{Name: name}
+	for i := range n {
+		run := Run{Metrics: map[string]Measure{}}
+		for m, v := range vals {
+			if i >= len(v) {
+				continue
+			}
+			b, u := LowerIsBetter, UnitSeconds
+			if strings.HasSuffix(m, "ops") {
+				b, u = HigherIsBetter, UnitOpsPerSec
+			}
+			run.Metrics[m] = Measure{Unit: u, Better: b, Value: v[i]}
+		}
+		s.Runs = append(s.Runs, run)
+	}
+	return s
 }
 
-// One run per side can never give a verdict across runs; the evidence
-// inside the runs (bootstrap intervals of percentiles, U over seconds of a
-// rate) still tells a 40% shift from noise.
-func TestWithinRunEvidence(t *testing.T) {
+// Five runs per side entirely separated give p = 2/C(10,5) = 0.0079.
+var (
+	low  = []float64{1, 2, 3, 4, 5}
+	high = []float64{11, 12, 13, 14, 15}
+	mid  = []float64{2.5, 3.5, 1.5, 4.5, 0.5} // interleaves low: p = 1
+)
+
+func rowOf(t *testing.T, r *Result, m string) Row {
+	t.Helper()
+	for _, row := range r.Rows {
+		if row.Metric == m {
+			return row
+		}
+	}
+	t.Fatalf("no row %q", m)
+	return Row{}
+}
+
+func TestPrimaryVerdict(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		b      float64
-		signif bool
-		change string
+		name      string
+		a, b      map[string][]float64
+		outcome   string
+		decided   []string
+		guards    []string
+		proven    bool
+		secondary stats.Verdict // of "other"
 	}{
-		{"same configuration", 10000, false, ""},
-		{"40% faster", 14000, true, "better"},
+		{name: "both primaries better",
+			a:       map[string][]float64{"lat": high, "commit ops": low, "tail": low, "other": low},
+			b:       map[string][]float64{"lat": low, "commit ops": high, "tail": mid, "other": mid},
+			outcome: OutcomeBetter, decided: []string{"lat", "commit ops"}, proven: true, secondary: stats.NoDifference},
+		{name: "better but a guard worse",
+			a:       map[string][]float64{"lat": high, "commit ops": low, "tail": low, "other": low},
+			b:       map[string][]float64{"lat": low, "commit ops": high, "tail": high, "other": mid},
+			outcome: OutcomeBetter, decided: []string{"lat", "commit ops"}, guards: []string{"tail"}, secondary: stats.NoDifference},
+		{name: "first primary not significant stops the sequence",
+			a:       map[string][]float64{"lat": low, "commit ops": low, "tail": low, "other": low},
+			b:       map[string][]float64{"lat": mid, "commit ops": high, "tail": low, "other": high},
+			outcome: OutcomeNoDifference, secondary: stats.Significant},
+		{name: "primaries disagree",
+			a:       map[string][]float64{"lat": high, "commit ops": high, "tail": low, "other": low},
+			b:       map[string][]float64{"lat": low, "commit ops": low, "tail": low, "other": low},
+			outcome: OutcomeMixed, decided: []string{"lat", "commit ops"}, secondary: stats.NoDifference},
+		{name: "worse",
+			a:       map[string][]float64{"lat": low, "commit ops": low, "tail": low, "other": low},
+			b:       map[string][]float64{"lat": high, "commit ops": mid, "tail": low, "other": low},
+			outcome: OutcomeWorse, decided: []string{"lat"}, secondary: stats.NoDifference},
+		{name: "too few runs",
+			a:       map[string][]float64{"lat": low[:2], "commit ops": low[:2], "tail": low[:2], "other": low[:2]},
+			b:       map[string][]float64{"lat": high[:2], "commit ops": high[:2], "tail": low[:2], "other": low[:2]},
+			outcome: OutcomeTooFewRuns, secondary: stats.TooFewRuns},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := comparison.Compare([]comparison.Side{oneRun("a", 10000, 11), oneRun("b", tc.b, 12)}, comparison.Options{})
+			r, err := Compare([]Side{sideOf("a", tc.a), sideOf("b", tc.b)},
+				Options{Primary: []string{"lat", "commit ops", "not measured"}, Guards: []string{"tail"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, row := range r.Rows {
-				if row.Metric != "read IOPS" && row.Metric != "read p99" {
-					continue
-				}
-				c := row.Cells[1]
-				if c.Comparison.Verdict != stats.TooFewRuns {
-					t.Errorf("%s: verdict %v, want too few runs", row.Metric, c.Comparison.Verdict)
-				}
-				if c.WithinRun == nil || c.WithinRun.Significant != tc.signif || c.WithinRun.Change != tc.change {
-					t.Errorf("%s: within run %+v, want significant=%v change %q", row.Metric, c.WithinRun, tc.signif, tc.change)
-				}
-				if c.Change != "" {
-					t.Errorf("%s: evidence inside runs marked the cell %q", row.Metric, c.Change)
+			if !slices.Equal(r.Primary, []string{"lat", "commit ops"}) || !slices.Equal(r.Guards, []string{"tail"}) {
+				t.Errorf("declared rows %v %v", r.Primary, r.Guards)
+			}
+			v := r.Verdicts[0]
+			if v.Outcome != tc.outcome || !slices.Equal(v.Decided, tc.decided) || !slices.Equal(v.GuardsWorse, tc.guards) || v.Proven() != tc.proven {
+				t.Errorf("verdict %+v proven %v, want %s decided %v guards worse %v proven %v", v, v.Proven(), tc.outcome, tc.decided, tc.guards, tc.proven)
+			}
+			for m, role := range map[string]string{"lat": RolePrimary, "commit ops": RolePrimary, "tail": RoleGuard, "other": RoleSecondary} {
+				if got := rowOf(t, r, m).Role; got != role {
+					t.Errorf("%s: role %q, want %q", m, got, role)
 				}
 			}
+			o := rowOf(t, r, "other").Cells[1]
+			got := o.Comparison.Verdict
+			if o.Verdict != nil {
+				got = *o.Verdict
+			}
+			if got != tc.secondary {
+				t.Errorf("other: verdict %v, want %v", got, tc.secondary)
+			}
 		})
+	}
+}
+
+// With the first primary not significant, the second is reported with the
+// first's p as its adjusted p (fixed sequence) however small its own is.
+func TestFixedSequenceAdjustedP(t *testing.T) {
+	r, err := Compare([]Side{sideOf("a", map[string][]float64{"lat": low, "commit ops": low}), sideOf("b", map[string][]float64{"lat": mid, "commit ops": high})},
+		Options{Primary: []string{"lat", "commit ops"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rowOf(t, r, "commit ops").Cells[1]
+	if c.Comparison.Verdict != stats.Significant || c.AdjustedP != nil || c.Change != "" {
+		t.Errorf("second primary after a non-significant first: %+v adjusted %v change %q, want untested", c.Comparison, c.AdjustedP, c.Change)
+	}
+	if v := r.Verdicts[0]; !slices.Equal(v.Tested, []string{"lat"}) {
+		t.Errorf("tested %v, want only the first", v.Tested)
+	}
+}
+
+// Holm over ten secondary rows: one separated at p = 0.0079 is adjusted to
+// 10·0.0079 = 0.079 and loses its verdict; the table shows both.
+func TestSecondaryRowsHolmCorrected(t *testing.T) {
+	a, b := map[string][]float64{}, map[string][]float64{}
+	for i := range 10 {
+		m := "m" + string(rune('a'+i))
+		a[m], b[m] = low, mid
+	}
+	b["ma"] = high
+	r, err := Compare([]Side{sideOf("a", a), sideOf("b", b)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rowOf(t, r, "ma").Cells[1]
+	raw := stats.MinP(5, 5)
+	if c.Comparison.Verdict != stats.Significant || c.AdjustedP == nil || *c.AdjustedP < 10*raw-1e-12 || *c.AdjustedP > 10*raw+1e-12 {
+		t.Fatalf("ma: raw %+v adjusted %v, want 10×%v", c.Comparison, c.AdjustedP, raw)
+	}
+	if *c.Verdict != stats.NoDifference || c.Change != "" {
+		t.Errorf("ma: verdict %v change %q after Holm, want no difference", *c.Verdict, c.Change)
+	}
+	if d := FormatDelta(c); d != "~ (p=0.008, adjusted p=0.079)" {
+		t.Errorf("delta %q", d)
+	}
+	if r.Verdicts[0].Outcome != OutcomeNoPrimary || r.Correction != CorrectionHolm {
+		t.Errorf("verdict %+v correction %q", r.Verdicts[0], r.Correction)
 	}
 }

@@ -183,3 +183,33 @@ func (c Comparison) Delta(old, new float64) string {
 	}
 	return fmt.Sprintf("%+.2f%%", (new/old-1)*100)
 }
+
+// MinRunsForVerdict is how many runs per side (equal sides) the U test needs
+// before its smallest p-value reaches alpha; 0 when more than 50 would.
+func MinRunsForVerdict(alpha float64) int {
+	for n := 1; n <= 50; n++ {
+		if MinP(n, n) <= alpha {
+			return n
+		}
+	}
+	return 0
+}
+
+// MinRunsForInterval is how many runs Summarize needs for a finite
+// confidence interval of the median at confidence (benchmath's
+// order-statistic interval: 6 at 95%, 8 at 99%); 0 when more than 100 would.
+func MinRunsForInterval(confidence float64) int {
+	if !(confidence > 0 && confidence < 1) {
+		return 0
+	}
+	for n := 1; n <= 100; n++ {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i)
+		}
+		if s, err := Summarize(v, confidence); err == nil && !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
+			return n
+		}
+	}
+	return 0
+}

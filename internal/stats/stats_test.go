@@ -175,3 +175,28 @@ func TestVerdictText(t *testing.T) {
 		t.Error("no error for an unknown verdict")
 	}
 }
+
+// TestMinRuns checks the run counts against the order statistics by hand:
+// the exact U test's smallest two-sided p is 2/C(2n, n) (0.1 at 3+3,
+// 0.029 at 4+4, 0.0079 at 5+5, 0.0022 at 6+6, 0.00058 at 7+7), and the distribution-free interval of the
+// median from n values exists once the outermost order statistics cover it
+// at the confidence, 1 - 2·0.5^n (0.9375 at 5, 0.969 at 6, 0.984 at 7,
+// 0.992 at 8).
+func TestMinRuns(t *testing.T) {
+	for _, tc := range []struct {
+		alpha float64
+		want  int
+	}{{0.05, 4}, {0.1, 3}, {0.01, 5}, {0.2, 3}, {0.001, 7}} {
+		if got := MinRunsForVerdict(tc.alpha); got != tc.want {
+			t.Errorf("MinRunsForVerdict(%v) = %d, want %d", tc.alpha, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		conf float64
+		want int
+	}{{0.95, 6}, {0.9, 5}, {0.99, 8}, {0.97, 7}, {0, 0}, {1, 0}} {
+		if got := MinRunsForInterval(tc.conf); got != tc.want {
+			t.Errorf("MinRunsForInterval(%v) = %d, want %d", tc.conf, got, tc.want)
+		}
+	}
+}

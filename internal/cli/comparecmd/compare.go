@@ -19,6 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // Target is one --target NAME=DIR.
@@ -192,7 +193,11 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return usageErr(err)
 		}
 	}
-	res, err := comparison.Compare(sides, comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence})
+	opts := comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence}
+	if m, ok := profile.MetricsOf(comparison.CommonProfile(sides)); ok {
+		opts.Primary, opts.Guards = m.Primary, m.Guards
+	}
+	res, err := comparison.Compare(sides, opts)
 	if err != nil {
 		return usageErr(err)
 	}

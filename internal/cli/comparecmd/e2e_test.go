@@ -23,9 +23,11 @@ const e2eProfile = "db-commit"
 
 // TestEndToEndRootVersusTmpfs runs the real bench twice on a directory of the
 // root filesystem and once on a tmpfs, compares the results with the real
-// binary, and checks the comparison finds tmpfs significantly faster, in
-// the direction physics says, while two runs of one configuration show no
-// significant difference.
+// binary, and checks that 2+1 runs claim nothing (no verdict, no evidence
+// from inside runs standing in for runs) while the table and the verdict
+// name db-commit's declared primary metrics. That tmpfs is faster with 4
+// runs per side is checked on committed real runs (internal/comparison
+// TestPowerOnCommittedRuns), not on fresh ones.
 func TestEndToEndRootVersusTmpfs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the bench three times")
@@ -71,9 +73,7 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 
 	bench := func(target, out string) {
 		t.Helper()
-		// 4 s per phase: 4+8 per-second samples of IOPS, enough for the
-		// within-run U test (smallest p 2/C(12,4) = 0.004).
-		cmd := exec.Command(bin, "bench", e2eProfile, "--dir", target, "--runtime", "4s", "--cloud", "none", "-o", out)
+		cmd := exec.Command(bin, "bench", e2eProfile, "--dir", target, "--runtime", "1s", "--cloud", "none", "-o", out)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("slowpath bench on %s: %v\n%s", target, err, b)
 		}
@@ -97,7 +97,6 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 	}
 	html := filepath.Join(dir, "report.html")
 	r := compare("--html", html, "root="+a1+","+a2, "tmpfs="+b1)
-	better, worse := 0, 0
 	for _, row := range r.Rows {
 		c := row.Cells[1]
 		if c.Comparison == nil {
@@ -109,18 +108,9 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 		if c.Change != "" {
 			t.Errorf("%s: marked %q with 2+1 runs", row.Metric, c.Change)
 		}
-		if w := c.WithinRun; w != nil && w.Significant {
-			t.Logf("%s: root %v, tmpfs %v: %s (%s)", row.Metric, row.Cells[0].Median, c.Median, w.Change, w.Method)
-			switch w.Change {
-			case "better":
-				better++
-			case "worse":
-				worse++
-			}
-		}
 	}
-	if better == 0 || worse > 0 {
-		t.Errorf("tmpfs: %d figures significantly better and %d worse than the root filesystem, want some better and none worse", better, worse)
+	if len(r.Primary) == 0 || r.Primary[0] != "commit-1 commit_p99" || len(r.Verdicts) != 1 || r.Verdicts[0].Outcome != comparison.OutcomeTooFewRuns {
+		t.Errorf("primary %v verdicts %+v, want db-commit's primary metrics and too few runs", r.Primary, r.Verdicts)
 	}
 	found := false
 	for _, d := range r.Environment {

@@ -556,6 +556,9 @@ func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) [
 			if s != nil {
 				add(ph.Name, "checkpoints", float64(s.Ops), benchresult.UnitCount, benchresult.NoBetter)
 				addPct(ph.Name, "checkpoint_p50", s, 50)
+				// The declared primary and guard (MetricsOf).
+				addPct(ph.Name, "checkpoint_p99", s, 99)
+				addPct(ph.Name, "checkpoint_p999", s, 99.9)
 				if s.Latency != nil {
 					add(ph.Name, "checkpoint_max", float64(s.Latency.MaxNS), benchresult.UnitNanoseconds, benchresult.LowerIsBetter)
 				}
@@ -569,6 +572,47 @@ func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) [
 				add(p, s.Op+"_iops", s.OpsPerSec, benchresult.UnitIOPS, benchresult.HigherIsBetter)
 				add(p, s.Op+"_bytes_per_sec", s.BytesPerSec, benchresult.UnitBytesPerSec, benchresult.HigherIsBetter)
 				addPct(p, s.Op+"_p99", &s, 99)
+			}
+		}
+	}
+	if strings.HasPrefix(pl.Profile, FioPrefix) {
+		out = append(out, fioTotals(phases)...)
+	}
+	return out
+}
+
+// fioTotals are a job file's declared primary and guard figures (MetricsOf):
+// IOPS summed over every read and write stream, and the p99 and p99.9 of
+// all their I/Os merged. They carry no phase, so their row names do not
+// depend on the job file's group names.
+func fioTotals(phases []benchresult.Phase) []benchresult.Figure {
+	var iops float64
+	var hs []*benchresult.Histogram
+	n := 0
+	for _, ph := range phases {
+		for _, s := range ph.Streams {
+			if s.Op != "read" && s.Op != "write" {
+				continue
+			}
+			n++
+			iops += s.OpsPerSec
+			if s.Latency != nil && s.Latency.Histogram != nil {
+				hs = append(hs, s.Latency.Histogram)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := []benchresult.Figure{{Name: "total_iops", Value: iops, Unit: benchresult.UnitIOPS, Better: benchresult.HigherIsBetter}}
+	if len(hs) == n {
+		h := benchresult.Merge(hs...)
+		for _, q := range []struct {
+			name string
+			p    float64
+		}{{"total_p99", 99}, {"total_p999", 99.9}} {
+			if v, ok := h.Percentile(q.p); ok {
+				out = append(out, benchresult.Figure{Name: q.name, Value: float64(v), Unit: benchresult.UnitNanoseconds, Better: benchresult.LowerIsBetter})
 			}
 		}
 	}
