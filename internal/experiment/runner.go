@@ -44,7 +44,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 
 	cpus := env.numCPU()
 	plan, err := profile.New(w.Profile, profile.Params{Scale: w.Scale, Runtime: w.Runtime, Dir: tg.workDir, Device: tg.device,
-		SlowLoad: w.SlowLoad, JobFile: w.JobFile, NumCPU: cpus})
+		SlowLoad: w.SlowLoad, JobFile: w.JobFile, Capture: w.Capture, NumCPU: cpus})
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +79,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	res.DurationNS = int64(time.Since(start))
 	res.Phases = phases
 	res.LoadTimes = plan.LoadTimes(loads)
+	res.Fidelity = plan.Fidelity()
 	res.Figures = append(plan.Figures(phases, res.LoadTimes), whereFigures(res.WhereTime)...)
 	res.Status = benchresult.StatusComplete
 	interrupted := runErr != nil && ctx.Err() != nil

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -318,7 +319,28 @@ func latencyOf(l []int64) *benchresult.Latency {
 	for _, p := range []float64{1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99} {
 		out.Percentiles = append(out.Percentiles, benchresult.Percentile{P: p, ValueNS: pct(l, p)})
 	}
+	// The histogram in fio's scheme (at most 1/64 relative error), so
+	// runs merge with each other as fio's do.
+	h := &benchresult.Histogram{}
+	for _, v := range l {
+		b := binOf(v)
+		if n := len(h.Bins); n > 0 && h.Bins[n-1].ValueNS == b {
+			h.Bins[n-1].Count++
+		} else {
+			h.Bins = append(h.Bins, benchresult.Bin{ValueNS: b, Count: 1})
+		}
+	}
+	out.Histogram = h
 	return out
+}
+
+// binOf keeps v's 7 most significant bits: a bin at most 1/64 below v.
+func binOf(v int64) int64 {
+	if v < 128 {
+		return max(v, 0)
+	}
+	shift := bits.Len64(uint64(v)) - 7
+	return v >> shift << shift
 }
 
 // pct is the nearest-rank percentile of sorted values; 0 for none.
