@@ -56,15 +56,18 @@ work=$(mktemp -d "$1/slowpath-replay.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 out="$here/results"
 mkdir -p "$out"
-need=%d
-free=$(df -Pk "$work" | awk 'NR==2 {print $4 * 1024}')
-if [ "$free" -lt "$need" ]; then
-  echo "run.sh: the capture's files need $need bytes and $1 has $free free: use a larger filesystem" >&2
+# df's 1024-byte blocks, compared as integers (awk would print a large
+# byte count in exponent notation).
+need_kib=%d
+free_kib=$(df -Pk "$work" | awk 'NR==2 {printf "%%d", $4}')
+case $free_kib in ''|*[!0-9]*) echo "run.sh: cannot read the free space of $1 from df" >&2; exit 2;; esac
+if [ "$free_kib" -lt "$need_kib" ]; then
+  echo "run.sh: the capture's files need $need_kib KiB and $1 has $free_kib KiB free: use a larger filesystem" >&2
   exit 2
 fi
 layout() {
   rm -f "$work"/*
-`, quote.Shell(profile), ExportAFAPJob, ExportTimedJob, t.Space())
+`, quote.Shell(profile), ExportAFAPJob, ExportTimedJob, (t.Space()+1023)/1024)
 	for _, f := range t.Files {
 		name := quote.Shell(f.Name)
 		fmt.Fprintf(&b, "  head -c %d /dev/urandom > \"$work\"/%s\n", f.Size, name)
