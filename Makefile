@@ -51,7 +51,7 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 bench: deps-test build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./... | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 90m ./... | tee bench.out
 
 # Regenerates bpf2go output (committed so `go build` needs no clang).
 generate:

@@ -157,6 +157,9 @@ type SideVerdict struct {
 	Tested  []string `json:"tested,omitempty"`
 	// GuardsWorse are guard rows significantly worse at alpha.
 	GuardsWorse []string `json:"guards_worse,omitempty"`
+	// Secondary is how many secondary rows Holm corrected over: those
+	// with enough runs on both sides for a verdict.
+	Secondary int `json:"secondary_tested"`
 }
 
 // Proven says whether the side is a measured improvement: its primary
@@ -305,6 +308,12 @@ func assignRoles(r *Result, o Options) {
 			r.Primary = append(r.Primary, m)
 		}
 	}
+	// The verdict's rows first, in test order; the rest keep theirs.
+	order := map[string]int{}
+	for i, m := range r.Primary {
+		order[m] = i - len(r.Primary)
+	}
+	sort.SliceStable(r.Rows, func(i, j int) bool { return order[r.Rows[i].Metric] < order[r.Rows[j].Metric] })
 }
 
 // testable is the p a comparison contributes to its family, false when it
@@ -414,6 +423,7 @@ func adjust(r *Result, i int) SideVerdict {
 	for k, a := range stats.Holm(ps) {
 		set(secondary[k], a)
 	}
+	v.Secondary = len(secondary)
 	return v
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/stats"
 )
@@ -122,7 +123,7 @@ func FormatDelta(c Cell) string {
 		return "-"
 	}
 	p := formatP(cmp.P)
-	if c.AdjustedP != nil && *c.AdjustedP != cmp.P {
+	if c.AdjustedP != nil && formatP(*c.AdjustedP) != p {
 		p += ", adjusted " + formatP(*c.AdjustedP)
 	}
 	verdict := cmp.Verdict
@@ -150,4 +151,81 @@ func formatP(p float64) string {
 		return "p<0.001"
 	}
 	return fmt.Sprintf("p=%.3f", p)
+}
+
+// RowLabel is a row's metric name with its role when it has one declared:
+// "commit-1 commit_p99 (primary)", "cpu_per_io (guard)".
+func RowLabel(row Row) string {
+	switch row.Role {
+	case RolePrimary, RoleGuard:
+		return row.Metric + " (" + row.Role + ")"
+	}
+	return row.Metric
+}
+
+// VerdictLine says a side's verdict on the primary metrics in one line.
+func VerdictLine(v SideVerdict) string {
+	s := fmt.Sprintf("%s vs %s: %s", v.Side, v.Versus, v.Outcome)
+	if len(v.Decided) > 0 {
+		s += " (significant: " + strings.Join(v.Decided, ", ") + ")"
+	}
+	if len(v.GuardsWorse) > 0 {
+		s += "; guard worse: " + strings.Join(v.GuardsWorse, ", ")
+	}
+	return s
+}
+
+// Legend says what the table's statistics are, from the result itself (the
+// alpha, confidence and run counts used), so a reader knows what "~",
+// "adjusted" and "too few runs" mean without the docs.
+func Legend(r *Result) []string {
+	var lines []string
+	if len(r.Primary) > 0 {
+		lines = append(lines, fmt.Sprintf("Verdict on the primary metrics %s: Mann-Whitney U over runs, each at alpha %g once the one before it was significant (a fixed sequence).",
+			strings.Join(r.Primary, ", then "), r.Alpha))
+	} else {
+		lines = append(lines, "No primary metric declared for these results: no overall verdict, every row is secondary.")
+	}
+	for _, v := range r.Verdicts {
+		if v.Outcome != OutcomeNoPrimary {
+			lines = append(lines, "  "+VerdictLine(v))
+		}
+	}
+	if len(r.Guards) > 0 {
+		lines = append(lines, fmt.Sprintf("Guards %s: each at alpha %g uncorrected, so a harm is not corrected away.", strings.Join(r.Guards, ", "), r.Alpha))
+	}
+	var fam []string
+	for _, v := range r.Verdicts {
+		fam = append(fam, fmt.Sprintf("%d for %s", v.Secondary, v.Side))
+	}
+	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": no significant difference; a verdict needs %d runs per side (%s).",
+		strings.Join(fam, ", "), r.MinRuns, runCounts(r)))
+	interval := fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval, which needs %d runs per side", r.Confidence*100, r.MinRunsForInterval)
+	var with []string
+	for _, s := range r.Sides {
+		if s.Runs >= r.MinRunsForInterval && r.MinRunsForInterval > 0 {
+			with = append(with, s.Name)
+		}
+	}
+	switch {
+	case len(with) == len(r.Sides):
+		interval += " (every side has them)."
+	case len(with) == 0:
+		interval += " (no side has them)."
+	default:
+		interval += " (" + strings.Join(with, ", ") + " only)."
+	}
+	return append(lines, interval)
+}
+
+// runCounts lists the sides' run counts: "5, 5 and 1 runs".
+func runCounts(r *Result) string {
+	var n []string
+	for _, s := range r.Sides {
+		n = append(n, strconv.Itoa(s.Runs))
+	}
+	if len(n) < 2 {
+		return strings.Join(n, "") + " runs here"
+	}
+	return "here " + strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1] + " runs"
 }

@@ -76,7 +76,7 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 	case t.Dir != "" && t.Device != "":
 		return nil, errors.New("the run has a directory and a block device as target: give one")
 	case t.Device != "":
-		return prepareDevice(fs, t.Device)
+		return prepareDevice(fs, t.Device, t.Created)
 	}
 	dir, err := filepath.Abs(t.Dir)
 	if err != nil {
@@ -101,9 +101,10 @@ func prepareTarget(fs hostfs.FS, t Target) (*target, error) {
 }
 
 // prepareDevice checks that a device is expendable: refused when mounted,
-// holding a signature, part of a dm/md stack or the root disk.
-// The caller has the user's consent to overwrite it (bench --destroy-data).
-func prepareDevice(fs hostfs.FS, device string) (*target, error) {
+// holding a signature, part of a dm/md stack or the root disk, unless
+// created says the caller made it for the run. The caller has the user's
+// consent to overwrite it (bench --destroy-data, lab crypt's own mapping).
+func prepareDevice(fs hostfs.FS, device string, created bool) (*target, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(device, &st); err != nil {
 		return nil, &TargetError{Device: true, Target: device, Err: err}
@@ -116,7 +117,7 @@ func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 	// disk, partitions, dm/md stacks), before the device is opened at all.
 	s := &snapshot.Snapshot{}
 	storage.Collect(context.Background(), fs, s)
-	if err := refuseDevice(s, mm, "", nil); err != nil {
+	if err := refuseDevice(s, mm, "", nil); err != nil && !created {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// First line: an exclusive claim, held until the run's cleanup. The
@@ -128,10 +129,12 @@ func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// Second line: the first bytes' signatures.
-	sig, sigErr := blocksig.ProbeDevice(device)
-	if err := refuseDevice(s, mm, sig, sigErr); err != nil {
-		claim.Close()
-		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
+	if !created {
+		sig, sigErr := blocksig.ProbeDevice(device)
+		if err := refuseDevice(s, mm, sig, sigErr); err != nil {
+			claim.Close()
+			return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
+		}
 	}
 	tmp, err := os.MkdirTemp("", "slowpath-bench-")
 	if err != nil {
@@ -139,9 +142,11 @@ func prepareDevice(fs hostfs.FS, device string) (*target, error) {
 		return nil, err
 	}
 	name := ""
-	for _, d := range s.Storage.BlockDevices {
-		if d.MajorMinor == mm {
-			name = d.Name
+	if s.Storage != nil {
+		for _, d := range s.Storage.BlockDevices {
+			if d.MajorMinor == mm {
+				name = d.Name
+			}
 		}
 	}
 	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
@@ -282,6 +287,9 @@ func (t *target) checkSpace(need uint64) error {
 		return nil
 	}
 	if t.kind == "block" {
+		if t.snap.Storage == nil {
+			return nil
+		}
 		for _, d := range t.snap.Storage.BlockDevices {
 			if d.Name == t.devName && d.SizeBytes < need {
 				return fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need))

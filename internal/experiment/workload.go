@@ -133,6 +133,13 @@ func (w Workload) withDefaults() (Workload, error) {
 type Target struct {
 	Dir    string
 	Device string
+	// Created says the caller made Device for this experiment (lab
+	// crypt's mapping on its own ramdisk), so the policy that refuses a
+	// device in use by what the host shows (a dm or md stack, a
+	// filesystem signature, mounts, the root disk) does not apply. The
+	// exclusive claim still does: a device anything else holds open
+	// exclusively, a mount included, is refused.
+	Created bool
 }
 
 // String is the target as given, for progress lines.

@@ -76,3 +76,30 @@ func TestFixedSequence(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHolm checks properties every correct Holm adjustment has exactly, in
+// floating point too: no adjusted p below its raw p (for p in [0, 1]) or
+// above min(1, m·p), and the order of the raw p-values kept (equal raw
+// p-values get equal adjusted ones).
+func FuzzHolm(f *testing.F) {
+	f.Add([]byte{1, 40, 30, 5})
+	f.Add([]byte{255, 0, 7, 7, 128})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps := make([]float64, len(b))
+		for i, v := range b {
+			ps[i] = float64(v) / 255
+		}
+		adj := Holm(ps)
+		m := float64(len(ps))
+		for i := range ps {
+			if adj[i] < ps[i] || adj[i] > math.Min(1, m*ps[i]) {
+				t.Fatalf("p %v adjusted to %v (m %v)", ps[i], adj[i], m)
+			}
+			for j := range ps {
+				if ps[i] < ps[j] && adj[i] > adj[j] || ps[i] == ps[j] && adj[i] != adj[j] {
+					t.Fatalf("order lost: p %v -> %v, p %v -> %v", ps[i], adj[i], ps[j], adj[j])
+				}
+			}
+		}
+	})
+}

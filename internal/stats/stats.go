@@ -1,7 +1,8 @@
 // Package stats holds the statistics behind `slowpath compare`: the
 // Mann-Whitney U test across runs (golang.org/x/perf/benchmath, benchstat's own
-// statistics), medians with confidence intervals, and bootstrap confidence
-// intervals for latency percentiles inside one run.
+// statistics), medians with confidence intervals, the corrections for
+// testing several metrics at once (Holm, fixed sequence), and latency
+// histograms (merged and read for quantiles; the CDFs of compare's HTML).
 package stats
 
 import (

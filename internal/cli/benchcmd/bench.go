@@ -147,11 +147,11 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return usageErr(fmt.Errorf("--cipher-limit: %w", err))
 		}
 	}
-	var bar *bar
+	var pb *bar // the progress bar, made once the plan is known
 	xenv.Hooks = experiment.Hooks{
-		Planned: func(p *profile.Plan) { bar = newProgress(env, p) },
-		Phase:   func(i int, name string) { bar.phase(i, name) },
-		Done:    func(ok bool) { bar.done(ok) },
+		Planned: func(p *profile.Plan) { pb = newProgress(env, p) },
+		Phase:   func(i int, name string) { pb.phase(i, name) },
+		Done:    func(ok bool) { pb.done(ok) },
 	}
 	// Signals interrupt the run instead of killing it: the engine removes
 	// the run's directory and returns what was measured.

@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/stats"
@@ -48,7 +49,8 @@ func NewCmdCompare(env *clienv.Env, runF func(context.Context, *Options) error) 
 		Short: "Compare bench results side by side: which differences are significant, and charts",
 		Long: `Compare reads saved bench results, one side per argument (NAME=a.json,b.json
 gives a side several runs), or with --profile and two or more --target runs the
-bench on each target itself, interleaved (A B B A ...) --runs times.
+bench on each target itself, in process, interleaved (A B B A ...) --runs
+times (one line of progress per run on stderr).
 
 Per metric it prints each side's median, the change against the first side and
 whether it is significant (Mann-Whitney U over runs at --alpha): "~" when not,
@@ -105,6 +107,9 @@ func (o *Options) validate() ([]Target, error) {
 		if o.Runs < 1 {
 			return nil, fmt.Errorf("--runs %d: need at least 1", o.Runs)
 		}
+		if err := (cloud.Options{Cloud: o.Bench.Cloud}).Validate(); err != nil {
+			return nil, err
+		}
 		var ts []Target
 		seen := map[string]bool{}
 		for _, t := range o.Targets {
@@ -132,17 +137,9 @@ func (o *Options) validate() ([]Target, error) {
 	return nil, nil
 }
 
-// sideNameRE is the alphabet of side names. A name becomes a file name
-// under --save (NAME-N.json), a table cell and a chart label: one path
-// component, no markup, no line breaks.
-var sideNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-func validSideName(name string) error {
-	if !sideNameRE.MatchString(name) {
-		return fmt.Errorf("side name %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (NAME=FILE names a side)", name)
-	}
-	return nil
-}
+// validSideName is the engine's alphabet of side names: a name becomes a
+// file name under --save (NAME-N.json), a table cell and a chart label.
+func validSideName(name string) error { return experiment.ValidSideName(name) }
 
 // parseSide splits [NAME=]FILE[,FILE...]; the name defaults to the first
 // file's base name without .json.
@@ -172,7 +169,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	var sides []comparison.Side
 	if len(targets) > 0 {
-		if sides, err = runInterleaved(ctx, env, o, targets); err != nil {
+		// The workload is checked before anything runs: a typo in a job
+		// file never costs a run.
+		w, err := o.Bench.workload(o.Profile)
+		if err != nil {
+			return usageErr(err)
+		}
+		if sides, err = runInterleaved(ctx, env, o, w, targets); err != nil {
 			return usageErr(err)
 		}
 	} else {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -122,22 +123,19 @@ func TestDuplicateResults(t *testing.T) {
 // name is not followed out of it.
 func TestSaveStaysInside(t *testing.T) {
 	save, outside := t.TempDir(), t.TempDir()
-	src := filepath.Join(t.TempDir(), "r.json")
-	if err := os.WriteFile(src, []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	res := &benchresult.Result{Profile: "db-commit", Status: benchresult.StatusComplete}
 	root, err := os.OpenRoot(save)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := copyInto(root, "ok-1.json", src); err != nil {
+	if err := saveInto(root, "ok-1.json", res); err != nil {
 		t.Fatalf("plain copy: %v", err)
 	}
 	if err := os.Symlink(filepath.Join(outside, "victim"), filepath.Join(save, "a-1.json")); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyInto(root, "a-1.json", src); err == nil {
+	if err := saveInto(root, "a-1.json", res); err == nil {
 		t.Error("copied through a symbolic link that leaves --save")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "victim")); !errors.Is(err, os.ErrNotExist) {
@@ -150,8 +148,8 @@ func TestSaveStaysInside(t *testing.T) {
 	}
 }
 
-// TestTempDirRemoved: interleaved runs whose bench fails still remove
-// compare's temporary directory.
+// TestTempDirRemoved: interleaved runs refused (a job file that does not
+// exist) leave nothing in TMPDIR.
 func TestTempDirRemoved(t *testing.T) {
 	bin := testenv.BuildSlowpath(t)
 	tmp, d := t.TempDir(), t.TempDir()

@@ -4,22 +4,24 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // loadSides reads every side's result files, refusing a file given twice
@@ -46,17 +48,9 @@ func loadSides(names []string, lists [][]string) ([]comparison.Side, error) {
 	return sides, nil
 }
 
-// loadSide reads one side's result files.
-func loadSide(name string, files []string) (comparison.Side, error) {
-	ss, err := loadSides([]string{name}, [][]string{files})
-	if err != nil {
-		return comparison.Side{}, err
-	}
-	return ss[0], nil
-}
-
-// ErrDuplicate is wrapped by readAll's error for a result given twice.
-var ErrDuplicate = errors.New("the same bench result is given twice")
+// ErrDuplicate is wrapped by readAll's error for a result given twice
+// (experiment.ErrDuplicate: the engine refuses the same).
+var ErrDuplicate = experiment.ErrDuplicate
 
 // readAll decodes result files on every CPU: with full histograms a file is
 // ~100 KB of JSON, and decoding 20 of them is most of a comparison's time.
@@ -97,7 +91,7 @@ func readAll(files []string) ([]*benchresult.Result, error) {
 			return nil, fmt.Errorf("%w: %s and %s have the same content; give each run once", ErrDuplicate, files[j], files[i])
 		}
 		byHash[sums[i]] = i
-		id := runIdentity(r)
+		id := experiment.RunIdentity(r)
 		if j, ok := byRun[id]; ok {
 			return nil, fmt.Errorf("%w: %s and %s are the same run (%s); give each run once", ErrDuplicate, files[j], files[i], id)
 		}
@@ -106,19 +100,7 @@ func readAll(files []string) ([]*benchresult.Result, error) {
 	return rs, nil
 }
 
-// runIdentity is the digest of the decoded run re-encoded: a copy of a
-// file re-indented, with fields reordered or unknown fields added decodes
-// to the same run and so to the same digest.
-func runIdentity(r *benchresult.Result) string {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return "" // not reached: a decoded result re-encodes
-	}
-	sum := sha256.Sum256(b)
-	return fmt.Sprintf("%s started %s, sha256 of the decoded run %x", r.Profile, r.Started.UTC().Format(time.RFC3339Nano), sum[:8])
-}
-
-// BenchFlags are the bench flags compare passes through to every run.
+// BenchFlags are the bench flags compare applies to every run.
 type BenchFlags struct {
 	Runtime  time.Duration
 	Scale    float64
@@ -127,8 +109,8 @@ type BenchFlags struct {
 	set      func(name string) bool
 }
 
-// AddFlags registers them; only flags the user set are passed on, so bench
-// keeps its own defaults.
+// AddFlags registers them; only flags the user set change the workload,
+// so the runs keep bench's own defaults.
 func (b *BenchFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&b.Runtime, "runtime", 0, "bench --runtime for every run (default: bench's)")
 	fs.Float64Var(&b.Scale, "scale", 0, "bench --scale for every run (default: bench's)")
@@ -137,83 +119,87 @@ func (b *BenchFlags) AddFlags(fs *pflag.FlagSet) {
 	b.set = func(name string) bool { f := fs.Lookup(name); return f != nil && f.Changed }
 }
 
-func (b *BenchFlags) args() []string {
-	var out []string
-	if b.set == nil {
-		return out
+// workload is the experiment's workload: profile arg with the flags the
+// user set; checked before anything runs.
+func (b *BenchFlags) workload(arg string) (experiment.Workload, error) {
+	w, err := experiment.ParseWorkload(arg)
+	if err != nil {
+		return w, err
 	}
-	if b.set("runtime") {
-		out = append(out, "--runtime", b.Runtime.String())
+	set := b.set
+	if set == nil {
+		set = func(string) bool { return false }
 	}
-	if b.set("scale") {
-		out = append(out, "--scale", strconv.FormatFloat(b.Scale, 'g', -1, 64))
+	if set("runtime") {
+		if b.Runtime <= 0 {
+			return w, fmt.Errorf("--runtime %v: want a positive duration", b.Runtime)
+		}
+		w.Runtime = b.Runtime
 	}
-	if b.set("slow-load") {
-		out = append(out, "--slow-load", b.SlowLoad.String())
+	if set("scale") {
+		if err := profile.ParseScale(b.Scale); err != nil {
+			return w, err
+		}
+		w.Scale = b.Scale
 	}
-	if b.set("cloud") {
-		out = append(out, "--cloud", b.Cloud)
+	if set("slow-load") {
+		w.SlowLoad = b.SlowLoad
 	}
-	return out
+	return w, nil
 }
 
-// runInterleaved runs `slowpath bench` (this same binary) on every target
-// in Schedule's order and reads the results back. Each run is its own
-// process, exactly what a user running bench by hand gets; bench's own
-// output goes to stderr so compare's stdout stays one document.
-func runInterleaved(ctx context.Context, env *clienv.Env, o *Options, targets []Target) ([]comparison.Side, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the slowpath binary to run bench: %w", err)
-	}
-	// Every run writes into a private temporary directory, removed however
-	// compare ends; --save gets copies through an os.Root, so no name and
-	// no symbolic link already in --save can put a file outside it.
-	tmp, err := os.MkdirTemp("", "slowpath-compare-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
+// runInterleaved runs the profile on every target in process through the
+// experiment engine, interleaved, and returns the sides. Progress lines go
+// to stderr, so compare's stdout stays one document; --save gets each
+// run's result file as it completes, through an os.Root, so no name and no
+// symbolic link already in --save can put a file outside it.
+func runInterleaved(ctx context.Context, env *clienv.Env, o *Options, w experiment.Workload, targets []Target) ([]comparison.Side, error) {
 	var save *os.Root
 	if o.Save != "" {
 		if err := os.MkdirAll(o.Save, 0o755); err != nil {
 			return nil, err
 		}
+		var err error
 		if save, err = os.OpenRoot(o.Save); err != nil {
 			return nil, fmt.Errorf("--save: %w", err)
 		}
 		defer save.Close()
 	}
-	files := make([][]string, len(targets))
-	order := Schedule(len(targets), o.Runs)
-	for i, ti := range order {
-		t := targets[ti]
-		name, err := saveName(t.Name, len(files[ti])+1)
-		if err != nil {
-			return nil, err
-		}
-		out := filepath.Join(tmp, name)
-		args := append([]string{"bench", o.Profile, "--dir", t.Dir, "-o", out}, o.Bench.args()...)
-		fmt.Fprintf(env.Stderr, "compare: run %d/%d: %s (%s)\n", i+1, len(order), t.Name, t.Dir)
-		cmd := exec.CommandContext(ctx, exe, args...)
-		cmd.Stdout, cmd.Stderr = env.Stderr, env.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("bench run %d (%s on %s): %w", i+1, o.Profile, t.Name, err)
-		}
-		if save != nil {
-			if err := copyInto(save, name, out); err != nil {
-				return nil, fmt.Errorf("--save %s: %w", o.Save, err)
+	x := experiment.Experiment{Workload: w, Runs: o.Runs,
+		Env: experiment.Env{FS: env.FS, Version: env.Version, Cloud: cloud.Options{Cloud: o.Bench.Cloud}},
+		Progress: func(r experiment.RunInfo) {
+			fmt.Fprintf(env.Stderr, "compare: %s\n", r)
+		},
+	}
+	for _, t := range targets {
+		x.Sides = append(x.Sides, experiment.Side{Name: t.Name, Target: experiment.Target{Dir: t.Dir}})
+	}
+	if save != nil {
+		x.Result = func(r experiment.RunInfo, res *benchresult.Result) error {
+			name, err := saveName(r.Side, r.N)
+			if err != nil {
+				return err
 			}
+			if err := saveInto(save, name, res); err != nil {
+				return fmt.Errorf("--save %s: %w", o.Save, err)
+			}
+			return nil
 		}
-		files[ti] = append(files[ti], out)
+	}
+	// Signals interrupt the run in progress instead of killing compare:
+	// the engine removes the run's files and undoes its side's setup.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := experiment.Run(sctx, x)
+	if err != nil {
+		if out != nil && out.Interrupted {
+			return nil, fmt.Errorf("interrupted: %w (no comparison; the runs that completed are in --save when given)", err)
+		}
+		return nil, err
 	}
 	var sides []comparison.Side
-	for i, t := range targets {
-		s, err := loadSide(t.Name, files[i])
-		if err != nil {
-			return nil, err
-		}
-		sides = append(sides, s)
+	for _, s := range out.Sides {
+		sides = append(sides, s.Comparison)
 	}
 	return sides, nil
 }
@@ -221,7 +207,7 @@ func runInterleaved(ctx context.Context, env *clienv.Env, o *Options, targets []
 // saveName is a run's result file name, NAME-N.json, checked to be one
 // local name after cleaning (the side name's alphabet already ensures it).
 func saveName(side string, n int) (string, error) {
-	if err := validSideName(side); err != nil {
+	if err := experiment.ValidSideName(side); err != nil {
 		return "", err
 	}
 	name := fmt.Sprintf("%s-%d.json", side, n)
@@ -231,12 +217,12 @@ func saveName(side string, n int) (string, error) {
 	return name, nil
 }
 
-// copyInto copies file src to name inside root (replacing a file of that
-// name; a symbolic link there is not followed out of root).
-func copyInto(root *os.Root, name, src string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
+// saveInto writes res as the file name inside root (replacing a file of
+// that name; a symbolic link there is not followed out of root).
+func saveInto(root *os.Root, name string, res *benchresult.Result) error {
+	var b bytes.Buffer
+	if err := benchresult.Write(&b, res); err != nil {
 		return err
 	}
-	return root.WriteFile(name, b, 0o644)
+	return root.WriteFile(name, b.Bytes(), 0o644)
 }

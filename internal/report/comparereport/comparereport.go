@@ -30,13 +30,9 @@ func Write(w io.Writer, r *comparison.Result, format string) error {
 	}
 }
 
-// header says what the table's statistics are, so a reader knows what "~"
-// and "too few runs" mean without the docs.
-func header(r *comparison.Result) []string {
-	lines := []string{fmt.Sprintf("Mann-Whitney U over runs at alpha %g: \"~\" no significant difference; a verdict needs %d runs per side.", r.Alpha, r.MinRuns)}
-	lines = append(lines, fmt.Sprintf("Cells: median across runs; ±: its %g%% confidence interval (across runs, from 6 runs per side; \"b\": bootstrap inside a single run).", r.Confidence*100))
-	return lines
-}
+// header says what the table's statistics are and the verdicts
+// (comparison.Legend), computed from the result.
+func header(r *comparison.Result) []string { return comparison.Legend(r) }
 
 func sideTitle(s comparison.SideInfo) string {
 	t := fmt.Sprintf("%s (%d run", s.Name, s.Runs)
@@ -71,7 +67,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, row := range r.Rows {
-		cells := []string{row.Metric}
+		cells := []string{comparison.RowLabel(row)}
 		for i, c := range row.Cells {
 			cells = append(cells, comparison.FormatCell(c, row.Unit))
 			if i > 0 {
@@ -151,8 +147,10 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		}
 	}
 	fmt.Fprintln(b)
+	// One list item per line of the legend, a side's verdict nested.
 	for _, l := range header(r) {
-		fmt.Fprintf(b, "%s\n", mdEscape(l))
+		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+		fmt.Fprintf(b, "%s- %s\n", indent, mdEscape(strings.TrimSpace(l)))
 	}
 	fmt.Fprintln(b)
 	head := []string{"metric"}
@@ -167,7 +165,7 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	}
 	fmt.Fprintf(b, "| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(sep, " | "))
 	for _, row := range r.Rows {
-		cells := []string{mdEscape(row.Metric)}
+		cells := []string{mdEscape(comparison.RowLabel(row))}
 		for i, c := range row.Cells {
 			cells = append(cells, mdEscape(comparison.FormatCell(c, row.Unit)))
 			if i > 0 {

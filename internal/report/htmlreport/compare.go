@@ -29,10 +29,11 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 		names = append(names, fmt.Sprintf("%s (%d runs)", s.Name, s.Runs))
 	}
 	p := Page{Title: "slowpath compare", Subtitle: strings.Join(names, " vs ")}
-	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: []Block{
-		{Text: fmt.Sprintf("Mann-Whitney U over runs at alpha %g: \"~\" no significant difference; a verdict needs %d runs per side. Cells: median ±%g%% interval (b: bootstrap inside the one run).", r.Alpha, r.MinRuns, r.Confidence*100)},
-		{Table: resultTable(r)},
-	}})
+	var results []Block
+	for _, l := range comparison.Legend(r) {
+		results = append(results, Block{Text: strings.TrimSpace(l)})
+	}
+	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: append(results, Block{Table: resultTable(r)})})
 	if cdfs := cdfBlocks(sides); len(cdfs) > 0 {
 		p.Sections = append(p.Sections, Section{Heading: "Latency distributions", Blocks: cdfs})
 	}
@@ -81,7 +82,7 @@ func resultTable(r *comparison.Result) *Table {
 		}
 	}
 	for _, row := range r.Rows {
-		cells := []Cell{{Text: row.Metric}}
+		cells := []Cell{{Text: comparison.RowLabel(row)}}
 		for i, c := range row.Cells {
 			cells = append(cells, Cell{Text: comparison.FormatCell(c, row.Unit), Class: "num"})
 			if i > 0 {

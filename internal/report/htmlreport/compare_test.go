@@ -7,6 +7,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // tenRuns is the performance case of the compare issue: two results with
@@ -17,7 +18,8 @@ func tenRuns(t testing.TB) (*comparison.Result, []comparison.Side) {
 		comparisontest.Side(comparisontest.Spec{Name: "plain", Runs: 10, IOPS: 12000, Noise: 0.02, Seconds: 60, Buckets: 1800, Requests: 100000, LoadMs: 4, Seed: 1}),
 		comparisontest.Side(comparisontest.Spec{Name: "dm-crypt", Runs: 10, IOPS: 9000, Noise: 0.02, Seconds: 60, Buckets: 1800, Requests: 100000, LoadMs: 9, Crypt: true, Seed: 2}),
 	}
-	r, err := comparison.Compare(sides, comparison.Options{})
+	m, _ := profile.MetricsOf(comparison.CommonProfile(sides))
+	r, err := comparison.Compare(sides, comparison.Options{Primary: m.Primary, Guards: m.Guards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestCompareHTMLInChromium(t *testing.T) {
 		t.Errorf("report is %d bytes, over the 2 MB budget", buf.Len())
 	}
 	out := buf.String()
-	for _, want := range []string{"read_iops", "-25.", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
+	for _, want := range []string{"read_iops", "-25.", "load_p99 (primary)", "dm-crypt vs plain: worse", "(p&lt;0.001)", `"type":"scatter"`, `"type":"tree"`, `"type":"log"`, "Storage path: dm-crypt", "encryption layers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compare HTML lacks %q", want)
 		}
