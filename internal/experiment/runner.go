@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // ErrInterrupted is wrapped by RunWorkload's error when ctx was cancelled
@@ -67,6 +68,9 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if err != nil {
 		return nil, err
 	}
+	// A replay records its own block requests to compare them with the
+	// capture's (its fidelity).
+	plan.Recorder = replay.RecordBlocks
 	h := env.Hooks
 	if h.Planned != nil {
 		h.Planned(plan)

@@ -92,20 +92,22 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 		return err
 	}
 	if pl.Recorder == nil {
-		fid.Problems = append(fid.Problems, "the replay's block trace was not recorded (no recorder): only the capture's is shown")
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded (no recorder): only the capture's are shown")
 		return ph, run(ctx)
 	}
-	bt, err := pl.Recorder(ctx, pdir, run)
-	if bt != nil {
-		fid.Replay = bt
+	bt, recErr, runErr := pl.Recorder(ctx, pdir, run)
+	fid.Replay = bt
+	if recErr != nil {
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded: "+recErr.Error())
 	}
-	return ph, err
+	return ph, runErr
 }
 
 // BlockRecorder records the block requests of the device holding dir
-// while run runs, summarised as replay.SummarizeBlocks does; it returns
-// run's error, or its own when it could not record (with a nil trace).
-type BlockRecorder func(ctx context.Context, dir string, run func(context.Context) error) (*benchresult.BlockTrace, error)
+// while run runs, summarised as replay.SummarizeBlocks does
+// (replay.RecordBlocks). recErr says why it recorded nothing; runErr is
+// run's.
+type BlockRecorder func(ctx context.Context, dir string, run func(context.Context) error) (bt *benchresult.BlockTrace, recErr, runErr error)
 
 // Fidelity is a replay run's fidelity (nil for other profiles): set by
 // Run.

@@ -149,8 +149,8 @@ func flip(t *testing.T, p string, at int) {
 }
 
 func TestDifferences(t *testing.T) {
-	c := benchresult.BlockTrace{IOs: 100, Bytes: 409600, ReadIOs: 75, WriteIOs: 25, Sizes: []benchresult.SizeBucket{{4096, 100}}, IOPS: 1000, BytesPerSec: 4096000, P50NS: 100, P99NS: 1000}
-	r := benchresult.BlockTrace{IOs: 101, Bytes: 413696, ReadIOs: 76, WriteIOs: 24, Sizes: []benchresult.SizeBucket{{4096, 99}, {8192, 1}}, IOPS: 950, BytesPerSec: 4096000, P50NS: 110, P99NS: 0}
+	c := benchresult.BlockTrace{IOs: 100, Bytes: 409600, ReadIOs: 75, WriteIOs: 25, Sizes: []benchresult.SizeBucket{{MaxBytes: 4096, Count: 100}}, IOPS: 1000, BytesPerSec: 4096000, P50NS: 100, P99NS: 1000}
+	r := benchresult.BlockTrace{IOs: 101, Bytes: 413696, ReadIOs: 76, WriteIOs: 24, Sizes: []benchresult.SizeBucket{{MaxBytes: 4096, Count: 99}, {MaxBytes: 8192, Count: 1}}, IOPS: 950, BytesPerSec: 4096000, P50NS: 110, P99NS: 0}
 	got := map[string][2]float64{}
 	for _, d := range Differences(c, r) {
 		got[d.Name] = [2]float64{d.Capture, d.Relative}
