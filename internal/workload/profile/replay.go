@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"strconv"
 	"strings"
@@ -78,6 +79,13 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 			if out != nil {
 				ph.Streams = out.Streams
 				fid.Timing = &benchresult.ReplayTiming{Ops: out.Timing.Ops, LateP50NS: out.Timing.LateP50NS, LateP99NS: out.Timing.LateP99NS, LateMaxNS: out.Timing.LateMaxNS}
+				if out.BeyondEOF > 0 {
+					fid.Skipped = maps.Clone(fid.Skipped)
+					if fid.Skipped == nil {
+						fid.Skipped = map[string]uint64{}
+					}
+					fid.Skipped["fault-beyond-eof"] = out.BeyondEOF
+				}
 			}
 			return err
 		}

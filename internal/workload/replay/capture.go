@@ -27,9 +27,10 @@ type Source struct {
 // Each thread's reads, writes, fsyncs, fdatasyncs and page faults become
 // its operations, ordered by start time (records arrive roughly by end
 // time). Not replayed, and counted in Skipped: calls that failed,
-// sync_file_range (no fio iolog action), advice and mmap calls (a fault
-// stands for what a mapping did), and faults that were not page-cache
-// misses. Files are laid out at their size when first seen.
+// sync_file_range (no fio iolog action), mmap calls (the replay maps a
+// file at its first fault), and faults that were not page-cache misses. Advice that changes readahead or the page cache is replayed
+// (fadvise, madvise); other advice is skipped. Files are laid out at
+// their size when first seen.
 func Load(dir string) (*Source, error) {
 	c, err := capfile.Open(dir)
 	if err != nil {
@@ -76,6 +77,15 @@ func Load(dir string) (*Source, error) {
 			op.Kind = Fdatasync
 		case o.Kind == capfile.OpFault && o.Flags&capfile.FlagMajor != 0:
 			op.Kind = Fault
+		case o.Kind == capfile.OpFadvise || o.Kind == capfile.OpMadvise:
+			op.Kind, op.Advice = Fadvise, o.Arg
+			if o.Kind == capfile.OpMadvise {
+				op.Kind = Madvise
+			}
+			if !adviceOK(op) {
+				skipped[o.Kind.String()]++
+				return nil
+			}
 		case o.Kind == capfile.OpOpen:
 			return nil // its flags are on the operations
 		default:

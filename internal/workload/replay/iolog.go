@@ -48,6 +48,9 @@ func (t *Trace) Streams() []Stream {
 	for i, th := range t.Threads {
 		var buffered, direct []Op
 		for _, o := range th.Ops {
+			if o.Kind == Fadvise || o.Kind == Madvise {
+				continue // no iolog action: the job's fadvise_hint=0 leaves the kernel's default
+			}
 			if o.Direct {
 				direct = append(direct, o)
 			} else {

@@ -33,6 +33,10 @@ type Outcome struct {
 	Streams []benchresult.Stream
 	Timing  Timing
 	Elapsed time.Duration
+	// BeyondEOF counts faults not replayed: their page was past the end
+	// of the file when the replay reached them (a write the capture saw
+	// before them had not happened yet in the replay).
+	BeyondEOF uint64
 }
 
 // Replay replays t in dir (laid out by Layout) on an absolute schedule:
@@ -78,6 +82,7 @@ func Replay(ctx context.Context, dir string, t *Trace) (*Outcome, error) {
 	for _, r := range rs {
 		out.Streams = append(out.Streams, r.streams()...)
 		late = append(late, r.late...)
+		out.BeyondEOF += r.beyondEOF
 		if r.err != nil && err == nil {
 			err = r.err
 		}
@@ -106,13 +111,16 @@ type threadRun struct {
 	maps map[int][]byte
 	buf  []byte
 	// Per op kind: latencies in ns, bytes, first issue and last completion.
-	lat   [Fault + 1][]int64
-	bytes [Fault + 1]uint64
-	first [Fault + 1]int64 // monotonic ns
-	last  [Fault + 1]int64
+	lat   [kindMax + 1][]int64
+	bytes [kindMax + 1]uint64
+	first [kindMax + 1]int64 // monotonic ns
+	last  [kindMax + 1]int64
 	late  []int64
 	sink  byte
 	err   error
+	// beyondEOF counts faults past the end of their file at replay time.
+	beyondEOF uint64
+	advised   map[int][]Op // madvise calls per file, for a remapping
 }
 
 func (r *threadRun) setup() error {
@@ -122,20 +130,9 @@ func (r *threadRun) setup() error {
 	for _, o := range r.th.Ops {
 		f := r.t.Files[o.File]
 		k := fileKey{o.File, o.Direct}
-		if o.Kind == Fault {
-			if _, ok := r.maps[o.File]; ok || f.Size == 0 {
-				continue
-			}
-			fh, err := r.root.Open(f.Name)
-			if err != nil {
-				return err
-			}
-			m, err := unix.Mmap(int(fh.Fd()), 0, int(f.Size), unix.PROT_READ, unix.MAP_SHARED)
-			fh.Close()
-			if err != nil {
-				return fmt.Errorf("mmap %s: %w", f.Name, err)
-			}
-			r.maps[o.File] = m
+		if o.Kind == Fault || o.Kind == Madvise {
+			// Mapped when first touched, at the file's size then: a
+			// file the replay itself writes may still be empty now.
 			continue
 		}
 		if o.Kind == Read || o.Kind == Write {
@@ -247,13 +244,31 @@ func (r *threadRun) run(ctx context.Context, start int64) {
 func (r *threadRun) do(o Op) error {
 	switch o.Kind {
 	case Fault:
-		m := r.maps[o.File]
-		if o.Offset >= int64(len(m)) {
-			return nil // past the end at layout time: nothing to touch
+		m, err := r.mapping(o.File, o.Offset)
+		if err != nil || m == nil {
+			return err
 		}
 		r.sink += m[o.Offset]
 		r.bytes[Fault] += uint64(min(o.Length, int64(len(m))-o.Offset))
 		return nil
+	case Madvise:
+		m, err := r.mapping(o.File, o.Offset)
+		if err != nil || m == nil {
+			return err
+		}
+		// Page-aligned, within the mapping.
+		lo := o.Offset &^ 4095
+		hi := min(o.Offset+o.Length, int64(len(m)))
+		if o.Length == 0 || hi <= lo {
+			return nil
+		}
+		if r.advised == nil {
+			r.advised = map[int][]Op{}
+		}
+		r.advised[o.File] = append(r.advised[o.File], o)
+		return unix.Madvise(m[lo:hi], int(o.Advice))
+	case Fadvise:
+		return unix.Fadvise(int(r.fds[fileKey{o.File, o.Direct}].Fd()), o.Offset, o.Length, int(o.Advice))
 	case Fsync:
 		return r.fds[fileKey{o.File, o.Direct}].Sync()
 	case Fdatasync:
@@ -270,6 +285,45 @@ func (r *threadRun) do(o Op) error {
 	}
 	r.bytes[o.Kind] += uint64(max(n, 0))
 	return err
+}
+
+// mapping returns the thread's shared mapping of file, mapped (again) at
+// the file's current size when off is beyond the mapping so far; nil when
+// off is beyond the end of the file (touching it would be SIGBUS).
+func (r *threadRun) mapping(file int, off int64) ([]byte, error) {
+	if m := r.maps[file]; off < int64(len(m)) {
+		return m, nil
+	}
+	name := r.t.Files[file].Name
+	fh, err := r.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off >= st.Size() {
+		r.beyondEOF++
+		return nil, nil
+	}
+	if m := r.maps[file]; m != nil {
+		_ = unix.Munmap(m)
+		delete(r.maps, file)
+	}
+	m, err := unix.Mmap(int(fh.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", name, err)
+	}
+	r.maps[file] = m
+	// The advice given to the old mapping holds for the new one.
+	for _, a := range r.advised[file] {
+		if hi := min(a.Offset+a.Length, int64(len(m))); hi > a.Offset&^4095 {
+			_ = unix.Madvise(m[a.Offset&^4095:hi], int(a.Advice))
+		}
+	}
+	return m, nil
 }
 
 func (r *threadRun) streams() []benchresult.Stream {

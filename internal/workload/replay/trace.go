@@ -28,9 +28,12 @@ const (
 	Fsync                     // fsync
 	Fdatasync                 // fdatasync
 	Fault                     // a page-cache miss of a mapped file: touch the page at Offset
+	Fadvise                   // posix_fadvise(Offset, Length, Advice) on the thread's descriptor
+	Madvise                   // madvise(Advice) of the file range Offset+Length in the thread's mapping
+	kindMax                   = Madvise
 )
 
-var kindNames = [...]string{"", "read", "write", "fsync", "fdatasync", "fault"}
+var kindNames = [...]string{"", "read", "write", "fsync", "fdatasync", "fault", "fadvise", "madvise"}
 
 func (k Kind) String() string {
 	if k == 0 || int(k) >= len(kindNames) {
@@ -74,6 +77,8 @@ type Op struct {
 	At     time.Duration
 	// Direct: the file was open with O_DIRECT for this operation.
 	Direct bool
+	// Advice of a Fadvise or Madvise (POSIX_FADV_*, MADV_*).
+	Advice uint32
 }
 
 // ErrInvalid is wrapped by Validate: the trace cannot be replayed as it is.
@@ -119,7 +124,7 @@ func (t *Trace) Validate() error {
 		seen[th.Name] = true
 		var last time.Duration
 		for j, o := range th.Ops {
-			if o.Kind < Read || o.Kind > Fault {
+			if o.Kind < Read || o.Kind > kindMax {
 				return bad("thread %s op %d: unknown kind %d", th.Name, j, o.Kind)
 			}
 			if o.File < 0 || o.File >= len(t.Files) {
@@ -130,6 +135,13 @@ func (t *Trace) Validate() error {
 			}
 			last = o.At
 			if o.Kind == Fsync || o.Kind == Fdatasync {
+				continue
+			}
+			if o.Kind == Fadvise || o.Kind == Madvise {
+				// Length 0 is "to the end" for fadvise.
+				if o.Offset < 0 || o.Length < 0 || o.Offset > math.MaxInt64-o.Length || !adviceOK(o) {
+					return bad("thread %s op %d: %s %d of %d bytes at %d", th.Name, j, o.Kind, o.Advice, o.Length, o.Offset)
+				}
 				continue
 			}
 			// Reads past the end are short, as they were; writes may
@@ -181,4 +193,18 @@ func (t *Trace) Span() time.Duration {
 		}
 	}
 	return s
+}
+
+// adviceOK admits the advice a replay passes on: what changes readahead
+// and the page cache, nothing that changes memory contents (MADV_REMOVE,
+// MADV_DONTFORK...).
+func adviceOK(o Op) bool {
+	if o.Kind == Fadvise {
+		return o.Advice <= 5 // POSIX_FADV_NORMAL ... NOEREUSE (include/uapi/linux/fadvise.h)
+	}
+	switch o.Advice {
+	case 0, 1, 2, 3, 4: // MADV_NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTNEED (include/uapi/asm-generic/mman-common.h)
+		return true
+	}
+	return false
 }
