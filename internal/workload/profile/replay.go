@@ -2,8 +2,8 @@ package profile
 
 import (
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 

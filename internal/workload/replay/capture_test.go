@@ -42,6 +42,8 @@ func writeCapture(t *testing.T) string {
 		{Kind: capfile.OpRead, Thread: 2, File: 2, Flags: capfile.FlagDirect | capfile.FlagPositional, Offset: 8192, Length: 4096, Result: 4096, Start: 2e6, End: 2e6 + 70},
 		{Kind: capfile.OpRead, Thread: 2, File: 2, Offset: 0, Length: 4096, Result: -9, Start: 3e6, End: 3e6 + 1},
 		{Kind: capfile.OpFadvise, Thread: 3, File: 2, Arg: 4, Start: 1, End: 2},
+		{Kind: capfile.OpMadvise, Thread: 2, File: 2, Length: 8192, Arg: 1, Start: 300, End: 310},
+		{Kind: capfile.OpMadvise, Thread: 2, File: 2, Length: 8192, Arg: 9, Start: 400, End: 410}, // MADV_REMOVE: not replayed
 	}
 	for _, o := range ops {
 		if err := w.Ops.Write(o); err != nil {
@@ -87,12 +89,14 @@ func TestLoad(t *testing.T) {
 		Threads: []Thread{
 			{Name: "t0001", Ops: []Op{{Kind: Write, File: 0, Offset: 0, Length: 1 << 20, At: 2e6}, {Kind: Write, File: 0, Offset: 1 << 20, Length: 1 << 20, At: 3e6},
 				{Kind: Fdatasync, File: 0, At: 4e6}}},
-			{Name: "t0002", Ops: []Op{{Kind: Fault, File: 1, Offset: 40960, Length: 4096, At: 1e6}, {Kind: Read, File: 1, Offset: 8192, Length: 4096, At: 2e6, Direct: true}}},
+			{Name: "t0002", Ops: []Op{{Kind: Madvise, File: 1, Length: 8192, At: 300, Advice: 1}, {Kind: Fault, File: 1, Offset: 40960, Length: 4096, At: 1e6},
+				{Kind: Read, File: 1, Offset: 8192, Length: 4096, At: 2e6, Direct: true}}},
+			{Name: "t0003", Ops: []Op{{Kind: Fadvise, File: 1, At: 1, Advice: 4}}},
 		}}
 	if d := cmp.Diff(want, src.Trace); d != "" {
 		t.Errorf("trace (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(map[string]uint64{"failed": 1, "sync_file_range": 1, "mmap": 1, "fault": 1, "fadvise": 1}, src.Skipped); d != "" {
+	if d := cmp.Diff(map[string]uint64{"failed": 1, "sync_file_range": 1, "mmap": 1, "fault": 1, "madvise": 1}, src.Skipped); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
 	// dm-0 only: the mount's device; the flush counts as a request and

@@ -30,7 +30,7 @@ const (
 	Fault                     // a page-cache miss of a mapped file: touch the page at Offset
 	Fadvise                   // posix_fadvise(Offset, Length, Advice) on the thread's descriptor
 	Madvise                   // madvise(Advice) of the file range Offset+Length in the thread's mapping
-	kindMax                   = Madvise
+	kindMax   = Madvise
 )
 
 var kindNames = [...]string{"", "read", "write", "fsync", "fdatasync", "fault", "fadvise", "madvise"}
