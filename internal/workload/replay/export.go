@@ -50,6 +50,9 @@ func script(profile string, t *Trace, streams []Stream) string {
 # created there and removed afterwards). Needs fio, dd and head (GNU).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+# DIR is only ever a quoted argument (the job files and iologs name files
+# relative to the work directory); a leading - would be an option of mktemp.
+case $1 in ''|-*) printf 'run.sh: DIR %%s: give a path not starting with -\n' "$1" >&2; exit 2;; esac
 command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "$1/slowpath-replay.XXXXXX")
