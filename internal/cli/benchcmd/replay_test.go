@@ -87,6 +87,7 @@ func TestReplay(t *testing.T) {
 			if !strings.Contains(stdout, "fidelity ("+string(r.Fidelity.Mode)+" replay; block requests on vda") {
 				t.Errorf("summary lacks the fidelity:\n%s", stdout)
 			}
+			t.Logf("%s", stdout)
 			// Recorded (root with BPF) or saying why not.
 			if r.Fidelity.Replay == nil && len(r.Fidelity.Problems) == 0 {
 				t.Errorf("no replay trace and no problem said: %+v", r.Fidelity)
