@@ -60,10 +60,10 @@ mkdir -p /mnt/cap/job
 # The blob exists before the capture, out of the cache, as an index would.
 dd if=/dev/urandom of=/mnt/cap/job/blob bs=1M count=32 status=none conv=fsync
 echo 3 > /proc/sys/vm/drop_caches
-# Until stopped (SIGINT after the job), attached after a few seconds.
-spb capture --duration 300s --mount /mnt/cap -o /results/cap > /results/capture.txt 2>&1 &
+# Until stopped (SIGINT after the job); the job starts once it is attached.
+spb capture --duration 0 --mount /mnt/cap --ready-file /tmp/cap.ready -o /results/cap > /results/capture.txt 2>&1 &
 cap=$!
-sleep 5
+i=0; while [ ! -e /tmp/cap.ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 (cd /mnt/cap/job && fio --output-format=terse /tmp/search.fio > /results/fio-orig.txt)
 kill -INT $cap
 rc=0; wait $cap || rc=$?; echo $rc > /results/capture.rc
