@@ -106,7 +106,8 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 	bt, recErr, runErr := pl.Recorder(ctx, pdir, run)
 	fid.Replay = bt
 	if recErr != nil {
-		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded: "+recErr.Error())
+		// One line: the result's problems are single-line text.
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded: "+strings.Join(strings.Fields(recErr.Error()), " "))
 	}
 	return ph, runErr
 }
