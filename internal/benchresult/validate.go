@@ -73,6 +73,9 @@ func ValidProfile(p string) error {
 		}
 		return nil
 	}
+	if name, ok := strings.CutPrefix(p, "lab:"); ok && ValidLabel(name) == nil {
+		return nil // lab crypt's jobs on its devices (profile.LabPrefix)
+	}
 	return fmt.Errorf("unknown profile %q", p)
 }
 

@@ -204,6 +204,8 @@ type Result struct {
 	Correction string   `json:"correction"`
 	// Verdicts has one entry per side after the first.
 	Verdicts []SideVerdict `json:"verdicts"`
+	// Annotations are set by the front end, after Compare (annotations.go).
+	Annotations
 }
 
 // JSONVersion is the version of Result's JSON shape. 2: rows carry a role,

@@ -124,8 +124,13 @@ func prepareDevice(fs hostfs.FS, device string, created bool) (*target, error) {
 	// kernel refuses it (EBUSY) while anything else has the device: a
 	// mount, a dm or md device on it, or any exclusive opener (a Ceph OSD,
 	// a ZFS pool, LVM tools) that no on-disk signature may show.
+	// A created device that a device-mapper or md device holds is used
+	// unclaimed: lab crypt's plain side is its ramdisk, which the lab's
+	// own dm-crypt mappings hold open exclusively for the whole experiment
+	// (the kernel refuses the claim with EBUSY), and the lab's host lock
+	// keeps other labs off it. Any other exclusive opener still refuses it.
 	claim, err := ClaimDevice(fs, device, mm)
-	if err != nil {
+	if err != nil && !(created && heldByStack(s, mm)) {
 		return nil, &TargetError{Device: true, Refused: true, Target: device, Err: err}
 	}
 	// Second line: the first bytes' signatures.
@@ -150,6 +155,19 @@ func prepareDevice(fs hostfs.FS, device string, created bool) (*target, error) {
 		}
 	}
 	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
+}
+
+// heldByStack reports whether a dm or md device holds the device mm.
+func heldByStack(s *snapshot.Snapshot, mm string) bool {
+	if s.Storage == nil {
+		return false
+	}
+	for _, d := range s.Storage.BlockDevices {
+		if d.MajorMinor == mm {
+			return len(d.Holders) > 0
+		}
+	}
+	return false
 }
 
 // ClaimDevice opens the block device dev (major:minor mm) with O_EXCL,

@@ -138,7 +138,9 @@ type Target struct {
 	// device in use by what the host shows (a dm or md stack, a
 	// filesystem signature, mounts, the root disk) does not apply. The
 	// exclusive claim still does: a device anything else holds open
-	// exclusively, a mount included, is refused.
+	// exclusively, a mount included, is refused; only a created device
+	// held by a dm or md device (lab crypt's plain ramdisk under its own
+	// mappings) runs unclaimed.
 	Created bool
 }
 

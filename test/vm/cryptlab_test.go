@@ -202,7 +202,7 @@ func testCryptLab(t *testing.T, k *kernelLab) {
 		t.Logf("guest lab crypt, default profile and backing (TCG):\n%s", out)
 		// db-commit is the default; its ramdisk is sized to its files: 64 MiB
 		// and 2 commit jobs × 32 MiB on 1 vCPU, an eighth more, in 64 MiB.
-		for _, want := range []string{"profile db-commit", "on ram:192M", "plain", "default", "commit_p99", "direct-4k", "crypto CPU", "functional (emulated CPU)", "Encryption tax"} {
+		for _, want := range []string{"profile: db-commit", "backing: ram:192M", "plain", "default", "commit_p99", "direct-4k", "crypto CPU", "functional (emulated CPU)", "Encryption tax"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("db-commit table has no %q", want)
 			}

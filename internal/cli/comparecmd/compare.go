@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,9 +18,12 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -38,7 +42,10 @@ type Options struct {
 	Targets []string
 	Runs    int
 	Save    string // keep the interleaved runs' result files here
-	Bench   BenchFlags
+	// CipherLimit is a `lab crypto-limit --format json` file for the
+	// encryption tax, instead of measuring the cipher now.
+	CipherLimit string
+	Bench       BenchFlags
 }
 
 // NewCmdCompare builds the command; runF replaces the action in tests.
@@ -74,6 +81,7 @@ self-contained HTML report with charts. See docs/compare.md.`,
 	f.StringArrayVar(&o.Targets, "target", nil, "`NAME=DIR` to bench (repeat; with --profile)")
 	f.IntVar(&o.Runs, "runs", 5, "runs per target with --target (a verdict at alpha 0.05 needs 4)")
 	f.StringVar(&o.Save, "save", "", "keep the result files of --target runs in `DIR` (NAME-N.json)")
+	f.StringVar(&o.CipherLimit, "cipher-limit", "", "encryption tax: take the cipher's cost from `FILE` (slowpath lab crypto-limit --format json) instead of measuring it now")
 	o.Bench.AddFlags(f)
 	return cmd
 }
@@ -204,6 +212,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	if err := addTax(ctx, env.FS, res, sides, o.CipherLimit); err != nil {
+		return usageErr(err)
+	}
 	if o.HTML != "" {
 		if err := writeHTML(o.HTML, res, sides); err != nil {
 			return usageErr(err)
@@ -212,14 +223,36 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := comparereport.Write(env.Stdout, res, o.Format); err != nil {
 		return usageErr(err)
 	}
-	if o.Format != "json" && needsTax(sides) {
-		limit, err := measureLimit(ctx, env.FS)
-		if err != nil {
-			return usageErr(fmt.Errorf("encryption tax: %w", err))
-		}
-		writeTax(env.Stdout, res, sides, limit)
-	}
 	return nil
+}
+
+// addTax adds the expected encryption tax when the profile has a
+// fixed-size I/O phase and some side has more encryption layers on its
+// target than the first (docs/lab.md, "The tax line"). Other comparisons
+// measure nothing, and their output stays deterministic. A cipher measured
+// now speaks for the results only if they ran on this CPU: the tax says so.
+func addTax(ctx context.Context, fs hostfs.FS, res *comparison.Result, sides []comparison.Side, cipherFile string) error {
+	layers := comparison.StorageLayers(sides)
+	shape, ok := comparison.ProfileTaxShape(sides[0].FactValue("profile"))
+	if !ok || !comparison.NeedsTax(layers) {
+		return nil
+	}
+	in := comparison.TaxInput{Layers: layers, Shape: &shape, Caveat: "cipher measured now on this machine: valid for results from this CPU"}
+	if cipherFile != "" {
+		c, _, err := experiment.ReadCipherLimit(cipherFile)
+		if err != nil {
+			return fmt.Errorf("--cipher-limit: %w", err)
+		}
+		in.Limit = cryptotax.Limit{BytesPerSecPerCore: c.BytesPerSecPerCore, Source: c.What}
+		in.Caveat = "cipher from " + cipherFile + ": valid for results from the CPU it was measured on"
+	} else {
+		r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{Duration: 300 * time.Millisecond, PerCoreOnly: true})
+		if err != nil {
+			return fmt.Errorf("encryption tax: %w", err)
+		}
+		in.Limit = cryptotax.Limit{BytesPerSecPerCore: r.PerCore, Source: r.What}
+	}
+	return comparison.AssessTax(res, in)
 }
 
 // writeHTML writes the report through a temporary file, so a failed render

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/report/htmlreport"
 )
 
 const resultsDir = "../../../testdata/results"
@@ -31,10 +34,29 @@ var fixtureSpecs = []comparisontest.Spec{
 // TestFixtureResults keeps testdata/results in step with the generator
 // (SLOWPATH_UPDATE=1 rewrites them) and proves each file reads back as a
 // valid bench result.
+// dbCommitSpecs are db-commit results on a plain target, one encryption
+// layer and two (crypt on crypt), 4 runs each: the encryption tax's case.
+var dbCommitSpecs = []comparisontest.DBCommitSpec{
+	{Name: "db-plain", Runs: 4, IOPS: 171e3, CommitP99: 400 * time.Microsecond, Noise: 0.01, Layers: 0, Seed: 11},
+	{Name: "db-luks", Runs: 4, IOPS: 26.6e3, CommitP99: 900 * time.Microsecond, Noise: 0.01, Layers: 1, Seed: 12},
+	{Name: "db-crypt-on-crypt", Runs: 4, IOPS: 15e3, CommitP99: 1500 * time.Microsecond, Noise: 0.01, Layers: 2, Seed: 13},
+}
+
 func TestFixtureResults(t *testing.T) {
+	type named struct {
+		name string
+		rs   []*benchresult.Result
+	}
+	var all []named
 	for _, sp := range fixtureSpecs {
-		for i, r := range comparisontest.Results(sp) {
-			p := filepath.Join(resultsDir, fmt.Sprintf("%s-%d.json", sp.Name, i+1))
+		all = append(all, named{sp.Name, comparisontest.Results(sp)})
+	}
+	for _, sp := range dbCommitSpecs {
+		all = append(all, named{sp.Name, comparisontest.DBCommitResults(sp)})
+	}
+	for _, sp := range all {
+		for i, r := range sp.rs {
+			p := filepath.Join(resultsDir, fmt.Sprintf("%s-%d.json", sp.name, i+1))
 			var buf bytes.Buffer
 			if err := benchresult.Write(&buf, r); err != nil {
 				t.Fatal(err)
@@ -76,13 +98,55 @@ func fixture(name string, n int) string {
 	return name + "=" + strings.Join(f, ",")
 }
 
-func TestGolden(t *testing.T) {
-	for format, ext := range map[string]string{"text": "txt", "markdown": "md"} {
-		code, out, errOut := runCompare(t, "--format", format, fixture("plain", 4), fixture("crypt", 4), fixture("tuned", 1))
+// goldenCompare runs compare with args in every format and compares each
+// output, and the --html report, with testdata/golden/NAME.{txt,md,json,html}.
+func goldenCompare(t *testing.T, name string, args ...string) {
+	t.Helper()
+	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
+		html := filepath.Join(t.TempDir(), "r.html")
+		code, out, errOut := runCompare(t, append([]string{"--format", f.format, "--html", html}, args...)...)
 		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+			t.Fatalf("%s: exit %d: %s", f.format, code, errOut)
 		}
-		golden.Compare(t, filepath.Join("../../../testdata/golden", "compare-search-index."+ext), []byte(out))
+		golden.Compare(t, filepath.Join("../../../testdata/golden", name+"."+f.ext), []byte(out))
+		if f.format == "json" {
+			b, err := os.ReadFile(html)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Compare(t, filepath.Join("../../../testdata/golden", name+".html"), htmlreport.ElideLibrary(b))
+		}
+	}
+}
+
+func TestGolden(t *testing.T) {
+	goldenCompare(t, "compare-search-index", fixture("plain", 4), fixture("crypt", 4), fixture("tuned", 1))
+}
+
+// TestGoldenTax: db-commit on a plain target, one layer and crypt on crypt,
+// with the cipher from a crypto-limit file: the tax is in every format.
+func TestGoldenTax(t *testing.T) {
+	goldenCompare(t, "compare-db-commit-tax", "--cipher-limit", filepath.Join(resultsDir, "crypto-limit.json"),
+		fixture("db-plain", 4), fixture("db-luks", 4), fixture("db-crypt-on-crypt", 4))
+	code, out, _ := runCompare(t, "--cipher-limit", filepath.Join(resultsDir, "crypto-limit.json"), fixture("db-plain", 4), fixture("db-luks", 4))
+	for _, want := range []string{
+		"Encryption tax (expected from the cipher's cost, 1.50 GB/s per core: ",
+		"db-luks (1 encryption layer(s) more than db-plain, direct-4k): cipher 2.731µs/IO, observed +",
+		cryptotax.VerdictFarAbove,
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	// Same layers on both sides: no tax (and no cipher measurement).
+	code, out, _ = runCompare(t, fixture("db-luks", 2), "again="+filepath.Join(resultsDir, "db-luks-3.json")+","+filepath.Join(resultsDir, "db-luks-4.json"))
+	if code != 0 || strings.Contains(out, "Encryption tax") {
+		t.Errorf("exit %d, a tax without a difference in layers:\n%s", code, out)
+	}
+	// A file that is not crypto-limit's JSON is refused by name.
+	code, _, errOut := runCompare(t, "--cipher-limit", filepath.Join(resultsDir, "db-plain-1.json"), fixture("db-plain", 4), fixture("db-luks", 4))
+	if code != clienv.ExitUsage || !strings.Contains(errOut, "not the JSON of slowpath lab crypto-limit") && !strings.Contains(errOut, "want the JSON of slowpath lab crypto-limit") {
+		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
 

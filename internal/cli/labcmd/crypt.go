@@ -2,17 +2,13 @@ package labcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -22,8 +18,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/collect/host"
+	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
@@ -53,25 +50,37 @@ type CryptOptions struct {
 type Profile struct {
 	Name, Description string
 	RW                string
-	RWMixRead         int
-	BlockSize         int
-	IODepth           int
+	// BlockSize and IODepth describe the I/O the tax is computed on.
+	BlockSize int
+	IODepth   int
 	// Bench names a `slowpath bench` profile (internal/workload/profile)
-	// run on the device instead of the single fio job above; BlockSize and
-	// IODepth then describe its I/O-shaped phase for the tax.
+	// run on the device instead of a lab job (profile.LabJobs); BlockSize
+	// and IODepth then describe its I/O-shaped phase for the tax.
 	Bench string
 }
 
-// Profiles are the lab's workloads: fio jobs on the raw device, direct I/O
-// so the page cache does not hide the device.
-var Profiles = []Profile{
-	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8, ""},
-	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8, ""},
-	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8, ""},
-	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1, ""},
-	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4, ""},
-	{"db-commit", "slowpath bench's db-commit: 4 KiB direct random 50/50, then 8 KiB write+fdatasync commits with 1 and N jobs", "", 0, 4096, 1, profile.DBCommit},
-	{"telemetry-ingest", "slowpath bench's telemetry-ingest: 64 KiB appends with a checkpoint fsync every 8 MiB", "", 0, 65536, 1, profile.TelemetryIngest},
+// workload is the profile as the experiment engine runs it.
+func (p *Profile) workload() string {
+	if p.Bench != "" {
+		return p.Bench
+	}
+	return profile.LabPrefix + p.Name
+}
+
+// Profiles are the lab's workloads: the lab jobs (fio on the raw device,
+// direct I/O so the page cache does not hide the device) and two bench
+// profiles.
+var Profiles = append(labProfiles(),
+	Profile{"db-commit", "slowpath bench's db-commit: 4 KiB direct random 50/50, then 8 KiB write+fdatasync commits with 1 and N jobs", "", 4096, 1, profile.DBCommit},
+	Profile{"telemetry-ingest", "slowpath bench's telemetry-ingest: 64 KiB appends with a checkpoint fsync every 8 MiB", "", 65536, 1, profile.TelemetryIngest},
+)
+
+func labProfiles() []Profile {
+	var out []Profile
+	for _, j := range profile.LabJobs {
+		out = append(out, Profile{Name: j.Name, Description: j.Description, RW: j.RW, BlockSize: j.BlockSize, IODepth: j.IODepth})
+	}
+	return out
 }
 
 func profileNames() string {
@@ -235,32 +244,6 @@ func findProfile(name string) *Profile {
 	return &Profiles[i]
 }
 
-// Order is the interleaved run order: round r runs every target once,
-// starting at target r mod n, so no target always runs first or after the
-// same neighbour.
-func Order(targets, runs int) []int {
-	var out []int
-	for r := range runs {
-		for i := range targets {
-			out = append(out, (r+i)%targets)
-		}
-	}
-	return out
-}
-
-// sample is one run of one target.
-type sample struct {
-	iops, bytesPerSec, readP99, writeP99, cpu, kthreadCPU float64
-	// result is a bench profile's run, for comparison.FromResults.
-	result *benchresult.Result
-}
-
-type target struct {
-	name, path string
-	layers     int
-	samples    []sample
-}
-
 func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -301,299 +284,165 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 }
 
 func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Profile, lab *cryptlab.Lab, limit *cipherlimit.Result, figures Figures, logf func(string, ...any)) error {
-	if err := prefill(lab.BackingPath); err != nil {
+	if err := lab.Prefill(); err != nil {
 		return err
 	}
-	targets := []*target{{name: "plain", path: lab.BackingPath}}
-	var unsupported []string
+	// Every variant is a side whose target is its mapping; the plain side
+	// is the backing device beneath them.
+	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Created: true}}}
+	layers := []int{0}
+	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
 		if m.Unsupported != "" {
-			unsupported = append(unsupported, fmt.Sprintf("%s: %s", m.Variant.Name, m.Unsupported))
+			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported})
 			continue
 		}
-		layers := 1
+		n := 1
 		if m.Variant.Stacked {
-			layers = 2
+			n = 2
 		}
-		targets = append(targets, &target{name: m.Variant.Name, path: m.Path, layers: layers})
+		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Created: true}})
+		layers = append(layers, n)
 	}
-	if prof.Bench != "" {
-		plan, err := profile.New(prof.Bench, profile.Params{Scale: 1, Runtime: o.Runtime, Dir: os.TempDir(), Device: lab.BackingPath, NumCPU: runtime.NumCPU()})
-		if err != nil {
-			return err
-		}
-		if have := lab.Sectors * 512; plan.SpaceBytes > have {
-			return fmt.Errorf("profile %s writes up to %d MiB and the backing has %d MiB: use a larger --backing (ram:%s)", prof.Name, plan.SpaceBytes>>20, have>>20, fitSize(plan.SpaceBytes))
-		}
-	}
-	order := Order(len(targets), o.Runs)
-	for i, ti := range order {
-		t := targets[ti]
-		logf("run %d/%d: %s (%s)", i+1, len(order), t.name, t.path)
-		s, err := runOnce(ctx, env, prof, t.path, o.Runtime)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		t.samples = append(t.samples, s)
-	}
-
-	var sides []comparison.Side
-	for _, t := range targets {
-		side := comparison.Side{Name: t.name, Sources: []string{t.path}}
-		if prof.Bench != "" {
-			var results []*benchresult.Result
-			for _, s := range t.samples {
-				results = append(results, s.result)
-			}
-			var err error
-			if side, err = comparison.FromResults(t.name, nil, results); err != nil {
-				return err
-			}
-			side.Sources = []string{t.path}
-			for i, s := range t.samples {
-				side.Runs[i].Label = fmt.Sprintf("%s #%d", t.name, i+1)
-				side.Runs[i].Metrics["CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu}
-				side.Runs[i].Metrics["crypto CPU"] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU}
-			}
-			side.Facts = append(side.Facts, comparison.Fact{Key: "encryption layers", Value: fmt.Sprint(t.layers)})
-			sides = append(sides, side)
-			continue
-		}
-		for i, s := range t.samples {
-			m := map[string]comparison.Measure{
-				"IOPS":       {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: s.iops},
-				"CPU":        {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.cpu},
-				"crypto CPU": {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: s.kthreadCPU},
-			}
-			if prof.RW != "write" && prof.RW != "randwrite" {
-				m["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.readP99}
-			}
-			if prof.RW != "randread" {
-				m["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: s.writeP99}
-			}
-			side.Runs = append(side.Runs, comparison.Run{Label: fmt.Sprintf("%s #%d", t.name, i+1), Metrics: m})
-		}
-		side.Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(t.layers)}}
-		sides = append(sides, side)
-	}
-	w := env.Stdout
-	if o.Format != "json" {
-		fmt.Fprintf(w, "slowpath lab crypt: profile %s (%s) on %s (%s), dm-crypt target %s, %d run(s) × %v per target, interleaved\n",
-			prof.Name, prof.Description, lab.Backing, lab.BackingPath, lab.CryptVersion, o.Runs, o.Runtime)
-		if l := figures.Label(); l != "" {
-			fmt.Fprintf(w, "%s\n", l)
-		}
-		fmt.Fprintf(w, "crypto CPU: CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)\n\n")
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
 	}
 	if len(sides) < 2 {
-		fmt.Fprintf(w, "no variant could run on this kernel\n")
-	} else {
-		r, err := comparison.Compare(sides, comparison.Options{})
-		if err != nil {
-			return err
-		}
-		if o.Format == "json" {
-			if err := writeJSON(w, r, figures); err != nil {
-				return err
-			}
-		} else if err := comparereport.Write(w, r, o.Format); err != nil {
-			return err
-		}
-		if o.HTML != "" {
-			f, err := os.Create(o.HTML)
-			if err != nil {
-				return err
-			}
-			err = htmlreport.WriteCompare(f, r, sides)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("write %s: %w", o.HTML, err)
-			}
-		}
+		_, err := cryptResult(cryptSetup{prof: prof, notRun: notRun, limit: limit}, nil, nil)
+		return err
 	}
-	if o.Format == "json" {
-		return nil
+	// The cipher was measured once before the lab was set up: no run
+	// measures it again.
+	cipher := &benchresult.Cipher{BytesPerSecPerCore: limit.PerCore, Method: limit.Method, What: limit.What, KeyBits: limit.KeyBits, SectorSize: limit.SectorSize, Source: "lab crypt"}
+	if limit.Kernel != nil {
+		cipher.Driver = limit.Kernel.Driver
 	}
-	if len(unsupported) > 0 {
-		fmt.Fprintf(w, "\nNot supported by this kernel (not run):\n")
-		for _, u := range unsupported {
-			fmt.Fprintf(w, "  %s\n", u)
-		}
-	}
-	writeTax(w, prof, targets, limit, figures)
-	return nil
-}
-
-// writeJSON prints the comparison with what its figures are: "figures"
-// (measured, emulated or icount-model), the label printed over the text
-// table, and the icount shift of a model.
-func writeJSON(w io.Writer, r *comparison.Result, figures Figures) error {
-	out := struct {
-		*comparison.Result
-		Figures     string `json:"figures"`
-		FiguresNote string `json:"figures_note,omitempty"`
-		IcountShift *int   `json:"icount_shift,omitempty"`
-	}{Result: r, Figures: figures.Kind, FiguresNote: figures.Label()}
-	if figures.Kind == "icount-model" {
-		out.IcountShift = &figures.Shift
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func writeTax(w io.Writer, prof *Profile, targets []*target, limit *cipherlimit.Result, figures Figures) {
-	what := limit.What
-	if limit.Kernel != nil && !strings.Contains(what, limit.Kernel.Driver) {
-		// The user-space bound stands in for the kernel's driver, which
-		// the tax is still about: name it.
-		what += "; the kernel's xts(aes) driver is " + limit.Kernel.Driver
-	}
-	fmt.Fprintf(w, "\nEncryption tax (expected from the cipher's cost, %s per core: %s)\n", rate(limit.PerCore), what)
-	if l := figures.Label(); l != "" {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-	plain := targets[0]
-	if !(median(plain.samples, func(s sample) float64 { return s.iops }) > 0) {
-		fmt.Fprintf(w, "  not computed: profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)\n", prof.Name)
-		return
-	}
-	pIOPS, pBps, pCPU := median(plain.samples, func(s sample) float64 { return s.iops }), median(plain.samples, func(s sample) float64 { return s.bytesPerSec }), median(plain.samples, func(s sample) float64 { return s.cpu })
-	for _, t := range targets[1:] {
-		obs := cryptotax.Observation{
-			Layers: t.layers, BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth, Cores: limit.Cores,
-			PlainIOPS: pIOPS, IOPS: median(t.samples, func(s sample) float64 { return s.iops }),
-			PlainCPU: pCPU, CPU: median(t.samples, func(s sample) float64 { return s.cpu }),
-			PlainBytesPerSec: pBps, BytesPerS: median(t.samples, func(s sample) float64 { return s.bytesPerSec }),
-		}
-		tax, err := cryptotax.Assess(cryptotax.Limit{BytesPerSecPerCore: limit.PerCore, Source: limit.What}, obs)
-		if err != nil {
-			fmt.Fprintf(w, "  %-24s unknown: %v\n", t.name, err)
-			continue
-		}
-		fmt.Fprintf(w, "  %-24s %s\n", t.name, tax.Line())
-	}
-}
-
-func median(ss []sample, f func(sample) float64) float64 {
-	if len(ss) == 0 {
-		return math.NaN()
-	}
-	v := make([]float64, len(ss))
-	for i, s := range ss {
-		v[i] = f(s)
-	}
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-// prefill writes the whole backing device once, so reads in every run hit
-// allocated ramdisk pages or file blocks.
-func prefill(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	out, err := experiment.Run(ctx, experiment.Experiment{
+		Workload: experiment.Workload{Profile: prof.workload(), Runtime: o.Runtime},
+		Sides:    sides,
+		Runs:     o.Runs,
+		Env: experiment.Env{FS: env.FS, Version: env.Version, Cloud: cloud.Options{Cloud: "none"},
+			Cipher: cipher, CipherEmulated: figures.Kind != "measured"},
+		Progress: func(r experiment.RunInfo) { logf("%s", r) },
+	})
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break // ENOSPC at the end of the device
+	var cs []comparison.Side
+	for i, so := range out.Sides {
+		s := so.Comparison
+		if prof.Bench == "" {
+			// A lab job's table: IOPS, p99s and CPU (cryptlab.JobRun),
+			// not every figure of the bench result.
+			s.Runs = nil
+			for n, res := range so.Results {
+				s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", so.Name, n+1), res))
+			}
+			s.Facts = sides[i].Facts
+		} else {
+			for n, res := range so.Results {
+				cryptlab.AddCPU(&s.Runs[n], res)
+			}
+		}
+		s.Sources = []string{sides[i].Target.Device}
+		cs = append(cs, s)
+	}
+	r, err := cryptResult(cryptSetup{prof: prof, backing: lab.Backing.String(), backingPath: lab.BackingPath, cryptVersion: lab.CryptVersion.String(),
+		runs: o.Runs, runtime: o.Runtime, figures: figures, notRun: notRun, limit: limit}, cs, layers)
+	if err != nil {
+		return err
+	}
+	if o.HTML != "" {
+		if err := writeHTML(o.HTML, r, cs); err != nil {
+			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("prefill %s: %w", path, err)
-	}
-	return f.Close()
+	return comparereport.Write(env.Stdout, r, o.Format)
 }
 
-func runOnce(ctx context.Context, env *clienv.Env, p *Profile, path string, length time.Duration) (sample, error) {
-	job := fio.Job{Name: "lab", Filename: path, RW: p.RW, RWMixRead: p.RWMixRead, BlockSize: fmt.Sprint(p.BlockSize),
-		IOEngine: "libaio", IODepth: p.IODepth, Direct: true, Runtime: length, TimeBased: true}
-	c0, err := host.ReadCPUTicks(env.FS)
-	if err != nil {
-		return sample{}, err
-	}
-	k0, err := host.KernelThreadTicks(env.FS)
-	if err != nil {
-		return sample{}, err
-	}
-	t0 := time.Now()
-	var s sample
-	if p.Bench != "" {
-		s, err = runBench(ctx, p, path, length)
-	} else {
-		s, err = runFio(ctx, job)
-	}
-	if err != nil {
-		return s, err
-	}
-	wall := time.Since(t0).Seconds()
-	c1, _ := host.ReadCPUTicks(env.FS)
-	k1, _ := host.KernelThreadTicks(env.FS)
-	// /proc/stat's total counts every CPU: busy/total is the busy share,
-	// times the number of CPUs gives CPUs busy.
-	if dt := c1.Total - c0.Total; dt > 0 {
-		s.cpu = float64(c1.Busy-c0.Busy) / float64(dt) * float64(runtime.NumCPU())
-	}
-	if k1 >= k0 {
-		s.kthreadCPU = float64(k1-k0) / host.UserHZ / wall
-	}
-	return s, nil
+// cryptSetup is what lab crypt knows beyond its sides' runs.
+type cryptSetup struct {
+	prof                               *Profile
+	backing, backingPath, cryptVersion string
+	runs                               int
+	runtime                            time.Duration
+	figures                            Figures
+	notRun                             []comparison.NotRun
+	limit                              *cipherlimit.Result
 }
 
-func runFio(ctx context.Context, job fio.Job) (sample, error) {
-	res, err := fio.Run(ctx, job)
+// cryptResult is lab crypt's one result: the comparison of the sides (plain
+// first; layers are each side's encryption layers), with the setup, what
+// the figures are, the variants the kernel could not run and the expected
+// encryption tax, for every renderer.
+func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparison.Result, error) {
+	if len(sides) < 2 {
+		var why []string
+		for _, n := range c.notRun {
+			why = append(why, n.Name+": "+n.Reason)
+		}
+		return nil, fmt.Errorf("no variant could run on this kernel (%s): choose others with --variants", strings.Join(why, "; "))
+	}
+	prof := c.prof
+	// The verdict is on the profile's declared primary metrics: a bench
+	// profile's own; for a fio job, its IOPS (at a fixed queue depth the
+	// same information as its mean latency, Little's law).
+	opts := comparison.Options{Primary: []string{"IOPS"}}
+	if m, ok := profile.MetricsOf(prof.Bench); ok {
+		opts.Primary, opts.Guards = m.Primary, m.Guards
+	}
+	r, err := comparison.Compare(sides, opts)
 	if err != nil {
-		return sample{}, err
+		return nil, err
 	}
-	if len(res.Jobs) != 1 {
-		return sample{}, fmt.Errorf("fio returned %d jobs", len(res.Jobs))
+	r.Title = "slowpath lab crypt"
+	r.Setup = []comparison.Fact{
+		{Key: "profile", Value: fmt.Sprintf("%s (%s)", prof.Name, prof.Description)},
+		{Key: "backing", Value: fmt.Sprintf("%s (%s)", c.backing, c.backingPath)},
+		{Key: "dm-crypt target", Value: c.cryptVersion},
+		{Key: "runs", Value: fmt.Sprintf("%d × %v per side, interleaved", c.runs, c.runtime)},
+		{Key: "crypto CPU", Value: "CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)"},
 	}
-	j := res.Jobs[0]
-	s := sample{iops: j.Read.IOPS + j.Write.IOPS, bytesPerSec: j.Read.BandwidthBytes + j.Write.BandwidthBytes}
-	if p99, ok := j.Read.Clat.Percentile(99); ok {
-		s.readP99 = p99.Seconds()
+	r.Figures, r.FiguresNote = c.figures.Kind, c.figures.Label()
+	if c.figures.Kind == "icount-model" {
+		r.IcountShift = &c.figures.Shift
 	}
-	if p99, ok := j.Write.Clat.Percentile(99); ok {
-		s.writeP99 = p99.Seconds()
+	r.NotRun = c.notRun
+	what := c.limit.What
+	if c.limit.Kernel != nil && !strings.Contains(what, c.limit.Kernel.Driver) {
+		// The user-space bound stands in for the kernel's driver, which
+		// the tax is still about: name it.
+		what += "; the kernel's xts(aes) driver is " + c.limit.Kernel.Driver
 	}
-	return s, nil
-}
-
-// runBench runs a bench profile on the device in a scratch directory (fio
-// writes its logs there) and keeps its figures; the tax uses the IOPS of
-// its direct-4k phase (db-commit), where there is one.
-func runBench(ctx context.Context, p *Profile, device string, length time.Duration) (sample, error) {
-	dir, err := os.MkdirTemp("", "slowpath-lab-")
-	if err != nil {
-		return sample{}, err
-	}
-	defer os.RemoveAll(dir)
-	plan, err := profile.New(p.Bench, profile.Params{Scale: 1, Runtime: length, Dir: dir, Device: device, NumCPU: runtime.NumCPU()})
-	if err != nil {
-		return sample{}, err
-	}
-	start := time.Now()
-	phases, _, err := plan.Run(ctx, dir, profile.Hooks{Start: start})
-	if err != nil {
-		return sample{}, err
-	}
-	r := &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: p.Bench,
-		Started: start.UTC(), DurationNS: int64(time.Since(start)), Status: benchresult.StatusComplete,
-		Parameters: benchresult.Parameters{Scale: 1, RuntimeNS: int64(length), Target: device, TargetKind: "device"},
-		Figures:    plan.Figures(phases, nil), Phases: phases}
-	s := sample{result: r}
-	for _, f := range r.Figures {
-		if f.Phase == "direct-4k" && (f.Name == "read_iops" || f.Name == "write_iops") {
-			s.iops += f.Value
+	in := comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: c.limit.PerCore, Source: what}, Cores: c.limit.Cores, Layers: layers}
+	switch {
+	case prof.Bench == "":
+		in.Shape = &comparison.TaxShape{IOPS: []string{"IOPS"}, CPU: "CPU", BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth}
+	default:
+		if shape, ok := comparison.ProfileTaxShape(prof.Bench); ok {
+			in.Shape = &shape
+		} else {
+			in.NoShape = fmt.Sprintf("profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)", prof.Name)
 		}
 	}
-	s.bytesPerSec = s.iops * float64(p.BlockSize)
-	return s, nil
+	if err := comparison.AssessTax(r, in); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeHTML writes the HTML page of the result.
+func writeHTML(path string, r *comparison.Result, sides []comparison.Side) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = htmlreport.WriteCompare(f, r, sides)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -5,38 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
-
-func TestOrder(t *testing.T) {
-	got := Order(3, 3)
-	want := []int{0, 1, 2, 1, 2, 0, 2, 0, 1}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Error(diff)
-	}
-	// Every target runs once per round.
-	for r := range 3 {
-		seen := map[int]bool{}
-		for _, i := range got[r*3 : r*3+3] {
-			seen[i] = true
-		}
-		if len(seen) != 3 {
-			t.Errorf("round %d: %v", r, got[r*3:r*3+3])
-		}
-	}
-}
 
 func testEnv() (*clienv.Env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
@@ -234,10 +224,111 @@ func TestDetectFigures(t *testing.T) {
 	}
 }
 
+// labSides are lab crypt's sides after a randrw-4k matrix of 4 runs, each
+// run a bench result of the lab job as the engine returns it (figures and
+// where the time went): plain, default dm-crypt (queueing in kcryptd),
+// no_workqueue (about the cipher's cost) and crypt on crypt, with a little
+// spread between runs.
+func labSides() ([]comparison.Side, []int) {
+	mk := func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
+		s := comparison.Side{Name: name, Sources: []string{path}}
+		for i, f := range []float64{1, 1.004, 0.997, 1.002} {
+			c := 1 + 0.01*float64(i)
+			res := &benchresult.Result{Profile: "lab:randrw-4k", Figures: []benchresult.Figure{
+				{Name: "read_iops", Phase: "lab", Value: iops * f / 2, Unit: benchresult.UnitIOPS},
+				{Name: "read_p99", Phase: "lab", Value: p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
+				{Name: "write_p99", Phase: "lab", Value: 1.2 * p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
+				{Name: "total_iops", Value: iops * f, Unit: benchresult.UnitIOPS},
+			}, WhereTime: &benchresult.WhereTime{Threads: []benchresult.ThreadGroup{
+				{Group: benchresult.GroupWorkload, CPUs: (cpu - kcpu) * c},
+				{Group: benchresult.GroupKcryptd, CPUs: kcpu * c * 0.9},
+				{Group: benchresult.GroupKsoftirqd, CPUs: kcpu * c * 0.1},
+			}}}
+			s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", name, i+1), res))
+		}
+		return s
+	}
+	sides := []comparison.Side{
+		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
+		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
+		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
+		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 12e3, 1.7e-3, 1.8, 1.1),
+	}
+	layers := []int{0, 1, 1, 2}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+	}
+	return sides, layers
+}
+
+func labResult(t *testing.T, figures Figures) (*comparison.Result, []comparison.Side) {
+	t.Helper()
+	prof := findProfile("randrw-4k")
+	sides, layers := labSides()
+	r, err := cryptResult(cryptSetup{prof: prof, backing: "ram:1G", backingPath: "/dev/ram0", cryptVersion: "v1.24.0", runs: 4, runtime: 10 * time.Second,
+		figures: figures, limit: &cipherlimit.Result{What: "the kernel's xts-aes-aesni through AF_ALG", PerCore: 1.41e9, Cores: 2, Kernel: &cipherlimit.Implementation{Driver: "xts-aes-aesni"}},
+		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}}},
+		sides, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sides
+}
+
+// TestCryptGolden: lab crypt's one result in every format, with the
+// setup, the label of an instruction-count model, the variant the kernel
+// could not run and the tax (testdata/golden/lab-crypt-randrw-4k.*).
+func TestCryptGolden(t *testing.T) {
+	r, sides := labResult(t, Figures{Kind: "icount-model", Shift: 0})
+	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
+		var b bytes.Buffer
+		if err := comparereport.Write(&b, r, f.format); err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k."+f.ext), b.Bytes())
+		for _, want := range []string{"IOPS", "crypto CPU", "write p99", "high_priority", "Encryption", "not a measurement"} {
+			if !strings.Contains(strings.ToLower(b.String()), strings.ToLower(want)) {
+				t.Errorf("%s lacks %q", f.format, want)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := htmlreport.WriteCompare(&b, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k.html"), htmlreport.ElideLibrary(b.Bytes()))
+
+	// The tax: default and stacked queue far above the cipher,
+	// no_workqueue costs about what the cipher does; with the CPU form from
+	// the CPU rows.
+	tax := r.Tax
+	if tax == nil || len(tax.Sides) != 3 {
+		t.Fatalf("tax %+v", tax)
+	}
+	for _, s := range tax.Sides {
+		if s.ObservedCPUPerGiB == nil || s.Ratio == nil {
+			t.Errorf("%s: no CPU form or ratio: %+v", s.Name, s)
+		}
+	}
+	if tax.Sides[0].Verdict != cryptotax.VerdictFarAbove || tax.Sides[1].Verdict != cryptotax.VerdictCipher || tax.Sides[2].LayersMore != 2 {
+		t.Errorf("tax sides %+v", tax.Sides)
+	}
+}
+
+// TestCryptRefusesNoVariant: with no variant that ran there is nothing to
+// compare; the error names the reasons and what to do.
+func TestCryptRefusesNoVariant(t *testing.T) {
+	sides, _ := labSides()
+	_, err := cryptResult(cryptSetup{prof: findProfile("randrw-4k"), limit: &cipherlimit.Result{PerCore: 1e9},
+		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs v1.26.0"}}}, sides[:1], []int{0})
+	if err == nil || !strings.Contains(err.Error(), "high_priority: needs v1.26.0") || !strings.Contains(err.Error(), "--variants") {
+		t.Errorf("err %v", err)
+	}
+}
+
 // TestCryptJSONSaysWhatFiguresAre: the JSON carries the kind of figures and
 // the label next to the comparison's own fields.
 func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
-	r := &comparison.Result{FormatVersion: comparison.JSONVersion, Alpha: 0.05, MinRuns: 4}
 	for _, tc := range []struct {
 		f    Figures
 		want map[string]any
@@ -246,15 +337,16 @@ func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
 		{Figures{Kind: "emulated"}, map[string]any{"figures": "emulated", "figures_note": EmulatedLabel}},
 		{Figures{Kind: "measured"}, map[string]any{"figures": "measured"}},
 	} {
+		r, _ := labResult(t, tc.f)
 		var b bytes.Buffer
-		if err := writeJSON(&b, r, tc.f); err != nil {
+		if err := comparereport.Write(&b, r, "json"); err != nil {
 			t.Fatal(err)
 		}
 		var got map[string]any
 		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got["format_version"] != 1.0 || got["min_runs_for_verdict"] != 4.0 {
+		if got["format_version"] != float64(comparison.JSONVersion) || got["encryption_tax"] == nil || got["not_run"] == nil {
 			t.Errorf("%s: comparison fields not inlined: %s", tc.f.Kind, b.String())
 		}
 		for k, v := range tc.want {

@@ -2,6 +2,7 @@ package cryptlab
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,4 +73,24 @@ func formatSize(n int64) string {
 		return strconv.FormatInt(n>>30, 10) + "G"
 	}
 	return strconv.FormatInt(n>>20, 10) + "M"
+}
+
+// Prefill writes the whole backing device once, so reads in every run hit
+// allocated ramdisk pages or file blocks, as writes do.
+func (l *Lab) Prefill() error {
+	f, err := os.OpenFile(l.BackingPath, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break // ENOSPC at the end of the device
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("prefill %s: %w", l.BackingPath, err)
+	}
+	return f.Close()
 }

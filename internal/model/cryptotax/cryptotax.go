@@ -195,5 +195,11 @@ func (t Tax) Line() string {
 	if t.Driver != "" {
 		cipher += " (" + t.Driver + ")"
 	}
-	return fmt.Sprintf("%s %v/IO, observed +%v/IO (%.1fx): %s", cipher, t.ExpectedPerIO, t.ObservedPerIO, t.Ratio, t.Verdict)
+	// A run through encryption may be faster than the plain one (noise):
+	// the sign is the observed one, never "+-".
+	sign := "+"
+	if t.ObservedPerIO < 0 {
+		sign = ""
+	}
+	return fmt.Sprintf("%s %v/IO, observed %s%v/IO (%.1fx): %s", cipher, t.ExpectedPerIO, sign, t.ObservedPerIO, t.Ratio, t.Verdict)
 }

@@ -155,3 +155,23 @@ func TestTaxNamesDriver(t *testing.T) {
 		t.Errorf("no driver: tax %+v, line %q", tax, tax.Line())
 	}
 }
+
+// TestLineSign: an encrypted run faster than the plain one (noise) reads
+// "observed -2µs/IO", never "+-2µs/IO".
+func TestLineSign(t *testing.T) {
+	for _, tc := range []struct {
+		plain, iops float64
+		want        string
+	}{
+		{1e5, 5e4, "observed +10µs/IO"},
+		{5e4, 1e5, "observed -10µs/IO"},
+	} {
+		tax, err := Assess(Limit{BytesPerSecPerCore: 1e9}, Observation{Layers: 1, BytesPerIO: 4096, QueueDepth: 1, PlainIOPS: tc.plain, IOPS: tc.iops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := tax.Line(); !strings.Contains(l, tc.want) || strings.Contains(l, "+-") {
+			t.Errorf("line %q, want %q", l, tc.want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func sideTitle(s comparison.SideInfo) string {
 
 func writeText(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "slowpath compare: %s\n", joinSides(r, " vs "))
+	fmt.Fprintf(b, "%s: %s\n", title(r), joinSides(r, " vs "))
 	for _, s := range r.Sides {
 		if len(s.Sources) > 0 {
 			fmt.Fprintf(b, "  %s: %s\n", s.Name, strings.Join(s.Sources, ", "))
@@ -53,6 +53,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 			fmt.Fprintf(b, "  %s: runs differ in %s\n", s.Name, strings.Join(s.Mixed, ", "))
 		}
 	}
+	writeTextSetup(b, r)
 	for _, l := range header(r) {
 		fmt.Fprintf(b, "%s\n", l)
 	}
@@ -92,6 +93,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 			return err
 		}
 	}
+	writeTextTail(b, r)
 	return b.Flush()
 }
 
@@ -137,7 +139,7 @@ func mdEscape(s string) string {
 
 func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "# slowpath compare: %s\n\n", mdEscape(joinSides(r, " vs ")))
+	fmt.Fprintf(b, "# %s: %s\n\n", mdEscape(title(r)), mdEscape(joinSides(r, " vs ")))
 	for _, s := range r.Sides {
 		if len(s.Sources) > 0 {
 			fmt.Fprintf(b, "- **%s**: %s\n", mdEscape(s.Name), mdEscape(strings.Join(s.Sources, ", ")))
@@ -147,6 +149,7 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		}
 	}
 	fmt.Fprintln(b)
+	writeMarkdownSetup(b, r)
 	// One list item per line of the legend, a side's verdict nested.
 	for _, l := range header(r) {
 		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
@@ -181,6 +184,7 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	fmt.Fprintf(b, "\n## Environment differences\n\n")
 	if len(r.Environment) == 0 {
 		fmt.Fprintf(b, "None found.\n")
+		writeMarkdownTail(b, r)
 		return b.Flush()
 	}
 	var names []string
@@ -195,5 +199,6 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(d.Key), strings.Join(v, " | "))
 	}
+	writeMarkdownTail(b, r)
 	return b.Flush()
 }

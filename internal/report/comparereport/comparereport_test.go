@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -107,6 +108,15 @@ func TestMarkdownHostileCells(t *testing.T) {
 	r.Sides[1].Sources = []string{"/tmp/" + hostile + ".json"}
 	r.Rows[0].Metric = hostile
 	r.Environment = append(r.Environment, comparison.EnvDiff{Key: hostile, Values: []string{hostile, "x", "y"}})
+	// The annotations too: setup, sides not run, the tax's cipher, caveat
+	// and a side's name.
+	r.Title = hostile
+	r.Setup = []comparison.Fact{{Key: hostile, Value: hostile}}
+	r.FiguresNote = hostile
+	r.NotRun = []comparison.NotRun{{Name: hostile, Reason: hostile}}
+	ratio := 2.5
+	r.Tax = &comparison.Tax{CipherBytesPerSecPerCore: 1e9, Cipher: hostile, Caveat: hostile, Shape: &comparison.TaxShape{Phase: hostile, BytesPerIO: 4096, QueueDepth: 1},
+		Sides: []comparison.TaxSide{{Name: hostile, LayersMore: 1, ExpectedPerIOSeconds: 4e-6, ObservedPerIOSeconds: 1e-5, Ratio: &ratio, Verdict: hostile}, {Name: hostile, LayersMore: 2, NotComputed: hostile, Verdict: "unknown"}}}
 	var buf bytes.Buffer
 	if err := Write(&buf, r, "markdown"); err != nil {
 		t.Fatal(err)
@@ -128,7 +138,40 @@ func TestMarkdownHostileCells(t *testing.T) {
 			t.Errorf("row with %d '|', table has %d: %q", n, cols, line)
 		}
 	}
+	if !strings.Contains(out, "## Encryption tax") || !strings.Contains(out, "## Not run") {
+		t.Errorf("annotations missing:\n%s", out)
+	}
 	if !strings.Contains(out, "a&#124;b c") {
 		t.Errorf("escaped name not found:\n%s", out)
+	}
+}
+
+// TestAnnotationsInEveryFormat: what a front end adds to the result (lab
+// crypt's setup, figures label, sides not run, the tax) is in text,
+// Markdown and JSON alike.
+func TestAnnotationsInEveryFormat(t *testing.T) {
+	r := fixture(t)
+	r.Title = "slowpath lab crypt"
+	r.Setup = []comparison.Fact{{Key: "backing", Value: "ram:1G (/dev/ram0)"}}
+	r.Figures, r.FiguresNote = "emulated", "functional (emulated CPU)"
+	r.NotRun = []comparison.NotRun{{Name: "high_priority", Reason: "needs dm-crypt target v1.26.0"}}
+	if err := comparison.AssessTax(r, comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: 1e9, Source: "af_alg"}, Layers: []int{0, 1, 1},
+		Shape: &comparison.TaxShape{IOPS: []string{"read_iops"}, BytesPerIO: 4096, QueueDepth: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "markdown", "json"} {
+		var b bytes.Buffer
+		if err := Write(&b, r, format); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"slowpath lab crypt", "ram:1G (/dev/ram0)", "functional (emulated CPU)", "high_priority", "needs dm-crypt target v1.26.0",
+			"1.00 GB/s per core: af_alg", "dm-crypt", "tuned", cryptotax.VerdictFarAbove} {
+			if format == "json" && want == "1.00 GB/s per core: af_alg" {
+				want = `"cipher": "af_alg"`
+			}
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s lacks %q", format, want)
+			}
+		}
 	}
 }

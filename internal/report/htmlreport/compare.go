@@ -28,8 +28,12 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 	for _, s := range r.Sides {
 		names = append(names, fmt.Sprintf("%s (%d runs)", s.Name, s.Runs))
 	}
-	p := Page{Title: "slowpath compare", Subtitle: strings.Join(names, " vs ")}
-	var results []Block
+	title := "slowpath compare"
+	if r.Title != "" {
+		title = r.Title
+	}
+	p := Page{Title: title, Subtitle: strings.Join(names, " vs ")}
+	results := setupBlocks(r)
 	for _, l := range comparison.Legend(r) {
 		results = append(results, Block{Text: strings.TrimSpace(l)})
 	}
@@ -56,6 +60,7 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 		env = []Block{{Table: t}}
 	}
 	p.Sections = append(p.Sections, Section{Heading: "Environment differences", Blocks: env})
+	p.Sections = append(p.Sections, tailSections(r)...)
 	for _, s := range sides {
 		if len(s.Storage) == 0 {
 			continue

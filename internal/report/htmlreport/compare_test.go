@@ -7,6 +7,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -109,5 +110,33 @@ func TestCompareHTMLHostileStrings(t *testing.T) {
 	}
 	if n := strings.Count(out, "</script>"); n != 2 {
 		t.Errorf("%d </script> in the report, want the page's own 2", n)
+	}
+}
+
+// TestCompareHTMLAnnotations: the front end's setup, figures label, sides
+// not run and the tax are on the page as in the other formats, escaped.
+func TestCompareHTMLAnnotations(t *testing.T) {
+	r, sides := tenRuns(t)
+	r.Title = "slowpath lab crypt"
+	r.Setup = []comparison.Fact{{Key: "backing", Value: "ram:1G <b>"}}
+	r.FiguresNote = "functional (emulated CPU)"
+	r.NotRun = []comparison.NotRun{{Name: "high_priority", Reason: "needs dm-crypt target v1.26.0"}}
+	if err := comparison.AssessTax(r, comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: 1e9, Source: "af_alg"}, Layers: []int{0, 1},
+		Shape: &comparison.TaxShape{IOPS: []string{"read_iops"}, BytesPerIO: 4096, QueueDepth: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteCompare(&b, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	out := string(ElideLibrary(b.Bytes()))
+	for _, want := range []string{"<title>slowpath lab crypt</title>", "ram:1G &lt;b&gt;", "Figures: functional (emulated CPU)", "<h2>Not run</h2>", "high_priority",
+		"<h2>Encryption tax</h2>", "1.00 GB/s per core: af_alg", "layers more than plain", cryptotax.VerdictFarAbove, "/* echarts " + EChartsVersion + " */"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "<b>") || len(out) > 1<<20 {
+		t.Errorf("unescaped setup or the library not elided (%d bytes)", len(out))
 	}
 }

@@ -107,6 +107,9 @@ func Known(name string) bool {
 	case SearchIndex, DBCommit, TelemetryIngest:
 		return true
 	}
+	if _, ok := FindLabJob(name); ok && strings.HasPrefix(name, LabPrefix) {
+		return true
+	}
 	_, ok := ReplayDir(name)
 	return ok || strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix)
 }
@@ -166,6 +169,8 @@ func New(name string, p Params) (*Plan, error) {
 		return telemetryIngest(p)
 	case strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix):
 		return fioFile(name, p)
+	case strings.HasPrefix(name, LabPrefix):
+		return labJob(name, p)
 	}
 	return nil, fmt.Errorf("%w %q: use one of %s", ErrUnknown, name, strings.Join(Names, ", "))
 }
@@ -610,7 +615,7 @@ func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) [
 			}
 		}
 	}
-	if strings.HasPrefix(pl.Profile, FioPrefix) || isReplay(pl.Profile) {
+	if strings.HasPrefix(pl.Profile, FioPrefix) || strings.HasPrefix(pl.Profile, LabPrefix) || isReplay(pl.Profile) {
 		out = append(out, fioTotals(phases)...)
 	}
 	return out

@@ -1,0 +1,74 @@
+package htmlreport
+
+import (
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+)
+
+// setupBlocks are the comparison's setup facts and what its figures are,
+// over the results table.
+func setupBlocks(r *comparison.Result) []Block {
+	var out []Block
+	if len(r.Setup) > 0 {
+		t := &Table{Header: []string{"setup", ""}}
+		for _, f := range r.Setup {
+			t.Rows = append(t.Rows, []Cell{{Text: f.Key}, {Text: f.Value}})
+		}
+		out = append(out, Block{Table: t})
+	}
+	if r.FiguresNote != "" {
+		out = append(out, Block{Text: "Figures: " + r.FiguresNote})
+	}
+	return out
+}
+
+// tailSections are the sides that did not run and the encryption tax,
+// after the environment differences.
+func tailSections(r *comparison.Result) []Section {
+	var out []Section
+	if len(r.NotRun) > 0 {
+		t := &Table{Header: []string{"side", "why not"}}
+		for _, n := range r.NotRun {
+			t.Rows = append(t.Rows, []Cell{{Text: n.Name}, {Text: n.Reason}})
+		}
+		out = append(out, Section{Heading: "Not run", Blocks: []Block{{Table: t}}})
+	}
+	t := r.Tax
+	if t == nil {
+		return out
+	}
+	text := "The tax " + t.Basis() + "."
+	if t.Caveat != "" {
+		text += " " + strings.TrimSuffix(t.Caveat, ".") + "."
+	}
+	if r.FiguresNote != "" {
+		text += " " + r.FiguresNote
+	}
+	blocks := []Block{{Text: text}}
+	switch {
+	case t.NotComputed != "":
+		blocks = append(blocks, Block{Text: "Not computed: " + t.NotComputed + "."})
+	case len(t.Sides) == 0:
+		blocks = append(blocks, Block{Text: "No side has more encryption layers than " + r.Sides[0].Name + "."})
+	default:
+		tab := &Table{Header: t.Columns(r.Sides[0].Name)}
+		for _, s := range t.Sides {
+			var row []Cell
+			for i, c := range t.Cells(s) {
+				cls := ""
+				switch {
+				case i >= 1 && i <= 4:
+					cls = "num"
+				case i == 5 && s.Verdict == cryptotax.VerdictFarAbove:
+					cls = "bad"
+				}
+				row = append(row, Cell{Text: c, Class: cls})
+			}
+			tab.Rows = append(tab.Rows, row)
+		}
+		blocks = append(blocks, Block{Table: tab})
+	}
+	return append(out, Section{Heading: "Encryption tax", Blocks: blocks})
+}

@@ -1,0 +1,75 @@
+package profile
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/workload/fio"
+)
+
+// LabPrefix starts a lab profile (lab:randrw-4k): one fio job on a raw
+// block device, direct I/O so the page cache does not hide the device:
+// `slowpath lab crypt`'s workloads on its ramdisk and dm-crypt mappings.
+const LabPrefix = "lab:"
+
+// LabJob is one lab profile's fio job.
+type LabJob struct {
+	Name, Description string
+	RW                string
+	RWMixRead         int
+	BlockSize         int
+	IODepth           int
+}
+
+// LabJobs are the lab profiles, by name without LabPrefix.
+var LabJobs = []LabJob{
+	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8},
+	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8},
+	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8},
+	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1},
+	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4},
+}
+
+// FindLabJob returns the lab profile called name (with or without
+// LabPrefix).
+func FindLabJob(name string) (LabJob, bool) {
+	name = strings.TrimPrefix(name, LabPrefix)
+	i := slices.IndexFunc(LabJobs, func(j LabJob) bool { return j.Name == name })
+	if i < 0 {
+		return LabJob{}, false
+	}
+	return LabJobs[i], true
+}
+
+// labJob plans a lab profile: the job as `lab crypt` has always run it
+// (libaio, time-based, no logs: the instruction-count model of the VM lab
+// counts every instruction fio runs).
+func labJob(name string, p Params) (*Plan, error) {
+	j, ok := FindLabJob(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q: the lab profiles are %s", ErrUnknown, name, labNames())
+	}
+	if p.Device == "" {
+		return nil, fmt.Errorf("profile %s needs a block device, not a directory", name)
+	}
+	opts := []fio.Option{{Key: "filename", Value: p.Device}, {Key: "rw", Value: j.RW}, {Key: "bs", Value: strconv.Itoa(j.BlockSize)},
+		{Key: "ioengine", Value: "libaio"}, {Key: "iodepth", Value: strconv.Itoa(j.IODepth)}}
+	if j.RWMixRead != 0 {
+		opts = append(opts, fio.Option{Key: "rwmixread", Value: strconv.Itoa(j.RWMixRead)})
+	}
+	opts = append(opts, fio.Option{Key: "direct", Value: "1"}, fio.Option{Key: "runtime", Value: secs(p.Runtime)}, fio.Option{Key: "time_based", Value: "1"})
+	f := fio.File{Jobs: []fio.Section{{Name: "lab", Options: opts}}}
+	return &Plan{Profile: LabPrefix + j.Name,
+		Settings: map[string]string{"rw": j.RW, "bs": strconv.Itoa(j.BlockSize), "iodepth": strconv.Itoa(j.IODepth), "rwmixread": strconv.Itoa(j.RWMixRead)},
+		Phases:   []PhasePlan{{Name: "lab", JobFile: render(f), Expected: p.Runtime}}}, nil
+}
+
+func labNames() string {
+	var n []string
+	for _, j := range LabJobs {
+		n = append(n, LabPrefix+j.Name)
+	}
+	return strings.Join(n, ", ")
+}
