@@ -142,3 +142,20 @@ func TestExportReplay(t *testing.T) {
 		t.Error("export over an existing directory accepted")
 	}
 }
+
+// TestCompareReplay: compare --profile takes a replay like any profile
+// (the engine's ParseWorkload loads the capture), and decides on the
+// replay's declared metrics.
+func TestCompareReplay(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	capDir := writeCapture(t)
+	code, stdout, stderr := run(t, "compare", "--profile", "replay:"+capDir, "--target", "a="+t.TempDir(), "--target", "b="+t.TempDir(), "--runs", "2", "--format", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{`"total_p99"`, `"total_iops"`, `"a-1"`, `"b-2"`} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("compare's JSON lacks %s:\n%.2000s", w, stdout)
+		}
+	}
+}
