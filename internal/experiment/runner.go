@@ -49,7 +49,11 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if err != nil {
 		return nil, err
 	}
-	if err := tg.checkSpace(plan.SpaceBytes); err != nil {
+	remedy := "lower --scale"
+	if w.Capture != nil {
+		remedy = "a replay writes its capture's files at their sizes: replay on a larger filesystem"
+	}
+	if err := tg.checkSpace(plan.SpaceBytes, remedy); err != nil {
 		return nil, err
 	}
 	envFacts := environment(ctx, env.FS, env.Cloud, tg)

@@ -120,6 +120,37 @@ func TestReplayRefused(t *testing.T) {
 	}
 }
 
+// TestReplayNoSpace: a capture whose files exceed the target's free space
+// is refused with the numbers before anything is written.
+func TestReplayNoSpace(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	dir := filepath.Join(t.TempDir(), "big")
+	w, err := capfile.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ops.Write(capfile.Op{Kind: capfile.OpRead, Thread: 1, File: 1, Length: 4096, Result: 4096, Start: 1, End: 2}); err != nil {
+		t.Fatal(err)
+	}
+	m := &capfile.Manifest{Status: capfile.StatusComplete, DurationNS: 1e9,
+		Kernel:  capfile.Kernel{Release: "6.1.0-test", FaultSource: capfile.FaultSourceFilemap},
+		Filters: capfile.Filters{MountDevice: "254:0"}, Limits: capfile.Limits{DurationNS: 1e9, MaxRecords: 1 << 20},
+		Files:   []capfile.File{{ID: 1, Name: "f0001", SizeBytes: 1 << 50, SizeStartBytes: 1 << 50}},
+		Threads: []capfile.Thread{{ID: 1, Process: 1}},
+		System:  capfile.System{PageSize: 4096, Sysctls: map[string]string{}}}
+	if err := w.Finish(m); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	code, _, stderr := run(t, "bench", "replay:"+dir, "--dir", target)
+	if code != 2 || !strings.Contains(stderr, "not enough free space in "+target+": this run writes up to 1.0 PiB") || !strings.Contains(stderr, "replay on a larger filesystem") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("refused replay left %v", ents)
+	}
+}
+
 func TestExportReplay(t *testing.T) {
 	capDir := writeCapture(t)
 	out := filepath.Join(t.TempDir(), "repro")
