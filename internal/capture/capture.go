@@ -52,10 +52,20 @@ type Options struct {
 	SlowpathVersion string
 	// FS are the host roots; zero: the live host.
 	FS hostfs.FS
+
+	// pageFaultUser forces the faults of kernels before 6.17 (tests).
+	pageFaultUser bool
 }
 
-// DefaultMaxRecords bounds a capture to about 2 GB on disk.
-const DefaultMaxRecords = 100_000_000
+// DefaultMaxRecords bounds a capture to about 500 MB on disk (records
+// take 20-25 bytes; see docs/capture.md).
+const DefaultMaxRecords = 20_000_000
+
+// RecordBytes is what the free-space check counts per record: records take
+// 20-21 bytes on average in the captures measured (docs/capture.md), a
+// file-level record at most 71; 32 leaves room for larger offsets and
+// longer captures without refusing every small disk.
+const RecordBytes = 32
 
 // Errors a caller may want to tell apart.
 var (
@@ -118,8 +128,6 @@ type mapping struct {
 	pgoff      uint64 // file offset of start
 	file       fileKey
 }
-
-type threadKey struct{ tgid, tid uint32 }
 
 // run is one capture in progress.
 type run struct {
@@ -240,15 +248,15 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	r.startMono = monoNow()
 	tr, err := iotrace.Start(iotrace.Options{Major: major, Minor: minor, PID: opts.PID, Comm: opts.Comm,
 		Cgroup: opts.Cgroup, Devices: devs, BlockOnly: opts.BlockOnly, RingBytes: opts.RingBytes, Mappers: mappers,
-		Tracefs: ""})
+		PageFaultUser: opts.pageFaultUser})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
 	r.req = tr.Kernel.Req
 	m.Kernel.FaultSource = capfile.FaultSourceNone
-	if tr.Kernel.HasFilemapFault && !opts.BlockOnly {
-		m.Kernel.FaultSource = capfile.FaultSourceFilemap
+	if !opts.BlockOnly {
+		m.Kernel.FaultSource = tr.FaultSource
 	}
 	started := time.Now().UTC()
 	if r.w, err = capfile.Create(outDir); err != nil {
@@ -271,14 +279,23 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	var events uint64
 	var ev iotrace.Event
 	stopped := false
-	for !stopped {
+	// The clock and ctx are looked at every 100 ms (the reader's deadline
+	// when the ring is empty) or every 4096 events, not per event: at
+	// hundreds of thousands of events a second that is most of the cost.
+	tick := func() time.Time {
 		wait := time.Now().Add(100 * time.Millisecond)
 		if !deadline.IsZero() && deadline.Before(wait) {
 			wait = deadline
 		}
-		err := tr.Read(&ev, wait)
+		return wait
+	}
+	wait := tick()
+	tr.SetDeadline(wait)
+	for n := 0; !stopped; n++ {
+		err := tr.Next(&ev)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			n = -1
 		case err != nil:
 			return nil, fmt.Errorf("read ring buffer: %w", err)
 		default:
@@ -287,8 +304,18 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 				return nil, err
 			}
 		}
-		if r.limitHit || ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			stopped = true
+		if r.limitHit {
+			break
+		}
+		if n < 0 || n%4096 == 4095 {
+			now := time.Now()
+			if ctx.Err() != nil || (!deadline.IsZero() && !now.Before(deadline)) {
+				stopped = true
+			}
+			if !now.Before(wait) {
+				wait = tick()
+				tr.SetDeadline(wait)
+			}
 		}
 	}
 	endMono := monoNow()
@@ -614,6 +641,17 @@ func (r *run) handle(e *iotrace.Event) error {
 	case uint8(capfile.OpMadvise):
 		return r.madvise(e, start, end)
 	}
+	if e.Kind == uint8(capfile.OpFault) && e.Flags&iotrace.FlagAddr != 0 {
+		// A user address: keep it when it falls in a mapping of a
+		// captured file, as the page of that file.
+		m, ok := r.mappingAt(e.Tgid, e.Offset)
+		if !ok {
+			return nil
+		}
+		e.Dev, e.Ino = m.file.dev, m.file.ino
+		e.Offset = (m.pgoff + (e.Offset - m.start)) / r.pageSize
+		e.Flags &^= iotrace.FlagAddr
+	}
 	tid := r.thread(e.Tgid, e.Tid)
 	var f *fileState
 	if e.Kind == uint8(capfile.OpFault) {
@@ -717,6 +755,15 @@ func (r *run) unmap(tgid uint32, addr, length uint64) {
 		}
 	}
 	r.maps[tgid] = keep
+}
+
+func (r *run) mappingAt(tgid uint32, addr uint64) (mapping, bool) {
+	for _, m := range r.maps[tgid] {
+		if addr >= m.start && addr < m.end {
+			return m, true
+		}
+	}
+	return mapping{}, false
 }
 
 // madvise records the part of [addr, addr+len) that maps a captured file.

@@ -48,6 +48,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"doctor", "--from", empty, "--config", "/nonexistent/c.json"}, "read config"},
 		{[]string{"doctor", "--from", empty, "--config", typo}, `unknown field "required_stack"`},
 		{[]string{"collect"}, `required flag(s) "output" not set`},
+		{[]string{"capture"}, `required flag(s) "output" not set`},
+		{[]string{"capture", "-o", "cap", "--pid", "1", "--cgroup", "/sys/fs/cgroup"}, "none of the others can be"},
 		{[]string{"doctor", "--cloud", "bogus"}, `unknown --cloud "bogus"`},
 		{[]string{"collect", "-o", "-", "--cloud", "azur"}, `unknown --cloud "azur"`},
 		{[]string{"doctor", "--cloud", "aws", "--metadata-endpoint", "ftp://127.0.0.1:1"}, `--metadata-endpoint "ftp://127.0.0.1:1"`},

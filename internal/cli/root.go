@@ -9,6 +9,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/benchcmd"
+	"github.com/slowpath/slowpath/internal/cli/capturecmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/collectcmd"
 	"github.com/slowpath/slowpath/internal/cli/comparecmd"
@@ -50,6 +51,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		fleetcmd.NewCmdFleet(env, nil),
 		diffcmd.NewCmdDiff(env, nil),
 		labcmd.NewCmdLab(env),
+		capturecmd.NewCmdCapture(env, nil),
 	)
 	return root
 }

@@ -90,6 +90,7 @@ const (
 	bpfProgOnBioComplete      = "on_bio_complete"
 	bpfProgOnBioQueue         = "on_bio_queue"
 	bpfProgOnFilemapFault     = "on_filemap_fault"
+	bpfProgOnPageFaultUser    = "on_page_fault_user"
 	bpfProgOnRqComplete       = "on_rq_complete"
 	bpfProgOnRqIssue          = "on_rq_issue"
 	bpfVarArgBase             = "arg_base"
@@ -99,6 +100,7 @@ const (
 	bpfVarFilterComm          = "filter_comm"
 	bpfVarFilterTgid          = "filter_tgid"
 	bpfVarRqArg               = "rq_arg"
+	bpfVarSelfTgid            = "self_tgid"
 	bpfVarTargetDev           = "target_dev"
 	bpfVarWakeBytes           = "wake_bytes"
 )
@@ -180,6 +182,7 @@ type bpfProgramSpecs struct {
 	OnBioComplete      *ebpf.ProgramSpec `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.ProgramSpec `ebpf:"on_bio_queue"`
 	OnFilemapFault     *ebpf.ProgramSpec `ebpf:"on_filemap_fault"`
+	OnPageFaultUser    *ebpf.ProgramSpec `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.ProgramSpec `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.ProgramSpec `ebpf:"on_rq_issue"`
 }
@@ -208,6 +211,7 @@ type bpfVariableSpecs struct {
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.VariableSpec `ebpf:"filter_tgid"`
 	RqArg        *ebpf.VariableSpec `ebpf:"rq_arg"`
+	SelfTgid     *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TargetDev    *ebpf.VariableSpec `ebpf:"target_dev"`
 	WakeBytes    *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
@@ -264,6 +268,7 @@ type bpfVariables struct {
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	FilterTgid   *ebpf.Variable `ebpf:"filter_tgid"`
 	RqArg        *ebpf.Variable `ebpf:"rq_arg"`
+	SelfTgid     *ebpf.Variable `ebpf:"self_tgid"`
 	TargetDev    *ebpf.Variable `ebpf:"target_dev"`
 	WakeBytes    *ebpf.Variable `ebpf:"wake_bytes"`
 }
@@ -307,6 +312,7 @@ type bpfPrograms struct {
 	OnBioComplete      *ebpf.Program `ebpf:"on_bio_complete"`
 	OnBioQueue         *ebpf.Program `ebpf:"on_bio_queue"`
 	OnFilemapFault     *ebpf.Program `ebpf:"on_filemap_fault"`
+	OnPageFaultUser    *ebpf.Program `ebpf:"on_page_fault_user"`
 	OnRqComplete       *ebpf.Program `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.Program `ebpf:"on_rq_issue"`
 }
@@ -348,6 +354,7 @@ func (p *bpfPrograms) Close() error {
 		p.OnBioComplete,
 		p.OnBioQueue,
 		p.OnFilemapFault,
+		p.OnPageFaultUser,
 		p.OnRqComplete,
 		p.OnRqIssue,
 	)

@@ -119,6 +119,7 @@ struct bio {
 #define F_VECTORED (1 << 4)
 #define F_POSITIONAL (1 << 5)
 #define F_SHARED (1 << 6)
+#define F_ADDR (1 << 7) // a fault's offset is a user address (page_fault_user)
 
 struct event {
 	__u64 start;
@@ -143,6 +144,7 @@ struct event {
 // Set by the loader.
 volatile const __u32 target_dev = 0;  // kernel dev_t (MKDEV: major << 20 | minor)
 volatile const __u32 filter_tgid = 0; // 0: any process
+volatile const __u32 self_tgid = 0;   // slowpath itself, never captured (it writes the capture)
 volatile const __u8 filter_cgroup = 0;
 volatile const __u8 filter_comm = 0;
 volatile const char comm[16] = {};
@@ -247,7 +249,8 @@ static __always_inline void submit(struct event *src)
 
 static __always_inline int wanted_task(void)
 {
-	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (tgid == self_tgid || (filter_tgid && tgid != filter_tgid))
 		return 0;
 	if (filter_comm) {
 		char c[16] = {};
@@ -264,8 +267,14 @@ static __always_inline int wanted_task(void)
 	return 1;
 }
 
+// arg reads argument i of a syscall tracepoint record at arg_base, the
+// offset the loader read in the format files. The verifier allows a plain
+// context load only at an offset fixed in the instruction: the layout
+// every kernel since 2.6.33 has (16) gets one, any other a probe read.
 static __always_inline __u64 arg(void *ctx, int i)
 {
+	if (arg_base == 16)
+		return *(__u64 *)(ctx + 16 + 8 * i);
 	__u64 v = 0;
 	bpf_probe_read_kernel(&v, sizeof(v), ctx + arg_base + 8 * i);
 	return v;
@@ -339,8 +348,8 @@ static __always_inline void finish(void *ctx)
 	if (!ev)
 		return;
 	ev->end = bpf_ktime_get_ns();
-	// sys_exit_*: __syscall_nr then ret, each 8 bytes from arg_base - 8.
-	bpf_probe_read_kernel(&ev->ret, sizeof(ev->ret), ctx + arg_base);
+	// sys_exit_*: ret where the enter record has its first argument.
+	ev->ret = arg(ctx, 0);
 	if (ev->kind == OP_OPEN && ev->ret < 0) {
 		// A failed open names no inode: nothing says it was on the mount.
 		bpf_map_delete_elem(&inflight, &tid);
@@ -494,6 +503,36 @@ int on_filemap_fault(__u64 *ctx)
 		.ino = BPF_CORE_READ(inode, i_ino),
 		.offset = ctx[1], // page index: user space multiplies by the page size
 		.tgid = pt >> 32,
+		.tid = (__u32)pt,
+		.fd = -1,
+		.maj_flt = BPF_CORE_READ(t, maj_flt),
+	};
+	ev.start = ev.end = bpf_ktime_get_ns();
+	submit(&ev);
+	return 0;
+}
+
+// exceptions:page_fault_user(unsigned long address, struct pt_regs *regs,
+// unsigned long error_code) (arch/x86/include/asm/trace/exceptions.h, x86
+// since 3.13), for kernels without mm_filemap_fault: every user page fault
+// of a process that maps a captured file; user space keeps those in such
+// a mapping, from the mmaps it saw and /proc/PID/maps at the start.
+SEC("tp_btf/page_fault_user")
+int on_page_fault_user(__u64 *ctx)
+{
+	if (!wanted_task())
+		return 0;
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32;
+	if (!bpf_map_lookup_elem(&mappers, &tgid))
+		return 0;
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct event ev = {
+		.type = EV_OP,
+		.kind = OP_FAULT,
+		.flags = F_ADDR,
+		.offset = ctx[0],
+		.tgid = tgid,
 		.tid = (__u32)pt,
 		.fd = -1,
 		.maj_flt = BPF_CORE_READ(t, maj_flt),

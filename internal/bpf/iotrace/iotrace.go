@@ -33,6 +33,10 @@ const (
 	TypeBlock = 2
 )
 
+// FlagAddr marks a fault event whose Offset is a user address
+// (exceptions:page_fault_user), not a page index of Ino.
+const FlagAddr = 1 << 7
+
 // OpMunmap is the kind of an munmap event: not a record, it ends a mapping.
 // The other kinds are capfile.OpKind numbers.
 const OpMunmap = 11
@@ -94,6 +98,9 @@ type Options struct {
 	// Mappers are processes that mapped files of the mount before the
 	// capture began: their madvise and munmap calls are recorded.
 	Mappers []uint32
+	// PageFaultUser takes faults from exceptions:page_fault_user even where
+	// mm_filemap_fault exists (tests of the older kernels' path).
+	PageFaultUser bool
 	// Tracefs is the tracefs mount; "": /sys/kernel/tracing, then
 	// /sys/kernel/debug/tracing.
 	Tracefs string
@@ -141,6 +148,8 @@ func CheckPrivileges() error {
 type Kernel struct {
 	// HasFilemapFault: filemap:mm_filemap_fault exists (Linux 6.17+).
 	HasFilemapFault bool
+	// HasPageFaultUser: exceptions:page_fault_user exists (x86).
+	HasPageFaultUser bool
 	// RqArg and BioArg are the indexes of the request and bio arguments of
 	// block_rq_issue and block_bio_queue (1 before 5.11, then 0).
 	RqArg, BioArg int
@@ -221,6 +230,7 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 	var k Kernel
 	var td *btf.Typedef
 	k.HasFilemapFault = spec.TypeByName("btf_trace_mm_filemap_fault", &td) == nil
+	k.HasPageFaultUser = spec.TypeByName("btf_trace_page_fault_user", &td) == nil
 	var err error
 	if k.RqArg, err = argOfStruct(spec, "block_rq_issue", "request"); err != nil {
 		return k, err
@@ -388,6 +398,9 @@ type Tracer struct {
 	rd     *ringbuf.Reader
 	rec    ringbuf.Record
 	Kernel Kernel
+	// FaultSource is the tracepoint faults come from: mm_filemap_fault,
+	// page_fault_user or none.
+	FaultSource string
 }
 
 func kdev(major, minor uint32) uint32 { return major<<20 | minor }
@@ -426,6 +439,7 @@ func Start(o Options) (*Tracer, error) {
 	consts := map[string]any{
 		bpfVarTargetDev:    kdev(o.Major, o.Minor),
 		bpfVarFilterTgid:   o.PID,
+		bpfVarSelfTgid:     uint32(os.Getpid()),
 		bpfVarFilterComm:   b2u8(o.Comm != ""),
 		bpfVarComm:         comm,
 		bpfVarFilterCgroup: b2u8(o.Cgroup != ""),
@@ -458,7 +472,8 @@ func Start(o Options) (*Tracer, error) {
 		for _, sc := range syscalls {
 			keep["enter_"+sc.name], keep["exit_"+sc.name] = true, true
 		}
-		keep[bpfProgOnFilemapFault] = k.HasFilemapFault
+		keep[bpfProgOnFilemapFault] = k.HasFilemapFault && !o.PageFaultUser
+		keep[bpfProgOnPageFaultUser] = k.HasPageFaultUser && (!k.HasFilemapFault || o.PageFaultUser)
 	}
 	keep[bpfProgOnRqIssue], keep[bpfProgOnRqComplete] = rq, rq
 	keep[bpfProgOnBioQueue], keep[bpfProgOnBioComplete] = bio, bio
@@ -478,7 +493,13 @@ func Start(o Options) (*Tracer, error) {
 		}
 		return nil, fmt.Errorf("load eBPF capture program: %w", err)
 	}
-	t := &Tracer{coll: coll, Kernel: k}
+	t := &Tracer{coll: coll, Kernel: k, FaultSource: "none"}
+	switch {
+	case coll.Programs[bpfProgOnFilemapFault] != nil:
+		t.FaultSource = "mm_filemap_fault"
+	case coll.Programs[bpfProgOnPageFaultUser] != nil:
+		t.FaultSource = "page_fault_user"
+	}
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, err
@@ -553,6 +574,18 @@ func (t *Tracer) AddMapper(tgid uint32) error {
 // os.ErrDeadlineExceeded when none came.
 func (t *Tracer) Read(e *Event, deadline time.Time) error {
 	t.rd.SetDeadline(deadline)
+	if err := t.rd.ReadInto(&t.rec); err != nil {
+		return err
+	}
+	return decodeEvent(t.rec.RawSample, e)
+}
+
+// SetDeadline sets when Next gives up waiting for an event.
+func (t *Tracer) SetDeadline(d time.Time) { t.rd.SetDeadline(d) }
+
+// Next returns the next event, waiting at most until the deadline set
+// with SetDeadline (then os.ErrDeadlineExceeded).
+func (t *Tracer) Next(e *Event) error {
 	if err := t.rd.ReadInto(&t.rec); err != nil {
 		return err
 	}

@@ -47,8 +47,9 @@ const (
 
 // Sources of page-cache misses of mapped files (Kernel.FaultSource).
 const (
-	FaultSourceFilemap = "mm_filemap_fault" // filemap:mm_filemap_fault, see docs/capture.md
-	FaultSourceNone    = "none"             // not recorded on this kernel
+	FaultSourceFilemap   = "mm_filemap_fault" // filemap:mm_filemap_fault (6.17+), see docs/capture.md
+	FaultSourcePageFault = "page_fault_user"  // exceptions:page_fault_user (x86) where the former is missing
+	FaultSourceNone      = "none"             // not recorded on this kernel
 )
 
 // Block sources (Device.Source).
@@ -274,7 +275,7 @@ func (m *Manifest) Validate() error {
 		return bad("status %q", m.Status)
 	}
 	switch m.Kernel.FaultSource {
-	case FaultSourceFilemap, FaultSourceNone:
+	case FaultSourceFilemap, FaultSourcePageFault, FaultSourceNone:
 	default:
 		return bad("fault source %q", m.Kernel.FaultSource)
 	}
