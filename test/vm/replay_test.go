@@ -14,7 +14,7 @@ const replayJob = `[writer]
 rw=write
 ioengine=psync
 bs=1m
-size=16m
+size=8m
 numjobs=2
 rate=4m
 fallocate=none
@@ -27,7 +27,7 @@ filename=blob
 size=32m
 numjobs=2
 rate_iops=50
-runtime=3s
+runtime=2s
 time_based
 `
 
@@ -45,7 +45,7 @@ func TestCaptureReplay(t *testing.T) {
 
 func testCaptureReplay(t *testing.T, k *kernelLab) {
 	key, key2, key3 := randomHex(t, 64), randomHex(t, 64), randomHex(t, 64)
-	res := boot(t, k, Scenario{Name: "capture-replay", Timeout: 12 * time.Minute, Script: prelude + `
+	res := boot(t, k, Scenario{Name: "capture-replay", Timeout: 15 * time.Minute, Script: prelude + `
 spb() { env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath "$@"; }
 if ! spb capture --help > /dev/null 2>&1; then echo "slowpath has no capture command" > /results/missing.txt; exit 0; fi
 # The syscall tracepoints are found through tracefs (TestCaptureOnCrypt).
@@ -63,14 +63,19 @@ mkdir -p /mnt/cap/job
 dd if=/dev/urandom of=/mnt/cap/job/blob bs=1M count=32 status=none conv=fsync
 echo 3 > /proc/sys/vm/drop_caches
 # Until stopped (SIGINT after the job); the job starts once it is attached.
-spb capture --duration 0 --mount /mnt/cap --comm fio --ready-file /tmp/cap.ready -o /tmp/cap > /results/capture.txt 2>&1 &
+# Not through spb: $! must be slowpath itself (env execs it), since an
+# asynchronous list of a non-interactive shell ignores SIGINT.
+env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath capture --duration 0 --mount /mnt/cap --comm fio --ready-file /tmp/cap.ready -o /tmp/cap > /results/capture.txt 2>&1 &
 cap=$!
-i=0; while [ ! -e /tmp/cap.ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+i=0; until [ -e /tmp/cap.ready ]; do i=$((i+1)); [ $i -lt 600 ] || { echo "capture never attached"; exit 1; }; sleep 0.1; done
+echo "replay scenario: capturing the job"
 (cd /mnt/cap/job && fio --output-format=terse /tmp/search.fio > /results/fio-orig.txt)
 kill -INT $cap
 rc=0; wait $cap || rc=$?; echo $rc > /results/capture.rc
 cp /tmp/cap/manifest.json /results/
+echo "replay scenario: compare replay:/tmp/cap"
 rc=0; spb compare --profile replay:/tmp/cap --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/replay.json 2> /results/replay.err || rc=$?; echo $rc > /results/replay.rc
+echo "replay scenario: compare fio:/tmp/search.fio"
 rc=0; spb compare --profile fio:/tmp/search.fio --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/fio.json 2> /results/fio.err || rc=$?; echo $rc > /results/fio.rc
 for d in cap vdefault vnowq; do umount /mnt/$d; dmsetup remove $d; done
 rmmod brd
