@@ -9,7 +9,8 @@ import (
 
 // replayJob is the search incident's shape, small, for the guest: psync
 // writers and mmap random readers of a blob, rate-limited so that the
-// offered load is the workload's, not the emulated CPU's.
+// offered load is the workload's, not the emulated CPU's; small enough
+// (32 MiB of files) for bench's free-space margin on a 128 MiB ramdisk.
 const replayJob = `[writer]
 rw=write
 ioengine=psync
@@ -24,7 +25,7 @@ rw=randread
 ioengine=mmap
 bs=4k
 filename=blob
-size=32m
+size=16m
 numjobs=2
 rate_iops=50
 runtime=2s
@@ -60,7 +61,7 @@ cat > /tmp/search.fio <<'JOB'
 ` + replayJob + `JOB
 mkdir -p /mnt/cap/job
 # The blob exists before the capture, out of the cache, as an index would.
-dd if=/dev/urandom of=/mnt/cap/job/blob bs=1M count=32 status=none conv=fsync
+dd if=/dev/urandom of=/mnt/cap/job/blob bs=1M count=16 status=none conv=fsync
 echo 3 > /proc/sys/vm/drop_caches
 # Until stopped (SIGINT after the job); the job starts once it is attached.
 # Not through spb: $! must be slowpath itself (env execs it), since an
