@@ -52,11 +52,20 @@ func ValidLabel(s string) error {
 	return nil
 }
 
-// ValidProfile checks a profile name: a builtin one or fio:NAME, NAME a
-// label (the job file's base name).
+// ValidProfile checks a profile name: a builtin one, fio:NAME, NAME a
+// label (the job file's base name), or replay:NAME and replay-afap:NAME,
+// NAME the capture directory's base name.
 func ValidProfile(p string) error {
 	if builtinProfiles[p] {
 		return nil
+	}
+	for _, prefix := range []string{"replay:", "replay-afap:"} {
+		if name, ok := strings.CutPrefix(p, prefix); ok {
+			if err := ValidLabel(name); err != nil {
+				return fmt.Errorf("profile %sNAME, NAME %w (rename the capture directory)", prefix, err)
+			}
+			return nil
+		}
 	}
 	if name, ok := strings.CutPrefix(p, "fio:"); ok {
 		if err := ValidLabel(name); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // ErrInterrupted is wrapped by RunWorkload's error when ctx was cancelled
@@ -44,11 +45,15 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 
 	cpus := env.numCPU()
 	plan, err := profile.New(w.Profile, profile.Params{Scale: w.Scale, Runtime: w.Runtime, Dir: tg.workDir, Device: tg.device,
-		SlowLoad: w.SlowLoad, JobFile: w.JobFile, NumCPU: cpus})
+		SlowLoad: w.SlowLoad, JobFile: w.JobFile, Capture: w.Capture, NumCPU: cpus})
 	if err != nil {
 		return nil, err
 	}
-	if err := tg.checkSpace(plan.SpaceBytes); err != nil {
+	remedy := "lower --scale"
+	if w.Capture != nil {
+		remedy = "a replay writes its capture's files at their sizes: replay on a larger filesystem"
+	}
+	if err := tg.checkSpace(plan.SpaceBytes, remedy); err != nil {
 		return nil, err
 	}
 	envFacts := environment(ctx, env.FS, env.Cloud, tg)
@@ -67,6 +72,9 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if err != nil {
 		return nil, err
 	}
+	// A replay records its own block requests to compare them with the
+	// capture's (its fidelity).
+	plan.Recorder = replay.RecordBlocks
 	h := env.Hooks
 	if h.Planned != nil {
 		h.Planned(plan)
@@ -79,6 +87,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	res.DurationNS = int64(time.Since(start))
 	res.Phases = phases
 	res.LoadTimes = plan.LoadTimes(loads)
+	res.Fidelity = plan.Fidelity()
 	res.Figures = append(plan.Figures(phases, res.LoadTimes), whereFigures(res.WhereTime)...)
 	res.Status = benchresult.StatusComplete
 	interrupted := runErr != nil && ctx.Err() != nil

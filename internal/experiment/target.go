@@ -299,8 +299,9 @@ func rootDisks(s *snapshot.Snapshot) map[string]bool {
 	return out
 }
 
-// checkSpace refuses a run that would not fit, with the numbers.
-func (t *target) checkSpace(need uint64) error {
+// checkSpace refuses a run that would not fit, with the numbers and what
+// to do (lower --scale, unless the size is not the user's choice).
+func (t *target) checkSpace(need uint64, remedy string) error {
 	if need == 0 {
 		return nil
 	}
@@ -310,7 +311,7 @@ func (t *target) checkSpace(need uint64) error {
 		}
 		for _, d := range t.snap.Storage.BlockDevices {
 			if d.Name == t.devName && d.SizeBytes < need {
-				return fmt.Errorf("%s has %s; this run writes up to %s: lower --scale", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need))
+				return fmt.Errorf("%s has %s; this run writes up to %s: %s", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need), remedy)
 			}
 		}
 		return nil
@@ -322,8 +323,8 @@ func (t *target) checkSpace(need uint64) error {
 	// 5% and 64 MiB to spare: the filesystem's metadata and other writers.
 	want := need + need/20 + 64<<20
 	if free < want {
-		return fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: lower --scale or free space",
-			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free))
+		return fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: %s or free space",
+			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free), remedy)
 	}
 	return nil
 }

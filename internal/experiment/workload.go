@@ -25,6 +25,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // DefaultSlowLoad is search-index's default slow-load threshold: the
@@ -39,7 +40,10 @@ type Workload struct {
 	// ParseWorkload), or any other kind profile.New plans.
 	Profile string
 	// JobFile is the job file of a fio:NAME profile.
-	JobFile  []byte
+	JobFile []byte
+	// Capture is the capture of a replay:NAME or replay-afap:NAME
+	// profile (ParseWorkload loads it).
+	Capture  *replay.Source
 	Scale    float64       // 1 when zero
 	Runtime  time.Duration // profile.DefaultRuntime when zero
 	SlowLoad time.Duration // DefaultSlowLoad when zero
@@ -57,6 +61,20 @@ func ParseWorkload(arg string) (Workload, error) {
 		return Workload{}, fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, arg, strings.Join(profile.Names, ", "))
 	}
 	w := Workload{Profile: arg}
+	if dir, ok := profile.ReplayDir(arg); ok {
+		// The capture directory's base name names the profile in the
+		// result, as a job file's does.
+		w.Profile = strings.TrimSuffix(arg, dir) + filepath.Base(filepath.Clean(dir))
+		if err := benchresult.ValidProfile(w.Profile); err != nil {
+			return Workload{}, err
+		}
+		src, err := replay.Load(dir)
+		if err != nil {
+			return Workload{}, fmt.Errorf("profile %s: %w", arg, err)
+		}
+		w.Capture = src
+		return w, nil
+	}
 	if !strings.HasPrefix(arg, profile.FioPrefix) {
 		return w, nil
 	}

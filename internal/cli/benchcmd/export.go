@@ -19,6 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/workload/profile"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // ExportOptions are the flags of `slowpath bench export`.
@@ -73,6 +74,9 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	if w.Capture != nil {
+		return exportReplay(env, o, w)
+	}
 	jobFile := w.JobFile
 	// run.sh replaces the placeholder by its directory: in a user's job
 	// file it would turn a checked relative path into another one
@@ -116,26 +120,64 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 			return err
 		}
 	}
-	// Every file lands inside -o: names are this package's own, and the
-	// writes go through an os.Root of the directory just created.
-	root, err := os.OpenRoot(o.Output)
+	if err := writeFiles(o.Output, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: %s, run.sh, README.md%s\n", o.Output, strings.Join(jobNames, ", "), map[bool]string{true: ", result.json"}[res != nil])
+	return nil
+}
+
+// exportReplay writes a capture's replay: its iologs, both fio job files
+// and run.sh (replay.ExportFiles), and a README.
+func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) error {
+	files, err := replay.ExportFiles(w.Profile, w.Capture.Trace)
+	if err != nil {
+		return err
+	}
+	if o.Result != "" {
+		return usageErr(fmt.Errorf("--result: a replay's export carries no result (give the bench result file alongside it)"))
+	}
+	if err := os.Mkdir(o.Output, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return usageErr(fmt.Errorf("-o %s exists: give a new directory", o.Output))
+		}
+		return usageErr(err)
+	}
+	t := w.Capture.Trace
+	var r strings.Builder
+	fmt.Fprintf(&r, "# Replay: %s\n\nWritten by `slowpath bench export %s`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", w.Profile, w.Profile)
+	fmt.Fprintf(&r, "run.sh recreates the capture's %d files (%d bytes, random data) with the captured page-cache residency, then runs `%s` (each thread's operations back to back) and `%s` (fio's own timed replay, which drifts from the captured schedule on fio 3.33: slowpath's timed replay is its own). Results land in `results/`.\n\n",
+		len(t.Files), t.Space(), replay.ExportAFAPJob, replay.ExportTimedJob)
+	fmt.Fprintf(&r, "One iolog per thread (`tNNNN.iolog`; `tNNNN-direct.iolog` for its O_DIRECT operations): fio version 3 iologs, timestamps in microseconds. Page-cache misses of mapped files are replayed as reads of the page (fio 3.33 cannot replay an iolog through mmap).\n")
+	files["README.md"] = []byte(r.String())
+	if err := writeFiles(o.Output, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: %s, %s, %d iologs, run.sh, README.md\n", o.Output, replay.ExportAFAPJob, replay.ExportTimedJob, len(files)-4)
+	return nil
+}
+
+// writeFiles writes files into dir, just created. Every file lands inside
+// it: names are slowpath's own (pseudonyms, fixed names), and the writes
+// go through an os.Root of the directory.
+func writeFiles(dir string, files map[string][]byte) error {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	for n, b := range files {
 		if !filepath.IsLocal(n) || filepath.Base(n) != n {
-			return fmt.Errorf("export file name %q would leave %s", n, o.Output)
+			return fmt.Errorf("export file name %q would leave %s", n, dir)
 		}
 		mode := os.FileMode(0o644)
 		if n == "run.sh" {
 			mode = 0o755
 		}
 		if err := writeIn(root, n, b, mode); err != nil {
-			return fmt.Errorf("write %s: %w", filepath.Join(o.Output, n), err)
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, n), err)
 		}
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: %s, run.sh, README.md%s\n", o.Output, strings.Join(jobNames, ", "), map[bool]string{true: ", result.json"}[res != nil])
 	return nil
 }
 

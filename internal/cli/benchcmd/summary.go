@@ -3,6 +3,9 @@ package benchcmd
 import (
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // formatValue prints a figure in a human unit.
@@ -101,6 +105,46 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 	if t := r.EncryptionTax; t != nil {
 		fmt.Fprintln(w, t.Line)
 	}
+	printFidelity(w, r.Fidelity)
+}
+
+// printFidelity shows a replay's block trace against its capture's.
+func printFidelity(w io.Writer, f *benchresult.Fidelity) {
+	if f == nil {
+		return
+	}
+	fmt.Fprintf(w, "fidelity (%s replay; block requests on %s, capture vs replay):\n", f.Mode, f.Capture.Device)
+	if f.Replay != nil {
+		for _, d := range replay.Differences(f.Capture, *f.Replay) {
+			rel := "-"
+			if !math.IsNaN(d.Relative) {
+				rel = fmt.Sprintf("%+.1f%%", d.Relative*100)
+			}
+			cv, rv := formatValue(d.Capture, d.Unit), formatValue(d.Replay, d.Unit)
+			if d.Unit == benchresult.UnitFraction {
+				cv, rv = fmt.Sprintf("%.3f", d.Capture), fmt.Sprintf("%.3f", d.Replay)
+			}
+			fmt.Fprintf(w, "  %-22s %14s %14s %8s\n", d.Name, cv, rv, rel)
+		}
+	} else {
+		c := f.Capture
+		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, storagemodel.FormatBytes(c.Bytes),
+			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, formatValue(float64(c.P50NS), benchresult.UnitNanoseconds), formatValue(float64(c.P99NS), benchresult.UnitNanoseconds))
+	}
+	if t := f.Timing; t != nil {
+		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, formatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
+			formatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), formatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
+	}
+	for _, k := range sortedKeysU(f.Skipped) {
+		fmt.Fprintf(w, "  not replayed: %d %s\n", f.Skipped[k], k)
+	}
+	for _, p := range f.Problems {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+}
+
+func sortedKeysU(m map[string]uint64) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 func writeTSV(w io.Writer, rows [][]string) {

@@ -35,6 +35,9 @@ const CPUPerIO = "cpu_per_io"
 //     fixed queue depth the same information as mean latency, Little's
 //     law, and the steadiest figure a run gives), then the p99 of all
 //     its I/Os merged.
+//   - replay:DIR keeps the captured offered load, so latency is the
+//     answer: the p99 of all its I/Os first, then IOPS; replay-afap:DIR
+//     runs as fast as it can, so IOPS first.
 func MetricsOf(name string) (Metrics, bool) {
 	switch {
 	case name == SearchIndex:
@@ -45,6 +48,10 @@ func MetricsOf(name string) (Metrics, bool) {
 		return Metrics{Primary: []string{"append_ops_per_sec", "checkpoint_p99"}, Guards: []string{"checkpoint_p999", CPUPerIO}}, true
 	case strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix):
 		return Metrics{Primary: []string{"total_iops", "total_p99"}, Guards: []string{"total_p999", CPUPerIO}}, true
+	case strings.HasPrefix(name, ReplayAFAPPrefix) && len(name) > len(ReplayAFAPPrefix):
+		return Metrics{Primary: []string{"total_iops", "total_p99"}, Guards: []string{"total_p999", CPUPerIO}}, true
+	case strings.HasPrefix(name, ReplayPrefix) && len(name) > len(ReplayPrefix):
+		return Metrics{Primary: []string{"total_p99", "total_iops"}, Guards: []string{"total_p999", CPUPerIO}}, true
 	}
 	return Metrics{}, false
 }

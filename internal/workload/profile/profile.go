@@ -21,6 +21,7 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/indexload"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // Names of the built-in profiles.
@@ -30,10 +31,15 @@ const (
 	TelemetryIngest = "telemetry-ingest"
 	// FioPrefix starts a fio:FILE profile.
 	FioPrefix = "fio:"
+	// ReplayPrefix starts a replay:DIR profile: the capture in DIR
+	// replayed on its captured schedule (docs/replay.md);
+	// ReplayAFAPPrefix as fast as possible.
+	ReplayPrefix     = "replay:"
+	ReplayAFAPPrefix = "replay-afap:"
 )
 
 // Names lists the built-in profiles for usage messages.
-var Names = []string{SearchIndex, DBCommit, TelemetryIngest, FioPrefix + "FILE"}
+var Names = []string{SearchIndex, DBCommit, TelemetryIngest, FioPrefix + "FILE", ReplayPrefix + "DIR", ReplayAFAPPrefix + "DIR"}
 
 // ErrUnknown is wrapped by New for a profile name it does not know.
 var ErrUnknown = errors.New("unknown profile")
@@ -58,6 +64,8 @@ type Params struct {
 	SlowLoad time.Duration // search-index: loads above it are slow
 	// JobFile is the fio job file of a fio:FILE profile.
 	JobFile []byte
+	// Capture is the loaded capture of a replay profile (replay.Load).
+	Capture *replay.Source
 	NumCPU  int
 }
 
@@ -68,7 +76,11 @@ type Plan struct {
 	Phases   []PhasePlan
 	// SpaceBytes is what the run writes at most: the free-space check.
 	SpaceBytes uint64
-	slowLoad   time.Duration
+	// Recorder, when set, records the block trace of a replay (the
+	// replay's fidelity); the caller sets it before Run.
+	Recorder BlockRecorder
+	slowLoad time.Duration
+	fidelity *benchresult.Fidelity
 }
 
 // PhasePlan is one fio invocation (plus the loader for search-index).
@@ -79,6 +91,11 @@ type PhasePlan struct {
 	Expected time.Duration
 	// Loader, when set, runs the native index loader during the phase.
 	Loader *indexload.Options
+	// Replay, when set, makes the phase a replay of a capture: its files
+	// laid out in the phase's directory, then replayed by slowpath on the
+	// captured schedule (timed) or by fio with JobFile (as fast as
+	// possible).
+	Replay *ReplayPhase
 	logs   []string // fio log prefixes written by the job file
 }
 
@@ -93,7 +110,19 @@ func Known(name string) bool {
 	if _, ok := FindLabJob(name); ok && strings.HasPrefix(name, LabPrefix) {
 		return true
 	}
-	return strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix)
+	_, ok := ReplayDir(name)
+	return ok || strings.HasPrefix(name, FioPrefix) && len(name) > len(FioPrefix)
+}
+
+// ReplayDir returns the capture directory of a replay profile name and
+// whether name is one.
+func ReplayDir(name string) (string, bool) {
+	for _, prefix := range []string{ReplayPrefix, ReplayAFAPPrefix} {
+		if d, ok := strings.CutPrefix(name, prefix); ok && d != "" {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 // ParseScale checks --scale.
@@ -128,8 +157,10 @@ func New(name string, p Params) (*Plan, error) {
 	}
 	p.Dir, p.Device = jobPath(p.Dir), jobPath(p.Device)
 	switch {
-	case p.Device != "" && (name == SearchIndex || strings.HasPrefix(name, FioPrefix)):
+	case p.Device != "" && (name == SearchIndex || strings.HasPrefix(name, FioPrefix) || isReplay(name)):
 		return nil, fmt.Errorf("profile %s needs a directory (--dir), not a device", name)
+	case isReplay(name):
+		return replayPlan(name, p)
 	case name == SearchIndex:
 		return searchIndex(p)
 	case name == DBCommit:
@@ -374,6 +405,10 @@ func (pl *Plan) Run(ctx context.Context, dir string, h Hooks) ([]benchresult.Pha
 }
 
 func (pl *Plan) runPhase(ctx context.Context, pp PhasePlan, pdir string, h Hooks) (benchresult.Phase, []benchresult.Load, error) {
+	if pp.Replay != nil {
+		ph, err := pl.runReplay(ctx, pp, pdir, h)
+		return ph, nil, err
+	}
 	ph := benchresult.Phase{Name: pp.Name, Engine: "fio", JobFile: string(pp.JobFile), Streams: []benchresult.Stream{}}
 	var loads []benchresult.Load
 	var loadErr error
@@ -580,7 +615,7 @@ func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) [
 			}
 		}
 	}
-	if strings.HasPrefix(pl.Profile, FioPrefix) || strings.HasPrefix(pl.Profile, LabPrefix) {
+	if strings.HasPrefix(pl.Profile, FioPrefix) || strings.HasPrefix(pl.Profile, LabPrefix) || isReplay(pl.Profile) {
 		out = append(out, fioTotals(phases)...)
 	}
 	return out

@@ -1,0 +1,123 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/workload/fio"
+	"github.com/slowpath/slowpath/internal/workload/replay"
+)
+
+func isReplay(name string) bool {
+	_, ok := ReplayDir(name)
+	return ok
+}
+
+// ReplayPhase is a phase replaying a capture.
+type ReplayPhase struct {
+	Source *replay.Source
+	Mode   replay.Mode
+}
+
+// ReplayMode is the mode a replay profile name asks for.
+func ReplayMode(name string) replay.Mode {
+	if strings.HasPrefix(name, ReplayAFAPPrefix) {
+		return replay.AFAP
+	}
+	return replay.Timed
+}
+
+// replayPlan replays the capture in p.Capture: timed (replay:DIR) by
+// slowpath's own replayer, or as fast as possible (replay-afap:DIR) by
+// fio from per-thread iologs. --scale and --runtime do not apply: a
+// replay is the capture's length.
+func replayPlan(name string, p Params) (*Plan, error) {
+	src := p.Capture
+	if src == nil {
+		return nil, fmt.Errorf("profile %s: no capture loaded (replay.Load)", name)
+	}
+	t := src.Trace
+	mode := ReplayMode(name)
+	ops := 0
+	for _, th := range t.Threads {
+		ops += len(th.Ops)
+	}
+	streams := t.Streams()
+	ph := PhasePlan{Name: "replay", Expected: t.Span() + layoutTime(t.Bytes()), Replay: &ReplayPhase{Source: src, Mode: mode}}
+	if mode == replay.AFAP {
+		job, err := replay.JobFile(streams, replay.AFAP)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", name, err)
+		}
+		ph.JobFile = job
+		ph.Expected = layoutTime(t.Bytes())
+	}
+	return &Plan{Profile: name, SpaceBytes: t.Space(),
+		Settings: map[string]string{"mode": string(mode), "threads": strconv.Itoa(len(t.Threads)), "streams": strconv.Itoa(len(streams)),
+			"files": strconv.Itoa(len(t.Files)), "ops": strconv.Itoa(ops), "file_bytes": strconv.FormatInt(t.Bytes(), 10),
+			"capture_span": t.Span().String()},
+		Phases: []PhasePlan{ph}}, nil
+}
+
+// runReplay lays the capture's files out in pdir and replays them there.
+func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hooks) (benchresult.Phase, error) {
+	rp := pp.Replay
+	t := rp.Source.Trace
+	ph := benchresult.Phase{Name: pp.Name, Engine: "slowpath-replay", Streams: []benchresult.Stream{}}
+	if err := replay.Layout(ctx, pdir, t); err != nil {
+		return ph, err
+	}
+	fid := &benchresult.Fidelity{Mode: string(rp.Mode), Capture: rp.Source.Blocks, Skipped: rp.Source.Skipped}
+	pl.fidelity = fid
+	run := func(ctx context.Context) error {
+		if rp.Mode == replay.Timed {
+			out, err := replay.Replay(ctx, pdir, t)
+			if out != nil {
+				ph.Streams = out.Streams
+				fid.Timing = &benchresult.ReplayTiming{Ops: out.Timing.Ops, LateP50NS: out.Timing.LateP50NS, LateP99NS: out.Timing.LateP99NS, LateMaxNS: out.Timing.LateMaxNS}
+				if out.BeyondEOF > 0 {
+					fid.Skipped = maps.Clone(fid.Skipped)
+					if fid.Skipped == nil {
+						fid.Skipped = map[string]uint64{}
+					}
+					fid.Skipped["fault-beyond-eof"] = out.BeyondEOF
+				}
+			}
+			return err
+		}
+		ph.Engine, ph.JobFile = "fio", string(pp.JobFile)
+		if _, err := replay.WriteIologs(pdir, t); err != nil {
+			return err
+		}
+		res, err := fio.Invocation{JobFile: pp.JobFile, Dir: pdir, Started: h.FioStarted, Exited: h.FioExited}.Run(ctx)
+		if res != nil {
+			ph.Streams = streams(res, pdir, nil)
+		}
+		return err
+	}
+	if pl.Recorder == nil {
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded (no recorder): only the capture's are shown")
+		return ph, run(ctx)
+	}
+	bt, recErr, runErr := pl.Recorder(ctx, pdir, run)
+	fid.Replay = bt
+	if recErr != nil {
+		// One line: the result's problems are single-line text.
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded: "+strings.Join(strings.Fields(recErr.Error()), " "))
+	}
+	return ph, runErr
+}
+
+// BlockRecorder records the block requests of the device holding dir
+// while run runs, summarised as replay.SummarizeBlocks does
+// (replay.RecordBlocks). recErr says why it recorded nothing; runErr is
+// run's.
+type BlockRecorder func(ctx context.Context, dir string, run func(context.Context) error) (bt *benchresult.BlockTrace, recErr, runErr error)
+
+// Fidelity is a replay run's fidelity (nil for other profiles): set by
+// Run.
+func (pl *Plan) Fidelity() *benchresult.Fidelity { return pl.fidelity }

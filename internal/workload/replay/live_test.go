@@ -1,0 +1,277 @@
+package replay_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/capture"
+	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/workload/profile"
+	"github.com/slowpath/slowpath/internal/workload/replay"
+)
+
+// loopExt4 makes ext4 on a loop device (direct I/O to its backing file,
+// so the host's page cache does not serve the second run) and mounts it;
+// everything is undone when t ends, also on failure (as
+// internal/capture's tests).
+func loopExt4(t *testing.T, size int64) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "losetup", "mount")
+	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", "--direct-io=on", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
+		}
+	})
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	arena := filepath.Join(dir, "arena")
+	if err := os.Mkdir(arena, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
+	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
+		t.Fatalf("mount --make-shared: %v: %s", err, out)
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	mnt := filepath.Join(arena, "mnt-"+hex.EncodeToString(b))
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mountT(t, dev, mnt)
+	return mnt
+}
+
+func mountT(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mount %v: %v: %s", args, err, out)
+	}
+	target := args[len(args)-1]
+	t.Cleanup(func() {
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			err = unix.Unmount(target, 0)
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("umount %s: %v", target, err)
+		}
+	})
+}
+
+// searchJob is the search incident's shape, rate-limited so that the
+// offered load, not the device, sets the pace: psync 1 MiB writers and
+// mmap 4 KiB random readers of a blob laid out beforehand.
+const searchJob = `[global]
+directory=%s
+[writer]
+rw=write
+ioengine=psync
+bs=1m
+size=24m
+numjobs=2
+rate=8m
+fallocate=none
+end_fsync=1
+[reader]
+rw=randread
+ioengine=mmap
+bs=4k
+filename=blob
+size=128m
+numjobs=2
+rate_iops=150
+runtime=3s
+time_based
+`
+
+// TestFidelity captures the search job on its own ext4, replays the
+// capture (timed, through the profile as bench runs it) on the same
+// filesystem and compares both block traces of its device. The job is
+// captured twice: how much two runs of the job itself differ is the
+// baseline the latency bounds are judged against (the loop device's
+// backing file is on this machine's shared disk).
+func TestFidelity(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	mnt := loopExt4(t, 1<<30)
+	capDir := captureJob(t, mnt, "orig")
+	again := captureJob(t, mnt, "again")
+	src, err := replay.Load(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src2, err := replay.Load(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseline := map[string]float64{}
+	for _, d := range replay.Differences(src.Blocks, src2.Blocks) {
+		baseline[d.Name] = d.Relative
+	}
+	t.Logf("the job against itself (baseline):")
+	logDiffs(t, src.Blocks, src2.Blocks)
+	for _, name := range []string{"replay:cap", "replay-afap:cap"} {
+		plan, err := profile.New(name, profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan.Recorder = replay.RecordBlocks
+		run := filepath.Join(mnt, strings.TrimSuffix(name, ":cap"))
+		if err := os.Mkdir(run, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := plan.Run(context.Background(), run, profile.Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		f := plan.Fidelity()
+		if f == nil || f.Replay == nil {
+			t.Fatalf("%s: no replay block trace: %+v", name, f)
+		}
+		t.Logf("%s against its capture:", name)
+		logDiffs(t, f.Capture, *f.Replay)
+		if f.Timing != nil {
+			t.Logf("lateness: %+v", *f.Timing)
+		}
+		t.Logf("skipped: %v problems: %v", f.Skipped, f.Problems)
+		checkFidelity(t, name, f, baseline)
+	}
+}
+
+// captureJob captures searchJob run in mnt/sub and returns the capture.
+func captureJob(t *testing.T, mnt, sub string) string {
+	t.Helper()
+	dir := filepath.Join(mnt, sub)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The blob: random data, written back and out of the cache, as a
+	// service's index would be before it is read.
+	layoutBlob(t, filepath.Join(dir, "blob"), 128<<20)
+	job := filepath.Join(t.TempDir(), "search.fio")
+	if err := os.WriteFile(job, fmt.Appendf(nil, searchJob, dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	capDir := filepath.Join(t.TempDir(), "cap")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := capture.Run(ctx, capture.Options{Mount: mnt, Ready: func() { close(ready) }}, capDir)
+		done <- err
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		testenv.Unavailable(t, fmt.Sprintf("capture: %v", err))
+	}
+	out, ferr := exec.Command("fio", "--output-format=terse", job).CombinedOutput()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	if ferr != nil {
+		t.Fatalf("fio: %v: %s", ferr, out)
+	}
+	return capDir
+}
+
+func layoutBlob(t *testing.T, p string, size int) {
+	t.Helper()
+	b := make([]byte, size)
+	_, _ = rand.Read(b)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func logDiffs(t *testing.T, c, r benchresult.BlockTrace) {
+	t.Helper()
+	for _, d := range replay.Differences(c, r) {
+		t.Logf("  %-22s %14.4g %14.4g  %+.2f%%", d.Name, d.Capture, d.Replay, d.Relative*100)
+	}
+}
+
+// checkFidelity holds the replay to issue 20's bounds: counts and bytes
+// within 1%, the read share and each size bucket's share within 1
+// percentage point, request rate and bandwidth within 5%. The device's
+// latency p50 and p99 are reported, not asserted: the latency is the
+// disk's, shared with the whole machine, and two runs of the job itself
+// differ by 11% (p50) and 351% (p99) here (docs/replay.md); a bound on it
+// would fail by chance.
+//
+// An afap replay (fio, as fast as possible) is held to the same counts,
+// bytes and mix; its rates and latency are its own by design.
+func checkFidelity(t *testing.T, name string, f *benchresult.Fidelity, baseline map[string]float64) {
+	t.Helper()
+	for _, d := range replay.Differences(f.Capture, *f.Replay) {
+		if f.Mode == string(replay.AFAP) && (d.Name == "iops" || d.Name == "bytes_per_sec" || d.Name == "p50" || d.Name == "p99") {
+			continue
+		}
+		diff, bound := d.Relative, 0.0
+		switch {
+		case d.Name == "ios" || d.Name == "bytes":
+			bound = 0.01
+		case d.Unit == benchresult.UnitFraction:
+			diff, bound = d.Replay-d.Capture, 0.01
+		case d.Name == "iops" || d.Name == "bytes_per_sec":
+			bound = 0.05
+		case d.Name == "p50" || d.Name == "p99":
+			issue := map[string]float64{"p50": 0.10, "p99": 0.25}[d.Name]
+			t.Logf("%s %s: replay %+.1f%% against the capture, the job against itself %+.1f%% (issue 20's bound ±%.0f%%)", name, d.Name, diff*100, baseline[d.Name]*100, issue*100)
+			if d.Capture <= 0 || d.Replay <= 0 {
+				t.Errorf("%s: capture %g, replay %g: want both measured", d.Name, d.Capture, d.Replay)
+			}
+			continue
+		}
+		if math.IsNaN(diff) || math.Abs(diff) > bound {
+			t.Errorf("%s %s: capture %g, replay %g: %+.2f%%, bound ±%.0f%%", name, d.Name, d.Capture, d.Replay, diff*100, bound*100)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package vm
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// replayJob is the search incident's shape, small, for the guest: psync
+// writers and mmap random readers of a blob, rate-limited so that the
+// offered load is the workload's, not the emulated CPU's; small enough
+// (32 MiB of files) for bench's free-space margin on a 128 MiB ramdisk.
+const replayJob = `[writer]
+rw=write
+ioengine=psync
+bs=1m
+size=8m
+numjobs=2
+rate=4m
+fallocate=none
+end_fsync=1
+[reader]
+rw=randread
+ioengine=mmap
+bs=4k
+filename=blob
+size=16m
+numjobs=2
+rate_iops=50
+runtime=2s
+time_based
+`
+
+// TestCaptureReplay is issue 20's lab acceptance: the search job captured
+// on ext4 over dm-crypt over brd, then replayed (replay:DIR) on two
+// dm-crypt variants, default and no_workqueue (no_read_workqueue and
+// no_write_workqueue), each ext4 over its own ramdisk, through compare's
+// engine; the verdict must agree with the same comparison run with the
+// original fio job. It needs `slowpath capture` in the guest (the capture
+// branch's command): without it the scenario says so and skips.
+func TestCaptureReplay(t *testing.T) {
+	t.Parallel()
+	onKernels(t, fullSet, testCaptureReplay)
+}
+
+func testCaptureReplay(t *testing.T, k *kernelLab) {
+	key, key2, key3 := randomHex(t, 64), randomHex(t, 64), randomHex(t, 64)
+	res := boot(t, k, Scenario{Name: "capture-replay", Timeout: 15 * time.Minute, Script: prelude + `
+spb() { env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath "$@"; }
+if ! spb capture --help > /dev/null 2>&1; then echo "slowpath has no capture command" > /results/missing.txt; exit 0; fi
+# The syscall tracepoints are found through tracefs (TestCaptureOnCrypt).
+mount -t tracefs nodev /sys/kernel/tracing
+modprobe brd rd_nr=3 rd_size=131072
+sz=$(cat /sys/block/ram0/size)
+dmsetup create cap --table "0 $sz crypt aes-xts-plain64 ` + key + ` 0 /dev/ram0 0"
+dmsetup create vdefault --table "0 $sz crypt aes-xts-plain64 ` + key2 + ` 0 /dev/ram1 0"
+dmsetup create vnowq --table "0 $sz crypt aes-xts-plain64 ` + key3 + ` 0 /dev/ram2 0 2 no_read_workqueue no_write_workqueue"
+for d in cap vdefault vnowq; do mke2fs -q -t ext4 /dev/mapper/$d; mkdir -p /mnt/$d; mount -t ext4 /dev/mapper/$d /mnt/$d; done
+cat > /tmp/search.fio <<'JOB'
+` + replayJob + `JOB
+mkdir -p /mnt/cap/job
+# The blob exists before the capture, out of the cache, as an index would.
+dd if=/dev/urandom of=/mnt/cap/job/blob bs=1M count=16 status=none conv=fsync
+echo 3 > /proc/sys/vm/drop_caches
+# Until stopped (SIGINT after the job); the job starts once it is attached.
+# Not through spb: $! must be slowpath itself (env execs it), since an
+# asynchronous list of a non-interactive shell ignores SIGINT.
+env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath capture --duration 0 --mount /mnt/cap --comm fio --ready-file /tmp/cap.ready -o /tmp/cap > /results/capture.txt 2>&1 &
+cap=$!
+i=0; until [ -e /tmp/cap.ready ]; do i=$((i+1)); [ $i -lt 600 ] || { echo "capture never attached"; exit 1; }; sleep 0.1; done
+echo "replay scenario: capturing the job"
+(cd /mnt/cap/job && fio --output-format=terse /tmp/search.fio > /results/fio-orig.txt)
+kill -INT $cap
+rc=0; wait $cap || rc=$?; echo $rc > /results/capture.rc
+cp /tmp/cap/manifest.json /results/
+echo "replay scenario: compare replay:/tmp/cap"
+rc=0; spb compare --profile replay:/tmp/cap --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/replay.json 2> /results/replay.err || rc=$?; echo $rc > /results/replay.rc
+echo "replay scenario: compare fio:/tmp/search.fio"
+rc=0; spb compare --profile fio:/tmp/search.fio --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/fio.json 2> /results/fio.err || rc=$?; echo $rc > /results/fio.rc
+for d in cap vdefault vnowq; do umount /mnt/$d; dmsetup remove $d; done
+rmmod brd
+umount /sys/kernel/tracing
+`})
+	if m, ok := res.Files["missing.txt"]; ok {
+		t.Skipf("guest: %s", strings.TrimSpace(string(m)))
+	}
+	t.Logf("capture: %s", res.Files["capture.txt"])
+	if rc := strings.TrimSpace(string(res.Files["capture.rc"])); rc != "0" {
+		t.Fatalf("capture exited %s: %s", rc, res.Files["capture.txt"])
+	}
+	verdict := func(name string) string {
+		t.Helper()
+		if rc := strings.TrimSpace(string(res.Files[name+".rc"])); rc != "0" && rc != "1" {
+			t.Fatalf("compare %s exited %s: %s", name, rc, res.Files[name+".err"])
+		}
+		var r struct {
+			Verdicts []struct {
+				Side, Versus, Outcome string
+			} `json:"verdicts"`
+		}
+		if err := json.Unmarshal(res.Files[name+".json"], &r); err != nil {
+			t.Fatalf("compare %s: %v\n%s", name, err, res.Files[name+".json"])
+		}
+		for _, v := range r.Verdicts {
+			if v.Side == "no_workqueue" && v.Versus == "default" {
+				return v.Outcome
+			}
+		}
+		t.Fatalf("compare %s: no verdict of no_workqueue against default: %s", name, res.Files[name+".json"])
+		return ""
+	}
+	rv, fv := verdict("replay"), verdict("fio")
+	t.Logf("no_workqueue against default: replay %s, fio job %s", rv, fv)
+	if rv != fv {
+		t.Errorf("the replay's verdict %q disagrees with the original fio job's %q", rv, fv)
+	}
+}
