@@ -35,9 +35,12 @@ lab crypto-limit --duration 100ms --format json > /results/limit.json
 // whose initramfs differ (docs/testing.md has the measurements): IOPS and
 // mean latencies by 0.05% (measured: up to 0.005%; two identical boots
 // give bit-identical figures); a p99 by one bucket of fio's latency
-// histogram (64 per power of two, 1.6%; seen between boots); a CPU share,
-// counted in 10 ms ticks over a ~1.35 s run (0.74 points each), by two
-// ticks (measured: one).
+// histogram (64 per power of two, 1.6%; seen between boots); a CPU share
+// by four 10 ms ticks over a ~1.35 s run (0.74 points each): since lab
+// crypt runs on the engine, CPU and crypto CPU are sums over where the
+// time went's thread groups (workload, kcryptd, dmcrypt_write, kworkers,
+// ksoftirqd), each counted in whole ticks, so the sum moves by more than
+// one tick (measured: three, 0.021, on 6.12; one before).
 // The golden table allows more (scale 4): it must survive changes to the
 // slowpath binary, and a variant set up wrong moves its figures by tens of
 // percent.
@@ -48,7 +51,7 @@ lab crypto-limit --duration 100ms --format json > /results/limit.json
 func tolerance(metric string, a, b float64, scale, iops float64) (diff, limit float64, ok bool) {
 	switch {
 	case strings.Contains(metric, "CPU"):
-		diff, limit = math.Abs(a-b), 0.015*scale
+		diff, limit = math.Abs(a-b), 0.03*scale
 	case strings.Contains(metric, "p99"):
 		diff, limit = relDiff(a, b), 1.0/64*scale
 	default:

@@ -45,7 +45,7 @@ func TestCaptureReplay(t *testing.T) {
 
 func testCaptureReplay(t *testing.T, k *kernelLab) {
 	key, key2, key3 := randomHex(t, 64), randomHex(t, 64), randomHex(t, 64)
-	res := boot(t, k, Scenario{Name: "capture-replay", Timeout: 15 * time.Minute, Script: prelude + `
+	res := boot(t, k, Scenario{Name: "capture-replay", Timeout: 15 * time.Minute, Icount: true, Script: prelude + `
 spb() { env PATH=/bin:/usr/bin:/usr/sbin /usr/bin/slowpath "$@"; }
 # The syscall tracepoints are found through tracefs (TestCaptureOnCrypt).
 mount -t tracefs nodev /sys/kernel/tracing
