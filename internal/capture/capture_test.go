@@ -3,8 +3,6 @@ package capture
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
 
 // loopExt4 makes an ext4 filesystem on a loop device over a file of the
@@ -26,58 +25,7 @@ import (
 // device's name. Everything is undone when t ends, also on failure.
 func loopExt4(t testing.TB, size int64) (string, string) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "mount")
-	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return mountExt4(t, dev, dir), filepath.Base(dev)
-}
-
-// mountExt4 makes ext4 on dev and mounts it in a directory under dir.
-func mountExt4(t testing.TB, dev, dir string) string {
-	t.Helper()
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	// Below a shared tmpfs: a mount namespace copied by another test
-	// (ip netns exec) then drops its copy when this one is unmounted, and
-	// the loop device is free (as internal/collect/storage's live tests).
-	arena := filepath.Join(dir, "arena")
-	if err := os.Mkdir(arena, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
-	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
-		t.Fatalf("mount --make-shared: %v: %s", err, out)
-	}
-	mnt := filepath.Join(arena, "mnt-"+randomHex(t))
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountT(t, dev, mnt)
-	return mnt
+	return loopfs.LoopExt4(t, size)
 }
 
 // zramExt4 hot-adds a zram device (bio-based, as dm and brd are), makes
@@ -104,27 +52,7 @@ func zramExt4(t testing.TB, size int64) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mountExt4(t, "/dev/"+name, dir), name
-}
-
-func mountT(t testing.TB, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mount %v: %v: %s", args, err, out)
-	}
-	target := args[len(args)-1]
-	t.Cleanup(func() {
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			err = unix.Unmount(target, 0)
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("umount %s: %v", target, err)
-		}
-	})
+	return loopfs.Ext4(t, "/dev/"+name, dir), name
 }
 
 // testCgroup makes a cgroup v2 directory and removes it when t ends.
@@ -188,14 +116,6 @@ func dropCache(t testing.TB, p string) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func randomHex(t testing.TB) string {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // The search incident's shape, small: psync 4 MiB writers and mmap
@@ -263,7 +183,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	// the dirty pages the layout left.
 	dropCache(t, filepath.Join(mnt, "blob"))
 	// A file whose name and content are markers, read during the capture.
-	nameMark, contentMark := "name-"+randomHex(t), "content-"+randomHex(t)
+	nameMark, contentMark := "name-"+loopfs.RandomHex(t), "content-"+loopfs.RandomHex(t)
 	secret := filepath.Join(mnt, nameMark)
 	if err := os.WriteFile(secret, bytes.Repeat([]byte(contentMark), 1000), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,7 @@ package experiment
 
 import (
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,32 +11,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
-
-// loopDevice binds a new 64 MiB file to a loop device, detached in cleanup.
-func loopDevice(t *testing.T) string {
-	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "util-linux")
-	f := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(f, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return dev
-}
 
 // TestCreatedDevice: a device the caller made for the run (Created, as lab
 // crypt's mapping) is not refused for what it holds: a loop device with an
@@ -48,7 +22,7 @@ func loopDevice(t *testing.T) string {
 func TestCreatedDevice(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	testenv.RequireTool(t, "mke2fs", "e2fsprogs")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v: %s", err, out)
 	}

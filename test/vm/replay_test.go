@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
 )
 
 // replayJob is the search incident's shape, small, for the guest: psync
@@ -83,7 +85,7 @@ rmmod brd
 umount /sys/kernel/tracing
 `})
 	if m, ok := res.Files["missing.txt"]; ok {
-		t.Skipf("guest: %s", strings.TrimSpace(string(m)))
+		testenv.Unavailable(t, "guest: "+strings.TrimSpace(string(m)))
 	}
 	t.Logf("capture: %s", res.Files["capture.txt"])
 	if rc := strings.TrimSpace(string(res.Files["capture.rc"])); rc != "0" {

@@ -15,39 +15,15 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/benchcmd"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
-
-// loopDevice binds a new 64 MiB file to a loop device, detached in cleanup.
-func loopDevice(t *testing.T) string {
-	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "util-linux")
-	f := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(f, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return dev
-}
 
 // TestDevice: a blank loop device is benchmarked with --destroy-data; once
 // it holds ext4 it is refused, mounted too; the root disk is refused.
 func TestDevice(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	testenv.RequireTool(t, "mke2fs", "e2fsprogs")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := run(t, "bench", "db-commit", "--device", dev, "--destroy-data", "--scale", "0.05", "--runtime", "1s", "--interval", "200ms", "-o", out)
 	if code != 0 {
@@ -73,13 +49,13 @@ func TestDevice(t *testing.T) {
 		t.Errorf("ext4 device: exit %d, %q", code, stderr)
 	}
 
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "ext4", dev, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v: %s", err, out)
+	// Below a shared tmpfs: a mount namespace copied meanwhile (ip netns
+	// exec in other tests) must not keep the loop device from detaching.
+	mnt := filepath.Join(loopfs.SharedArena(t, t.TempDir()), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// Lazy: a mount namespace copied meanwhile (ip netns exec in other
-	// tests) must not keep the loop device from detaching.
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	loopfs.Mount(t, "-t", "ext4", dev, mnt)
 	code, _, stderr = run(t, "bench", "db-commit", "--device", dev, "--destroy-data")
 	if code != 2 || !strings.Contains(stderr, name+" is mounted at "+mnt) {
 		t.Errorf("mounted device: exit %d, %q", code, stderr)
@@ -111,7 +87,7 @@ func majorMinor(t *testing.T, dev string) string {
 // keeps every other exclusive opener out until it is released.
 func TestDeviceExclusive(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	name := filepath.Base(dev)
 	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
 	if err != nil {
