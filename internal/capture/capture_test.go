@@ -28,6 +28,58 @@ func loopExt4(t testing.TB, size int64) (string, string) {
 	return loopfs.LoopExt4(t, size)
 }
 
+// layoutJob writes the fio job text (its %s: the directory dir) to a
+// file and lays its files out with fio, so a capture records the run only.
+func layoutJob(t testing.TB, fio, text, dir string) string {
+	t.Helper()
+	job := filepath.Join(t.TempDir(), "job.fio")
+	if err := os.WriteFile(job, fmt.Appendf(nil, text, dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(fio, "--create_only=1", job).CombinedOutput(); err != nil {
+		t.Fatalf("fio layout: %v: %s", err, out)
+	}
+	return job
+}
+
+// startCapture runs Run(o, out) in a goroutine and returns once its
+// tracer is attached; finish stops the capture and returns what Run
+// returned. The capture is stopped when t ends, also on failure, before
+// the filesystem under it is unmounted.
+func startCapture(t testing.TB, o Options, out string) (finish func() (*Result, error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		res *Result
+		err error
+	}
+	done := make(chan result, 1)
+	ready := make(chan struct{})
+	o.Ready = func() { close(ready) }
+	go func() {
+		res, err := Run(ctx, o, out)
+		done <- result{res, err}
+	}()
+	var r *result
+	finish = func() (*Result, error) {
+		if r == nil {
+			cancel()
+			x := <-done
+			r = &x
+		}
+		return r.res, r.err
+	}
+	t.Cleanup(func() { finish() })
+	select {
+	case <-ready:
+	case x := <-done:
+		cancel()
+		r = &x
+		t.Fatalf("capture ended before it was ready: %v", x.err)
+	}
+	return finish
+}
+
 // zramExt4 hot-adds a zram device (bio-based, as dm and brd are), makes
 // ext4 on it and mounts it; the device is reset and removed when t ends.
 func zramExt4(t testing.TB, size int64) (string, string) {
@@ -171,14 +223,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	fio := testenv.RequireTool(t, "fio", "fio")
 	mnt, loop := loopExt4(t, 256<<20)
 	cg := testCgroup(t)
-	job := filepath.Join(t.TempDir(), "job.fio")
-	if err := os.WriteFile(job, fmt.Appendf(nil, fioJob, mnt), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Lay the files out before the capture: it records the run only.
-	if out, err := exec.Command(fio, "--create_only=1", job).CombinedOutput(); err != nil {
-		t.Fatalf("fio layout: %v: %s", err, out)
-	}
+	job := layoutJob(t, fio, fioJob, mnt)
 	// Written back and dropped from the cache: fio's invalidate cannot drop
 	// the dirty pages the layout left.
 	dropCache(t, filepath.Join(mnt, "blob"))
@@ -223,23 +268,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	}
 
 	out := filepath.Join(t.TempDir(), "cap")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan struct{})
-	type result struct {
-		res *Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := Run(ctx, Options{Mount: mnt, Cgroup: cg, Ready: func() { close(ready) }, pageFaultUser: pageFaultUser}, out)
-		done <- result{res, err}
-	}()
-	select {
-	case <-ready:
-	case r := <-done:
-		t.Fatalf("capture ended before it was ready: %v", r.err)
-	}
+	finish := startCapture(t, Options{Mount: mnt, Cgroup: cg, pageFaultUser: pageFaultUser}, out)
 	fioJSON := filepath.Join(t.TempDir(), "fio.json")
 	inCgroup(t, cg, fio, "--output-format=json", "--output="+fioJSON, job)
 	inCgroup(t, cg, "cat", secret)
@@ -250,10 +279,9 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 		t.Fatalf("holder: %v", err)
 	}
 	// cat's exit reached the ring buffer before cat was reaped.
-	cancel()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
+	res, err := finish()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var fo fioOut
 	raw, err := os.ReadFile(fioJSON)
@@ -336,7 +364,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 		t.Fatal(err)
 	}
 	t.Logf("fio: %d writes (%d bytes), %d reads; capture: %v, %d major faults on %d pages, block on %s: %d read, %d written; %d events, user CPU %v",
-		fioWrites, fioWriteBytes, fioReads, count, majors, len(faultPages), loop, blkRead, blkWrite, r.res.Events, r.res.UserCPU)
+		fioWrites, fioWriteBytes, fioReads, count, majors, len(faultPages), loop, blkRead, blkWrite, res.Events, res.UserCPU)
 	// Every pwrite64 of the writers, exactly.
 	if writes != fioWrites || writeBytes != fioWriteBytes {
 		t.Errorf("capture: %d writes of %d bytes; fio: %d of %d", writes, writeBytes, fioWrites, fioWriteBytes)
@@ -435,24 +463,11 @@ func TestBlockOnly(t *testing.T) {
 
 func blockOnly(t *testing.T, mnt, loop, source string) {
 	out := filepath.Join(t.TempDir(), "cap")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, Options{Mount: mnt, BlockOnly: true, Ready: func() { close(ready) }}, out)
-		done <- err
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("capture ended before it was ready: %v", err)
-	}
+	finish := startCapture(t, Options{Mount: mnt, BlockOnly: true}, out)
 	if out, err := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(mnt, "f"), "bs=1M", "count=8", "oflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("dd: %v: %s", err, out)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if _, err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	c, err := capfile.Open(out)
