@@ -1,5 +1,5 @@
 // Package bpfload holds the steps every slowpath eBPF tracer takes to load
-// its bpf2go collection: the capability check, the memlock limit, the
+// its bpf2go collection: kernel BTF, the capability check, the memlock limit, the
 // constants set in the spec, and the load error said in words.
 package bpfload
 
@@ -8,9 +8,26 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
+
+// ErrNoBTF: the kernel does not describe its types, which every tracer
+// here needs (CO-RE relocations, tracepoint argument layouts).
+var ErrNoBTF = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+
+// KernelSpec loads the running kernel's BTF; ErrNoBTF when it has none.
+func KernelSpec() (*btf.Spec, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
+			return nil, ErrNoBTF
+		}
+		return nil, fmt.Errorf("load kernel BTF: %w", err)
+	}
+	return spec, nil
+}
 
 // Linux capability numbers (include/uapi/linux/capability.h).
 const (

@@ -52,7 +52,7 @@ type Options struct {
 
 // Errors a caller may want to tell apart.
 var (
-	ErrNoBTF             = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrNoBTF             = bpfload.ErrNoBTF
 	ErrTracepointMissing = errors.New("tracepoint skb:kfree_skb not found in the kernel's BTF (btf_trace_kfree_skb): the kernel is too old or built without it")
 )
 
@@ -70,12 +70,9 @@ func CheckPrivileges() error {
 // ProbeKernel reads what the kernel's BTF says about skb:kfree_skb: whether
 // it carries a drop reason and the reason names. It needs no privileges.
 func ProbeKernel() (dropreport.Kernel, error) {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := bpfload.KernelSpec()
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
-			return dropreport.Kernel{}, ErrNoBTF
-		}
-		return dropreport.Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+		return dropreport.Kernel{}, err
 	}
 	return probeSpec(spec)
 }

@@ -109,7 +109,7 @@ type Options struct {
 
 // Errors a caller may want to tell apart.
 var (
-	ErrNoBTF     = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrNoBTF     = bpfload.ErrNoBTF
 	ErrNoTracefs = errors.New("tracefs not found at /sys/kernel/tracing or /sys/kernel/debug/tracing: mount it (mount -t tracefs nodev /sys/kernel/tracing)")
 )
 
@@ -195,12 +195,9 @@ func reqBits(spec *btf.Spec) (ReqBits, error) {
 
 // ProbeKernel reads the kernel's BTF for the tracepoints' prototypes.
 func ProbeKernel() (Kernel, error) {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := bpfload.KernelSpec()
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
-			return Kernel{}, ErrNoBTF
-		}
-		return Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+		return Kernel{}, err
 	}
 	return probeSpec(spec)
 }

@@ -1,8 +1,6 @@
 package benchcmd_test
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/benchcmd"
-	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
 	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
@@ -72,19 +68,11 @@ func TestDevice(t *testing.T) {
 	}
 }
 
-func majorMinor(t *testing.T, dev string) string {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
-}
-
 // TestDeviceExclusive: a device another process opened with O_EXCL (what
 // a Ceph OSD or a ZFS pool holds, with no signature bench knows) is
-// refused; so is one under a dm device, naming it. A run's own claim
-// keeps every other exclusive opener out until it is released.
+// refused with exit 2, before anything is written. The claim itself
+// (holders named, a run's claim keeping others out) is tested in
+// internal/experiment, where it lives.
 func TestDeviceExclusive(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	dev := loopfs.Device(t, 64<<20)
@@ -102,43 +90,5 @@ func TestDeviceExclusive(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("refused run left %v", ents)
-	}
-
-	mm := majorMinor(t, dev)
-	release, err := benchcmd.ClaimDevice(hostfs.Default(), dev, mm)
-	if err != nil {
-		t.Fatalf("claim of the released device: %v", err)
-	}
-	if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0); err == nil {
-		unix.Close(fd)
-		t.Error("a second exclusive open succeeded while the claim is held")
-	} else if !errors.Is(err, unix.EBUSY) {
-		t.Errorf("second exclusive open: %v, want EBUSY", err)
-	}
-	if fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
-		t.Errorf("plain open (what fio does) refused under the claim: %v", err)
-	} else {
-		unix.Close(fd)
-	}
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-
-	// A holder in sysfs is named: a real EBUSY (the test's exclusive
-	// open) with a fixture sysfs whose holders/ lists a dm device, as
-	// /sys/class/block/NAME/holders does for a dm-crypt member.
-	fd, err = unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	fixture := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(fixture, "sys/class/block", name, "holders", "dm-7"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs := hostfs.Default()
-	fs.Sys = filepath.Join(fixture, "sys")
-	if _, err := benchcmd.ClaimDevice(fs, dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: held by dm-7") {
-		t.Errorf("claim with a holder: %v", err)
 	}
 }
