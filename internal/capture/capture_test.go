@@ -154,22 +154,6 @@ func inCgroup(t testing.TB, cg string, argv ...string) []byte {
 	return out
 }
 
-// dropCache writes p back and drops its pages from the page cache.
-func dropCache(t testing.TB, p string) {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The search incident's shape, small: psync 4 MiB writers and mmap
 // random readers.
 const fioJob = `[global]
@@ -226,7 +210,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	job := layoutJob(t, fio, fioJob, mnt)
 	// Written back and dropped from the cache: fio's invalidate cannot drop
 	// the dirty pages the layout left.
-	dropCache(t, filepath.Join(mnt, "blob"))
+	loopfs.DropCache(t, filepath.Join(mnt, "blob"))
 	// A file whose name and content are markers, read during the capture.
 	nameMark, contentMark := "name-"+loopfs.RandomHex(t), "content-"+loopfs.RandomHex(t)
 	secret := filepath.Join(mnt, nameMark)
@@ -243,7 +227,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropCache(t, heldPath)
+	loopfs.DropCache(t, heldPath)
 	if err := unix.Fadvise(int(hf.Fd()), 0, 16*4096, unix.FADV_WILLNEED); err != nil {
 		t.Fatal(err)
 	}

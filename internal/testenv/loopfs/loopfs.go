@@ -151,6 +151,23 @@ func Mount(t testing.TB, args ...string) {
 	})
 }
 
+// DropCache writes p back and drops its pages from the page cache, so
+// the next read of it goes to the device.
+func DropCache(t testing.TB, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RandomHex returns 16 random hex digits, for names no other test picks.
 func RandomHex(t testing.TB) string {
 	t.Helper()
