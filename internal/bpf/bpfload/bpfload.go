@@ -6,6 +6,7 @@ package bpfload
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -36,19 +37,23 @@ const (
 	capBPF      = 39
 )
 
-// MissingCaps names the capabilities this process lacks to load a tracing
-// program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers
-// both. It returns none when nothing is missing.
-func MissingCaps() ([]string, error) {
+// CheckPrivileges names the capabilities this process lacks to load a
+// tracing program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which
+// covers both. what starts the message: "loading the eBPF drop tracer".
+func CheckPrivileges(what string) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return nil, fmt.Errorf("read capabilities: %w", err)
+		return fmt.Errorf("read capabilities: %w", err)
 	}
-	return missing([2]uint32{data[0].Effective, data[1].Effective}), nil
+	m := missing([2]uint32{data[0].Effective, data[1].Effective})
+	if len(m) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", what, strings.Join(m, " and "))
 }
 
-// missing is MissingCaps for an effective set given as capget(2)'s two
+// missing lists the capabilities lacking in an effective set given as capget(2)'s two
 // 32-bit words.
 func missing(effective [2]uint32) []string {
 	has := func(c uint) bool { return effective[c/32]&(1<<(c%32)) != 0 }

@@ -59,13 +59,7 @@ var (
 // CheckPrivileges says which capabilities are missing to load a tracing
 // program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers
 // both.
-func CheckPrivileges() error {
-	missing, err := bpfload.MissingCaps()
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	return fmt.Errorf("loading the eBPF drop tracer needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
-}
+func CheckPrivileges() error { return bpfload.CheckPrivileges("loading the eBPF drop tracer") }
 
 // ProbeKernel reads what the kernel's BTF says about skb:kfree_skb: whether
 // it carries a drop reason and the reason names. It needs no privileges.

@@ -116,11 +116,7 @@ var (
 // CheckPrivileges names the capabilities missing to load the capture:
 // CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers both.
 func CheckPrivileges() error {
-	missing, err := bpfload.MissingCaps()
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	return fmt.Errorf("capture loads eBPF tracing programs and needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
+	return bpfload.CheckPrivileges("capture loads eBPF tracing programs and")
 }
 
 // Kernel is what the running kernel offers the capture.
