@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -97,13 +96,7 @@ func overhead(b *testing.B, jobText string) {
 	fio := testenv.RequireTool(b, "fio", "fio")
 	mnt, _ := loopExt4(b, 512<<20)
 	cg := testCgroup(b)
-	job := filepath.Join(b.TempDir(), "job.fio")
-	if err := os.WriteFile(job, fmt.Appendf(nil, jobText, mnt), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	if out, err := exec.Command(fio, "--create_only=1", job).CombinedOutput(); err != nil {
-		b.Fatalf("fio layout: %v: %s", err, out)
-	}
+	job := layoutJob(b, fio, jobText, mnt)
 	// Warm the blob.
 	if out, err := exec.Command("dd", "if="+filepath.Join(mnt, "blob"), "of=/dev/null", "bs=1M").CombinedOutput(); err != nil {
 		b.Fatalf("read blob: %v: %s", err, out)
@@ -137,36 +130,20 @@ func overhead(b *testing.B, jobText string) {
 	for i := range rounds {
 		base := runFio()
 		out := filepath.Join(b.TempDir(), fmt.Sprintf("cap%d", i))
-		ctx, cancel := context.WithCancel(context.Background())
-		ready := make(chan struct{})
-		type result struct {
-			res *Result
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			res, err := Run(ctx, Options{Mount: mnt, Cgroup: cg, Ready: func() { close(ready) }}, out)
-			done <- result{res, err}
-		}()
-		select {
-		case <-ready:
-		case r := <-done:
-			b.Fatalf("capture ended before it was ready: %v", r.err)
-		}
+		finish := startCapture(b, Options{Mount: mnt, Cgroup: cg}, out)
 		with := runFio()
-		cancel()
-		r := <-done
-		if r.err != nil {
-			b.Fatal(r.err)
+		res, err := finish()
+		if err != nil {
+			b.Fatal(err)
 		}
 		ratios = append(ratios, with/base)
 		b.Logf("round %d: %.0f IOPS without, %.0f with capture (%.3f); %d events, %d records, dropped %d; slowpath CPU %v running, %v to load",
-			i, base, with, with/base, r.res.Events, r.res.Manifest.Events.Ops+r.res.Manifest.Events.Block, r.res.Manifest.Events.Dropped, r.res.UserCPU, r.res.SetupCPU)
-		events += r.res.Events
-		records += r.res.Manifest.Events.Ops + r.res.Manifest.Events.Block
-		cpu += float64(r.res.UserCPU.Nanoseconds())
-		bpf += float64(r.res.BPFTime.Nanoseconds())
-		bpfRuns += r.res.BPFRuns
+			i, base, with, with/base, res.Events, res.Manifest.Events.Ops+res.Manifest.Events.Block, res.Manifest.Events.Dropped, res.UserCPU, res.SetupCPU)
+		events += res.Events
+		records += res.Manifest.Events.Ops + res.Manifest.Events.Block
+		cpu += float64(res.UserCPU.Nanoseconds())
+		bpf += float64(res.BPFTime.Nanoseconds())
+		bpfRuns += res.BPFRuns
 		for _, name := range []string{capfile.ManifestName, capfile.OpsName, capfile.BlockName} {
 			if st, err := os.Stat(filepath.Join(out, name)); err == nil {
 				bytes += uint64(st.Size())

@@ -3,8 +3,6 @@ package capture
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
 
 // loopExt4 makes an ext4 filesystem on a loop device over a file of the
@@ -26,58 +25,59 @@ import (
 // device's name. Everything is undone when t ends, also on failure.
 func loopExt4(t testing.TB, size int64) (string, string) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "mount")
-	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return mountExt4(t, dev, dir), filepath.Base(dev)
+	return loopfs.LoopExt4(t, size)
 }
 
-// mountExt4 makes ext4 on dev and mounts it in a directory under dir.
-func mountExt4(t testing.TB, dev, dir string) string {
+// layoutJob writes the fio job text (its %s: the directory dir) to a
+// file and lays its files out with fio, so a capture records the run only.
+func layoutJob(t testing.TB, fio, text, dir string) string {
 	t.Helper()
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	// Below a shared tmpfs: a mount namespace copied by another test
-	// (ip netns exec) then drops its copy when this one is unmounted, and
-	// the loop device is free (as internal/collect/storage's live tests).
-	arena := filepath.Join(dir, "arena")
-	if err := os.Mkdir(arena, 0o755); err != nil {
+	job := filepath.Join(t.TempDir(), "job.fio")
+	if err := os.WriteFile(job, fmt.Appendf(nil, text, dir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
-	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
-		t.Fatalf("mount --make-shared: %v: %s", err, out)
+	if out, err := exec.Command(fio, "--create_only=1", job).CombinedOutput(); err != nil {
+		t.Fatalf("fio layout: %v: %s", err, out)
 	}
-	mnt := filepath.Join(arena, "mnt-"+randomHex(t))
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
+	return job
+}
+
+// startCapture runs Run(o, out) in a goroutine and returns once its
+// tracer is attached; finish stops the capture and returns what Run
+// returned. The capture is stopped when t ends, also on failure, before
+// the filesystem under it is unmounted.
+func startCapture(t testing.TB, o Options, out string) (finish func() (*Result, error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		res *Result
+		err error
 	}
-	mountT(t, dev, mnt)
-	return mnt
+	done := make(chan result, 1)
+	ready := make(chan struct{})
+	o.Ready = func() { close(ready) }
+	go func() {
+		res, err := Run(ctx, o, out)
+		done <- result{res, err}
+	}()
+	var r *result
+	finish = func() (*Result, error) {
+		if r == nil {
+			cancel()
+			x := <-done
+			r = &x
+		}
+		return r.res, r.err
+	}
+	t.Cleanup(func() { finish() })
+	select {
+	case <-ready:
+	case x := <-done:
+		cancel()
+		r = &x
+		t.Fatalf("capture ended before it was ready: %v", x.err)
+	}
+	return finish
 }
 
 // zramExt4 hot-adds a zram device (bio-based, as dm and brd are), makes
@@ -104,27 +104,7 @@ func zramExt4(t testing.TB, size int64) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mountExt4(t, "/dev/"+name, dir), name
-}
-
-func mountT(t testing.TB, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mount %v: %v: %s", args, err, out)
-	}
-	target := args[len(args)-1]
-	t.Cleanup(func() {
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			err = unix.Unmount(target, 0)
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("umount %s: %v", target, err)
-		}
-	})
+	return loopfs.Ext4(t, "/dev/"+name, dir), name
 }
 
 // testCgroup makes a cgroup v2 directory and removes it when t ends.
@@ -172,30 +152,6 @@ func inCgroup(t testing.TB, cg string, argv ...string) []byte {
 		t.Fatalf("%v: %v: %s", argv, err, out)
 	}
 	return out
-}
-
-// dropCache writes p back and drops its pages from the page cache.
-func dropCache(t testing.TB, p string) {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func randomHex(t testing.TB) string {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // The search incident's shape, small: psync 4 MiB writers and mmap
@@ -251,19 +207,12 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	fio := testenv.RequireTool(t, "fio", "fio")
 	mnt, loop := loopExt4(t, 256<<20)
 	cg := testCgroup(t)
-	job := filepath.Join(t.TempDir(), "job.fio")
-	if err := os.WriteFile(job, fmt.Appendf(nil, fioJob, mnt), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Lay the files out before the capture: it records the run only.
-	if out, err := exec.Command(fio, "--create_only=1", job).CombinedOutput(); err != nil {
-		t.Fatalf("fio layout: %v: %s", err, out)
-	}
+	job := layoutJob(t, fio, fioJob, mnt)
 	// Written back and dropped from the cache: fio's invalidate cannot drop
 	// the dirty pages the layout left.
-	dropCache(t, filepath.Join(mnt, "blob"))
+	loopfs.DropCache(t, filepath.Join(mnt, "blob"))
 	// A file whose name and content are markers, read during the capture.
-	nameMark, contentMark := "name-"+randomHex(t), "content-"+randomHex(t)
+	nameMark, contentMark := "name-"+loopfs.RandomHex(t), "content-"+loopfs.RandomHex(t)
 	secret := filepath.Join(mnt, nameMark)
 	if err := os.WriteFile(secret, bytes.Repeat([]byte(contentMark), 1000), 0o644); err != nil {
 		t.Fatal(err)
@@ -278,7 +227,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropCache(t, heldPath)
+	loopfs.DropCache(t, heldPath)
 	if err := unix.Fadvise(int(hf.Fd()), 0, 16*4096, unix.FADV_WILLNEED); err != nil {
 		t.Fatal(err)
 	}
@@ -303,23 +252,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 	}
 
 	out := filepath.Join(t.TempDir(), "cap")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan struct{})
-	type result struct {
-		res *Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := Run(ctx, Options{Mount: mnt, Cgroup: cg, Ready: func() { close(ready) }, pageFaultUser: pageFaultUser}, out)
-		done <- result{res, err}
-	}()
-	select {
-	case <-ready:
-	case r := <-done:
-		t.Fatalf("capture ended before it was ready: %v", r.err)
-	}
+	finish := startCapture(t, Options{Mount: mnt, Cgroup: cg, pageFaultUser: pageFaultUser}, out)
 	fioJSON := filepath.Join(t.TempDir(), "fio.json")
 	inCgroup(t, cg, fio, "--output-format=json", "--output="+fioJSON, job)
 	inCgroup(t, cg, "cat", secret)
@@ -330,10 +263,9 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 		t.Fatalf("holder: %v", err)
 	}
 	// cat's exit reached the ring buffer before cat was reaped.
-	cancel()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
+	res, err := finish()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var fo fioOut
 	raw, err := os.ReadFile(fioJSON)
@@ -416,7 +348,7 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 		t.Fatal(err)
 	}
 	t.Logf("fio: %d writes (%d bytes), %d reads; capture: %v, %d major faults on %d pages, block on %s: %d read, %d written; %d events, user CPU %v",
-		fioWrites, fioWriteBytes, fioReads, count, majors, len(faultPages), loop, blkRead, blkWrite, r.res.Events, r.res.UserCPU)
+		fioWrites, fioWriteBytes, fioReads, count, majors, len(faultPages), loop, blkRead, blkWrite, res.Events, res.UserCPU)
 	// Every pwrite64 of the writers, exactly.
 	if writes != fioWrites || writeBytes != fioWriteBytes {
 		t.Errorf("capture: %d writes of %d bytes; fio: %d of %d", writes, writeBytes, fioWrites, fioWriteBytes)
@@ -515,24 +447,11 @@ func TestBlockOnly(t *testing.T) {
 
 func blockOnly(t *testing.T, mnt, loop, source string) {
 	out := filepath.Join(t.TempDir(), "cap")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, Options{Mount: mnt, BlockOnly: true, Ready: func() { close(ready) }}, out)
-		done <- err
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("capture ended before it was ready: %v", err)
-	}
+	finish := startCapture(t, Options{Mount: mnt, BlockOnly: true}, out)
 	if out, err := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(mnt, "f"), "bs=1M", "count=8", "oflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("dd: %v: %s", err, out)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if _, err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	c, err := capfile.Open(out)

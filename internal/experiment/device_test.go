@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,33 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
-
-// loopDevice binds a new 64 MiB file to a loop device, detached in cleanup.
-func loopDevice(t *testing.T) string {
-	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "util-linux")
-	f := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(f, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return dev
-}
 
 // TestCreatedDevice: a device the caller made for the run (Created, as lab
 // crypt's mapping) is not refused for what it holds: a loop device with an
@@ -48,7 +26,7 @@ func loopDevice(t *testing.T) string {
 func TestCreatedDevice(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	testenv.RequireTool(t, "mke2fs", "e2fsprogs")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v: %s", err, out)
 	}
@@ -83,3 +61,60 @@ func TestCreatedDevice(t *testing.T) {
 // plain side: the ramdisk under its mappings) runs unclaimed: this host
 // has no device-mapper, so test/vm TestCryptLab is where it runs, on
 // every kernel.
+
+func majorMinor(t *testing.T, dev string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+}
+
+// TestClaimDevice: a run's claim keeps every other exclusive opener out
+// until it is released, while fio's plain opens still succeed; a device
+// held by another opener is refused, naming the holder sysfs lists.
+func TestClaimDevice(t *testing.T) {
+	dev := loopfs.Device(t, 64<<20)
+	name := filepath.Base(dev)
+	mm := majorMinor(t, dev)
+	claim, err := ClaimDevice(hostfs.Default(), dev, mm)
+	if err != nil {
+		t.Fatalf("claim of the blank device: %v", err)
+	}
+	if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0); err == nil {
+		unix.Close(fd)
+		t.Error("a second exclusive open succeeded while the claim is held")
+	} else if !errors.Is(err, unix.EBUSY) {
+		t.Errorf("second exclusive open: %v, want EBUSY", err)
+	}
+	if fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
+		t.Errorf("plain open (what fio does) refused under the claim: %v", err)
+	} else {
+		unix.Close(fd)
+	}
+	if err := claim.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A holder in sysfs is named: a real EBUSY (the test's exclusive
+	// open) with a fixture sysfs whose holders/ lists a dm device, as
+	// /sys/class/block/NAME/holders does for a dm-crypt member.
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("exclusive open after the claim's release: %v", err)
+	}
+	defer unix.Close(fd)
+	if _, err := ClaimDevice(hostfs.Default(), dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: another process has it open exclusively") {
+		t.Errorf("claim of a held device: %v", err)
+	}
+	fixture := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fixture, "sys/class/block", name, "holders", "dm-7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs := hostfs.Default()
+	fs.Sys = filepath.Join(fixture, "sys")
+	if _, err := ClaimDevice(fs, dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: held by dm-7") {
+		t.Errorf("claim with a holder: %v", err)
+	}
+}

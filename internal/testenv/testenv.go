@@ -41,6 +41,22 @@ func RequireTool(t testing.TB, name, debianPackage string) string {
 	return p
 }
 
+// RunUnprivileged runs the test binary again as user nobody (uid and gid
+// 65534, no groups) through setpriv(1), with env ("NAME=value") added and
+// only the capabilities flags grants (such as "--inh-caps=+bpf",
+// "--ambient-caps=+bpf"), and returns what it printed. The package's
+// TestMain plays the child when it sees env. It needs root.
+func RunUnprivileged(t testing.TB, env string, flags ...string) []byte {
+	t.Helper()
+	RequireRoot(t)
+	setpriv := RequireTool(t, "setpriv", "util-linux")
+	args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, flags...)
+	cmd := exec.Command(setpriv, append(args, os.Args[0])...)
+	cmd.Env = append(os.Environ(), env)
+	out, _ := cmd.CombinedOutput()
+	return out
+}
+
 // BuildSlowpath builds the slowpath binary into a directory of t's and
 // returns its path, for tests that run the real binary (signals, exit
 // codes, setpriv, another process's CPU time). It needs the go tool.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 )
 
 // replayJob is the search incident's shape, small, for the guest: psync

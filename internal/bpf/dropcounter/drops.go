@@ -19,9 +19,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/bpf/bpfload"
 	"github.com/slowpath/slowpath/internal/dropreport"
 )
 
@@ -52,52 +52,21 @@ type Options struct {
 
 // Errors a caller may want to tell apart.
 var (
-	ErrNoBTF             = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrNoBTF             = bpfload.ErrNoBTF
 	ErrTracepointMissing = errors.New("tracepoint skb:kfree_skb not found in the kernel's BTF (btf_trace_kfree_skb): the kernel is too old or built without it")
-)
-
-// Linux capability numbers (include/uapi/linux/capability.h).
-const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
 )
 
 // CheckPrivileges says which capabilities are missing to load a tracing
 // program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers
 // both.
-func CheckPrivileges() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(capSysAdmin) {
-		return nil
-	}
-	var missing []string
-	if !has(capBPF) {
-		missing = append(missing, "CAP_BPF")
-	}
-	if !has(capPerfmon) {
-		missing = append(missing, "CAP_PERFMON")
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("loading the eBPF drop tracer needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
-}
+func CheckPrivileges() error { return bpfload.CheckPrivileges("loading the eBPF drop tracer") }
 
 // ProbeKernel reads what the kernel's BTF says about skb:kfree_skb: whether
 // it carries a drop reason and the reason names. It needs no privileges.
 func ProbeKernel() (dropreport.Kernel, error) {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := bpfload.KernelSpec()
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
-			return dropreport.Kernel{}, ErrNoBTF
-		}
-		return dropreport.Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+		return dropreport.Kernel{}, err
 	}
 	return probeSpec(spec)
 }
@@ -217,9 +186,8 @@ func Start(opts Options) (*Tracer, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK for eBPF maps: %w", err)
+	if err := bpfload.RemoveMemlock(); err != nil {
+		return nil, err
 	}
 	spec, err := loadBpf()
 	if err != nil {
@@ -236,10 +204,8 @@ func Start(opts Options) (*Tracer, error) {
 		bpfVarFilterNetns:       opts.Netns,
 		bpfVarStackEvery:        every,
 	}
-	for name, v := range consts {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
+	if err := bpfload.SetConstants(spec, consts); err != nil {
+		return nil, err
 	}
 	if !opts.Stacks {
 		// The stack map is unused: keep it minimal.
@@ -250,14 +216,7 @@ func Start(opts Options) (*Tracer, error) {
 		t.stackEvery = every
 	}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("kernel refused the drop tracer: %+v", ve)
-		}
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("load eBPF drop tracer: %w (needs CAP_BPF and CAP_PERFMON; is kernel.unprivileged_bpf_disabled or a lockdown in force?)", err)
-		}
-		return nil, fmt.Errorf("load eBPF drop tracer: %w", err)
+		return nil, bpfload.LoadError("drop tracer", err)
 	}
 	l, err := link.AttachTracing(link.TracingOptions{Program: t.objs.OnKfreeSkb})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -71,8 +70,6 @@ func TestProbeSpec(t *testing.T) {
 // TestPrivilegeErrors runs Start in a child process without capabilities,
 // and with only CAP_BPF, and expects the error to name what is missing.
 func TestPrivilegeErrors(t *testing.T) {
-	testenv.RequireRoot(t)
-	setpriv := testenv.RequireTool(t, "setpriv", "util-linux")
 	for _, tc := range []struct {
 		caps []string
 		want string
@@ -80,11 +77,7 @@ func TestPrivilegeErrors(t *testing.T) {
 		{nil, "needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"},
 		{[]string{"--inh-caps=+bpf", "--ambient-caps=+bpf"}, "needs CAP_PERFMON (or CAP_SYS_ADMIN)"},
 	} {
-		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, tc.caps...)
-		args = append(args, os.Args[0])
-		cmd := exec.Command(setpriv, args...)
-		cmd.Env = append(os.Environ(), "SLOWPATH_DROPS_CHILD=1")
-		out, _ := cmd.CombinedOutput()
+		out := testenv.RunUnprivileged(t, "SLOWPATH_DROPS_CHILD=1", tc.caps...)
 		if !strings.Contains(string(out), "start error: ") || !strings.Contains(string(out), tc.want) {
 			t.Errorf("caps %v: want an error containing %q, child said:\n%s", tc.caps, tc.want, out)
 		}

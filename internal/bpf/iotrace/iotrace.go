@@ -23,8 +23,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/bpf/bpfload"
 )
 
 // Event types.
@@ -108,40 +109,14 @@ type Options struct {
 
 // Errors a caller may want to tell apart.
 var (
-	ErrNoBTF     = errors.New("kernel BTF not found at /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")
+	ErrNoBTF     = bpfload.ErrNoBTF
 	ErrNoTracefs = errors.New("tracefs not found at /sys/kernel/tracing or /sys/kernel/debug/tracing: mount it (mount -t tracefs nodev /sys/kernel/tracing)")
-)
-
-// Linux capability numbers (include/uapi/linux/capability.h).
-const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
 )
 
 // CheckPrivileges names the capabilities missing to load the capture:
 // CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which covers both.
 func CheckPrivileges() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(capSysAdmin) {
-		return nil
-	}
-	var missing []string
-	if !has(capBPF) {
-		missing = append(missing, "CAP_BPF")
-	}
-	if !has(capPerfmon) {
-		missing = append(missing, "CAP_PERFMON")
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("capture loads eBPF tracing programs and needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", strings.Join(missing, " and "))
+	return bpfload.CheckPrivileges("capture loads eBPF tracing programs and")
 }
 
 // Kernel is what the running kernel offers the capture.
@@ -216,12 +191,9 @@ func reqBits(spec *btf.Spec) (ReqBits, error) {
 
 // ProbeKernel reads the kernel's BTF for the tracepoints' prototypes.
 func ProbeKernel() (Kernel, error) {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := bpfload.KernelSpec()
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.ENOENT) {
-			return Kernel{}, ErrNoBTF
-		}
-		return Kernel{}, fmt.Errorf("load kernel BTF: %w", err)
+		return Kernel{}, err
 	}
 	return probeSpec(spec)
 }
@@ -424,8 +396,8 @@ func Start(o Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK for eBPF maps: %w", err)
+	if err := bpfload.RemoveMemlock(); err != nil {
+		return nil, err
 	}
 	spec, err := loadBpf()
 	if err != nil {
@@ -453,10 +425,8 @@ func Start(o Options) (*Tracer, error) {
 		return nil, fmt.Errorf("ring buffer size %d is not a power of two of at least a page", ring)
 	}
 	consts[bpfVarWakeBytes] = uint64(ring / 4)
-	for name, v := range consts {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
+	if err := bpfload.SetConstants(spec, consts); err != nil {
+		return nil, err
 	}
 	spec.Maps[bpfMapEvents].MaxEntries = ring
 
@@ -482,14 +452,7 @@ func Start(o Options) (*Tracer, error) {
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("kernel refused the capture program: %+v", ve)
-		}
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("load eBPF capture program: %w (needs CAP_BPF and CAP_PERFMON; is kernel.unprivileged_bpf_disabled or a lockdown in force?)", err)
-		}
-		return nil, fmt.Errorf("load eBPF capture program: %w", err)
+		return nil, bpfload.LoadError("capture program", err)
 	}
 	t := &Tracer{coll: coll, Kernel: k, FaultSource: "none"}
 	switch {

@@ -1,8 +1,6 @@
 package benchcmd_test
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,42 +10,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/benchcmd"
-	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
-
-// loopDevice binds a new 64 MiB file to a loop device, detached in cleanup.
-func loopDevice(t *testing.T) string {
-	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "util-linux")
-	f := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(f, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return dev
-}
 
 // TestDevice: a blank loop device is benchmarked with --destroy-data; once
 // it holds ext4 it is refused, mounted too; the root disk is refused.
 func TestDevice(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	testenv.RequireTool(t, "mke2fs", "e2fsprogs")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := run(t, "bench", "db-commit", "--device", dev, "--destroy-data", "--scale", "0.05", "--runtime", "1s", "--interval", "200ms", "-o", out)
 	if code != 0 {
@@ -73,13 +45,13 @@ func TestDevice(t *testing.T) {
 		t.Errorf("ext4 device: exit %d, %q", code, stderr)
 	}
 
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "ext4", dev, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v: %s", err, out)
+	// Below a shared tmpfs: a mount namespace copied meanwhile (ip netns
+	// exec in other tests) must not keep the loop device from detaching.
+	mnt := filepath.Join(loopfs.SharedArena(t, t.TempDir()), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// Lazy: a mount namespace copied meanwhile (ip netns exec in other
-	// tests) must not keep the loop device from detaching.
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	loopfs.Mount(t, "-t", "ext4", dev, mnt)
 	code, _, stderr = run(t, "bench", "db-commit", "--device", dev, "--destroy-data")
 	if code != 2 || !strings.Contains(stderr, name+" is mounted at "+mnt) {
 		t.Errorf("mounted device: exit %d, %q", code, stderr)
@@ -96,22 +68,14 @@ func TestDevice(t *testing.T) {
 	}
 }
 
-func majorMinor(t *testing.T, dev string) string {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
-}
-
 // TestDeviceExclusive: a device another process opened with O_EXCL (what
 // a Ceph OSD or a ZFS pool holds, with no signature bench knows) is
-// refused; so is one under a dm device, naming it. A run's own claim
-// keeps every other exclusive opener out until it is released.
+// refused with exit 2, before anything is written. The claim itself
+// (holders named, a run's claim keeping others out) is tested in
+// internal/experiment, where it lives.
 func TestDeviceExclusive(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
-	dev := loopDevice(t)
+	dev := loopfs.Device(t, 64<<20)
 	name := filepath.Base(dev)
 	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -126,43 +90,5 @@ func TestDeviceExclusive(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("refused run left %v", ents)
-	}
-
-	mm := majorMinor(t, dev)
-	release, err := benchcmd.ClaimDevice(hostfs.Default(), dev, mm)
-	if err != nil {
-		t.Fatalf("claim of the released device: %v", err)
-	}
-	if fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0); err == nil {
-		unix.Close(fd)
-		t.Error("a second exclusive open succeeded while the claim is held")
-	} else if !errors.Is(err, unix.EBUSY) {
-		t.Errorf("second exclusive open: %v, want EBUSY", err)
-	}
-	if fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
-		t.Errorf("plain open (what fio does) refused under the claim: %v", err)
-	} else {
-		unix.Close(fd)
-	}
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-
-	// A holder in sysfs is named: a real EBUSY (the test's exclusive
-	// open) with a fixture sysfs whose holders/ lists a dm device, as
-	// /sys/class/block/NAME/holders does for a dm-crypt member.
-	fd, err = unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	fixture := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(fixture, "sys/class/block", name, "holders", "dm-7"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fs := hostfs.Default()
-	fs.Sys = filepath.Join(fixture, "sys")
-	if _, err := benchcmd.ClaimDevice(fs, dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: held by dm-7") {
-		t.Errorf("claim with a holder: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,8 +163,6 @@ func TestBlockOnlyJSON(t *testing.T) {
 // capabilities, and with only CAP_BPF, and expects the error to name what
 // is missing.
 func TestPrivilegeErrors(t *testing.T) {
-	testenv.RequireRoot(t)
-	setpriv := testenv.RequireTool(t, "setpriv", "util-linux")
 	for _, tc := range []struct {
 		caps []string
 		want string
@@ -173,11 +170,7 @@ func TestPrivilegeErrors(t *testing.T) {
 		{nil, "needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"},
 		{[]string{"--inh-caps=+bpf", "--ambient-caps=+bpf"}, "needs CAP_PERFMON (or CAP_SYS_ADMIN)"},
 	} {
-		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, tc.caps...)
-		args = append(args, os.Args[0])
-		cmd := exec.Command(setpriv, args...)
-		cmd.Env = append(os.Environ(), "SLOWPATH_CAPTURE_CHILD="+filepath.Join(t.TempDir(), "cap"))
-		out, _ := cmd.CombinedOutput()
+		out := testenv.RunUnprivileged(t, "SLOWPATH_CAPTURE_CHILD="+filepath.Join(t.TempDir(), "cap"), tc.caps...)
 		if !strings.Contains(string(out), "exit 2: ") || !strings.Contains(string(out), tc.want) {
 			t.Errorf("caps %v: want exit 2 and an error containing %q, child said:\n%s", tc.caps, tc.want, out)
 		}

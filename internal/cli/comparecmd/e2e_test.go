@@ -2,19 +2,18 @@ package comparecmd
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
 
 // e2eProfile is the bench profile of the end-to-end test: commits with
@@ -52,24 +51,10 @@ func TestEndToEndRootVersusTmpfs(t *testing.T) {
 	if st.Type == unix.TMPFS_MAGIC {
 		testenv.Unavailable(t, "the test directory is on a tmpfs: set TMPDIR to a directory of the root filesystem")
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512m", "slowpath-compare-e2e", tmpfsDir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v: %s", err, out)
-	}
+	loopfs.Mount(t, "-t", "tmpfs", "-o", "size=512m", "slowpath-compare-e2e", tmpfsDir)
 	// Shared, so copies made by concurrent `ip netns exec` in other test
-	// packages go away with our unmount (see internal/collect/storage's
-	// sharedArena).
+	// packages go away with our unmount (see loopfs.SharedArena).
 	_ = exec.Command("mount", "--make-shared", tmpfsDir).Run()
-	t.Cleanup(func() {
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if err = unix.Unmount(tmpfsDir, 0); !errors.Is(err, unix.EBUSY) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("umount %s: %v", tmpfsDir, err)
-		}
-	})
 
 	bench := func(target, out string) {
 		t.Helper()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,6 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 )
 
 func collectLive(t testing.TB) *snapshot.Snapshot {
@@ -183,110 +183,13 @@ func TestLiveMatchesLsblk(t *testing.T) {
 	}
 }
 
-// losetupFile binds a loop device to file and detaches it when t ends,
-// also on failure. It returns the device name (loopN).
-func losetupFile(t *testing.T, file string) string {
-	t.Helper()
-	out, err := exec.Command("losetup", "--find", "--show", file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup --find --show %s: %v: %s", file, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-		// LOOP_CLR_FD on a device someone still holds open only sets
-		// autoclear (drivers/block/loop.c, loop_clr_fd), so the device goes
-		// when its last opener closes it. The mounts of this file live in
-		// sharedArena, so nothing should hold it; allow a short grace.
-		var out []byte
-		retryFor(5*time.Second, func() bool {
-			out, _ = exec.Command("losetup", "-j", file).Output()
-			return len(out) == 0
-		})
-		if len(out) != 0 {
-			t.Errorf("loop device still bound to %s: %s", file, out)
-		}
-	})
-	return filepath.Base(dev)
-}
-
-// sharedArena mounts a small tmpfs at dir/arena, marks it shared and
-// returns its path; the test mounts its filesystems below it. Every test
-// package runs at once under `go test ./...`, and `ip netns exec` (netlab,
-// net watch) unshares the mount namespace, copying all mounts as slaves of
-// this one (iproute2 lib/namespace.c). A copy of a mount below a private
-// parent would keep the filesystem, and so the loop device, alive after
-// this test unmounts it; below a shared parent the unmount propagates to
-// the copies (Documentation/filesystems/sharedsubtree.rst).
-func sharedArena(t *testing.T, dir string) string {
-	t.Helper()
-	arena := filepath.Join(dir, "arena")
-	if err := os.Mkdir(arena, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
-	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
-		t.Fatalf("mount --make-shared %s: %v: %s", arena, err, out)
-	}
-	return arena
-}
-
-// mountT runs mount(8) with args (the last one is the target) and
-// unmounts the target when t ends. The unmount is retried for a moment on
-// EBUSY: a collector in another test package may be opening the mount
-// point to ask for its fscrypt policy.
-func mountT(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mount %v: %v: %s", args, err, out)
-	}
-	target := args[len(args)-1]
-	t.Cleanup(func() {
-		var err error
-		retryFor(5*time.Second, func() bool {
-			err = unix.Unmount(target, 0)
-			return !errors.Is(err, unix.EBUSY)
-		})
-		if err != nil {
-			t.Errorf("umount %s: %v", target, err)
-		}
-	})
-}
-
-// retryFor calls try every 50 ms until it returns true or d has passed.
-func retryFor(d time.Duration, try func() bool) {
-	for deadline := time.Now().Add(d); !try() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func tempImage(t *testing.T, size int64) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "disk.img")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	return p
-}
-
 // TestLoopDeviceLive binds a real loop device to a temporary file and
 // checks that the collector finds the file and the filesystem holding it.
 func TestLoopDeviceLive(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "losetup", "mount")
-	img := tempImage(t, 8<<20)
-	name := losetupFile(t, img)
+	img := loopfs.Image(t, 8<<20)
+	name := filepath.Base(loopfs.Attach(t, img))
 
 	s := collectLive(t)
 	d := findDevice(s.Storage, name)
@@ -318,25 +221,25 @@ func TestFscryptLive(t *testing.T) {
 	if _, err := os.Stat("/sys/fs/ext4/features/encryption"); err != nil {
 		testenv.Unavailable(t, "kernel ext4 lacks encryption (CONFIG_FS_ENCRYPTION)")
 	}
-	img := tempImage(t, 32<<20)
+	img := loopfs.Image(t, 32<<20)
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-O", "encrypt", img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
-	loop := losetupFile(t, img)
-	arena := sharedArena(t, filepath.Dir(img))
+	loop := filepath.Base(loopfs.Attach(t, img))
+	arena := loopfs.SharedArena(t, filepath.Dir(img))
 	mnt, bind := filepath.Join(arena, "mnt"), filepath.Join(arena, "bind")
 	for _, d := range []string{mnt, bind} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mountT(t, "/dev/"+loop, mnt)
+	loopfs.Mount(t, "/dev/"+loop, mnt)
 	enc := filepath.Join(mnt, "enc")
 	if err := os.Mkdir(enc, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	setPolicyV1(t, enc)
-	mountT(t, "--bind", enc, bind)
+	loopfs.Mount(t, "--bind", enc, bind)
 
 	s := collectLive(t)
 	got := map[string]snapshot.Mount{}

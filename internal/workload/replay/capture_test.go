@@ -181,12 +181,7 @@ func TestExportRunsWithFioAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := t.TempDir()
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(exp, n), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exp := writeExport(t, files)
 	target := t.TempDir()
 	out, err := exec.Command("sh", filepath.Join(exp, "run.sh"), target).CombinedOutput()
 	if err != nil {
@@ -223,18 +218,25 @@ func TestExportRunsWithFioAlone(t *testing.T) {
 	}
 }
 
-func TestExportRefusesNoSpace(t *testing.T) {
-	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Fsync}}}}}
-	files, err := ExportFiles("replay:big", tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+// writeExport writes the files of an export into a new directory.
+func writeExport(t *testing.T, files map[string][]byte) string {
+	t.Helper()
 	exp := t.TempDir()
 	for n, b := range files {
 		if err := os.WriteFile(filepath.Join(exp, n), b, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return exp
+}
+
+func TestExportRefusesNoSpace(t *testing.T) {
+	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Fsync}}}}}
+	files, err := ExportFiles("replay:big", tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := writeExport(t, files)
 	// ulimit -f: should the check fail, head stops at 1 MiB instead of
 	// filling the disk.
 	out, err := exec.Command("sh", "-c", `ulimit -f 2048; exec sh "$0" "$1"`, filepath.Join(exp, "run.sh"), t.TempDir()).CombinedOutput()

@@ -3,8 +3,6 @@ package replay_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -14,84 +12,22 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture"
 	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // loopExt4 makes ext4 on a loop device (direct I/O to its backing file,
 // so the host's page cache does not serve the second run) and mounts it;
-// everything is undone when t ends, also on failure (as
-// internal/capture's tests).
+// everything is undone when t ends, also on failure.
 func loopExt4(t *testing.T, size int64) string {
 	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "losetup", "mount")
-	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "disk.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, size); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "--find", "--show", "--direct-io=on", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	arena := filepath.Join(dir, "arena")
-	if err := os.Mkdir(arena, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountT(t, "-t", "tmpfs", "-o", "size=1m,mode=0755", "slowpath-test", arena)
-	if out, err := exec.Command("mount", "--make-shared", arena).CombinedOutput(); err != nil {
-		t.Fatalf("mount --make-shared: %v: %s", err, out)
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	mnt := filepath.Join(arena, "mnt-"+hex.EncodeToString(b))
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountT(t, dev, mnt)
-	return mnt
-}
-
-func mountT(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mount %v: %v: %s", args, err, out)
-	}
-	target := args[len(args)-1]
-	t.Cleanup(func() {
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			err = unix.Unmount(target, 0)
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("umount %s: %v", target, err)
-		}
-	})
+	img := loopfs.Image(t, size)
+	dev := loopfs.Attach(t, img, "--direct-io=on")
+	return loopfs.Ext4(t, dev, filepath.Dir(img), "-E", "lazy_itable_init=0,lazy_journal_init=0")
 }
 
 // searchJob is the search incident's shape, rate-limited so that the
@@ -218,17 +154,7 @@ func layoutBlob(t *testing.T, p string, size int) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
+	loopfs.DropCache(t, p)
 }
 
 func logDiffs(t *testing.T, c, r benchresult.BlockTrace) {
