@@ -53,6 +53,49 @@ func loopExt4(t *testing.T, size int64) string {
 			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
 		}
 	})
+	return mountExt4(t, dev)
+}
+
+// zramExt4 hot-adds a zram device of size bytes (a CPU-only block
+// device: no disk, no other tenant's I/O), makes ext4 on it and mounts
+// it; the device is reset and removed when t ends, also on failure.
+// Only the device this test added is touched, never an existing one.
+func zramExt4(t *testing.T, size int64) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "mount", "mount")
+	testenv.RequireTool(t, "mkfs.ext4", "e2fsprogs")
+	id, err := os.ReadFile("/sys/class/zram-control/hot_add")
+	if err != nil {
+		testenv.Unavailable(t, "no zram (modprobe zram): "+err.Error())
+	}
+	num := strings.TrimSpace(string(id))
+	name := "zram" + num
+	// Registered before the mounts: cleanups run last-in first-out, so the
+	// filesystem is unmounted before the device is reset and removed.
+	t.Cleanup(func() {
+		if err := os.WriteFile("/sys/block/"+name+"/reset", []byte("1"), 0o200); err != nil {
+			t.Errorf("reset %s: %v", name, err)
+		}
+		if err := os.WriteFile("/sys/class/zram-control/hot_remove", []byte(num), 0o200); err != nil {
+			t.Errorf("remove %s: %v", name, err)
+		}
+	})
+	if err := os.WriteFile("/sys/block/"+name+"/disksize", []byte(fmt.Sprint(size)), 0o200); err != nil {
+		t.Fatalf("%s disksize: %v", name, err)
+	}
+	return mountExt4(t, "/dev/"+name)
+}
+
+// mountExt4 makes ext4 on dev and mounts it below a shared tmpfs (a mount
+// namespace copied by another test then drops its copy when this one is
+// unmounted, as internal/capture's tests); undone when t ends.
+func mountExt4(t *testing.T, dev string) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
@@ -274,4 +317,57 @@ func checkFidelity(t *testing.T, name string, f *benchresult.Fidelity, baseline 
 			t.Errorf("%s %s: capture %g, replay %g: %+.2f%%, bound ±%.0f%%", name, d.Name, d.Capture, d.Replay, diff*100, bound*100)
 		}
 	}
+}
+
+// TestFidelityZram is TestFidelity on ext4 over a hot-added zram device:
+// a CPU-only device, so the block latency is the kernel's path and
+// compression, not a shared disk's.
+func TestFidelityZram(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	mnt := zramExt4(t, 1<<30)
+	capDir := captureJob(t, mnt, "orig")
+	again := captureJob(t, mnt, "again")
+	src, err := replay.Load(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src2, err := replay.Load(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseline := map[string]float64{}
+	for _, d := range replay.Differences(src.Blocks, src2.Blocks) {
+		baseline[d.Name] = d.Relative
+	}
+	t.Logf("the job against itself (baseline):")
+	logDiffs(t, src.Blocks, src2.Blocks)
+	plan, err := profile.New("replay:cap", profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Recorder = replay.RecordBlocks
+	run := filepath.Join(mnt, "replay")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := plan.Run(context.Background(), run, profile.Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	f := plan.Fidelity()
+	if f == nil || f.Replay == nil {
+		t.Fatalf("no replay block trace: %+v", f)
+	}
+	t.Logf("replay against its capture:")
+	logDiffs(t, f.Capture, *f.Replay)
+	if f.Timing != nil {
+		t.Logf("lateness: %+v", *f.Timing)
+	}
+	t.Logf("skipped: %v problems: %v", f.Skipped, f.Problems)
+	rel := map[string]float64{}
+	for _, d := range replay.Differences(f.Capture, *f.Replay) {
+		rel[d.Name] = d.Relative
+	}
+	t.Logf("REP noise p50 %+.1f%% p99 %+.1f%% replay p50 %+.1f%% p99 %+.1f%% (capture p50 %d p99 %d ns)",
+		baseline["p50"]*100, baseline["p99"]*100, rel["p50"]*100, rel["p99"]*100, f.Capture.P50NS, f.Capture.P99NS)
+	checkFidelity(t, "replay:cap", f, baseline)
 }
