@@ -286,8 +286,9 @@ func logDiffs(t *testing.T, c, r benchresult.BlockTrace) {
 // percentage point, request rate and bandwidth within 5%. The device's
 // latency p50 and p99 are reported, not asserted: the latency is the
 // disk's, shared with the whole machine, and two runs of the job itself
-// differ by 11% (p50) and 351% (p99) here (docs/replay.md); a bound on it
-// would fail by chance.
+// differ by 11% (p50) and 351% (p99) here, and on zram, where the device
+// is CPU work, by 21% and 1175% on this shared host (docs/replay.md); a
+// bound on it would fail by chance.
 //
 // An afap replay (fio, as fast as possible) is held to the same counts,
 // bytes and mix; its rates and latency are its own by design.
@@ -319,9 +320,12 @@ func checkFidelity(t *testing.T, name string, f *benchresult.Fidelity, baseline 
 	}
 }
 
-// TestFidelityZram is TestFidelity on ext4 over a hot-added zram device:
-// a CPU-only device, so the block latency is the kernel's path and
-// compression, not a shared disk's.
+// TestFidelityZram is TestFidelity (timed replay) on ext4 over a
+// hot-added zram device: a CPU-only device, so the block latency is the
+// kernel's path and zram's copy, not a shared disk's. Its latency is
+// logged, not asserted: on this shared 2-CPU host the job against itself
+// differs by up to ±21% at p50 and -68..+1175% at p99 over 16 repetitions
+// (docs/replay.md), wider than issue 20's ±10% and ±25%.
 func TestFidelityZram(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
 	mnt := zramExt4(t, 1<<30)
