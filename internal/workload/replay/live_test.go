@@ -371,7 +371,7 @@ func TestFidelityZram(t *testing.T) {
 	for _, d := range replay.Differences(f.Capture, *f.Replay) {
 		rel[d.Name] = d.Relative
 	}
-	t.Logf("REP noise p50 %+.1f%% p99 %+.1f%% replay p50 %+.1f%% p99 %+.1f%% (capture p50 %d p99 %d ns)",
+	t.Logf("latency: the job against itself p50 %+.1f%% p99 %+.1f%%, the replay against the capture p50 %+.1f%% p99 %+.1f%% (capture p50 %d ns, p99 %d ns)",
 		baseline["p50"]*100, baseline["p99"]*100, rel["p50"]*100, rel["p99"]*100, f.Capture.P50NS, f.Capture.P99NS)
 	checkFidelity(t, "replay:cap", f, baseline)
 }
