@@ -71,6 +71,14 @@ func Replay(ctx context.Context, dir string, t *Trace) (*Outcome, error) {
 			r.close()
 		}
 	}()
+	// A goroutine locked to its OS thread still needs one of GOMAXPROCS
+	// Ps to run Go code: each return from clock_nanosleep waits for a P
+	// when the others are busy (the block recorder, the GC), and with
+	// GOMAXPROCS at the CPU count every replayed thread stalled at once,
+	// by up to 1.2 s on this 2-CPU host (docs/replay.md). The service's
+	// threads wait for a CPU only; so does the replay with a P for each
+	// of its threads besides the ones there were.
+	defer setProcs(runtime.GOMAXPROCS(0) + len(rs))()
 	start := monoNow()
 	var wg sync.WaitGroup
 	for _, r := range rs {
@@ -176,6 +184,21 @@ func (r *threadRun) close() {
 		_ = unix.Munmap(r.buf)
 	}
 	r.fds, r.maps, r.buf = nil, nil, nil
+}
+
+// setProcs sets GOMAXPROCS to n and returns what undoes it: the runtime's
+// default again when it was the default (so it keeps following the CPU
+// limit), else the value there was.
+func setProcs(n int) func() {
+	_, set := os.LookupEnv("GOMAXPROCS")
+	prev := runtime.GOMAXPROCS(n)
+	return func() {
+		if set {
+			runtime.GOMAXPROCS(prev)
+			return
+		}
+		runtime.SetDefaultGOMAXPROCS()
+	}
 }
 
 // monoNow is CLOCK_MONOTONIC in ns, the clock clock_nanosleep sleeps on.
