@@ -165,8 +165,16 @@ func runInterleaved(ctx context.Context, env *clienv.Env, o *Options, w experime
 		}
 		defer save.Close()
 	}
-	x := experiment.Experiment{Workload: w, Runs: o.Runs,
-		Env: experiment.Env{FS: env.FS, Version: env.Version, Cloud: cloud.Options{Cloud: o.Bench.Cloud}},
+	xenv := experiment.Env{FS: env.FS, Version: env.Version, Cloud: cloud.Options{Cloud: o.Bench.Cloud}}
+	// --cipher-limit serves every run's tax too, as bench --cipher-limit
+	// does: no run measures the cipher again after it.
+	if o.CipherLimit != "" {
+		var err error
+		if xenv.Cipher, xenv.CipherEmulated, err = experiment.ReadCipherLimit(o.CipherLimit); err != nil {
+			return nil, fmt.Errorf("--cipher-limit: %w", err)
+		}
+	}
+	x := experiment.Experiment{Workload: w, Runs: o.Runs, Env: xenv,
 		Progress: func(r experiment.RunInfo) {
 			fmt.Fprintf(env.Stderr, "compare: %s\n", r)
 		},
