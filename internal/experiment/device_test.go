@@ -57,11 +57,6 @@ func TestCreatedDevice(t *testing.T) {
 	}
 }
 
-// A created device that the caller's own dm mapping holds (lab crypt's
-// plain side: the ramdisk under its mappings) runs unclaimed: this host
-// has no device-mapper, so test/vm TestCryptLab is where it runs, on
-// every kernel.
-
 func majorMinor(t *testing.T, dev string) string {
 	t.Helper()
 	var st unix.Stat_t

@@ -157,7 +157,10 @@ func prepareDevice(fs hostfs.FS, device string, created bool) (*target, error) {
 	return &target{given: device, kind: "block", phaseDir: tmp, device: device, devName: name, dev: st.Rdev, snap: s, claim: claim}, nil
 }
 
-// heldByStack reports whether a dm or md device holds the device mm.
+// heldByStack reports whether a dm or md device holds the device mm. A
+// created device held so (lab crypt's plain side: the ramdisk under its
+// own mappings) runs unclaimed; this host has no device-mapper, so
+// test/vm TestCryptLab is where that runs, on every kernel.
 func heldByStack(s *snapshot.Snapshot, mm string) bool {
 	if s.Storage == nil {
 		return false
