@@ -216,7 +216,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return usageErr(err)
 	}
 	if o.HTML != "" {
-		if err := writeHTML(o.HTML, res, sides); err != nil {
+		if err := htmlreport.WriteCompareFile(o.HTML, res, sides); err != nil {
 			return usageErr(err)
 		}
 	}
@@ -253,28 +253,4 @@ func addTax(ctx context.Context, fs hostfs.FS, res *comparison.Result, sides []c
 		in.Limit = cryptotax.Limit{BytesPerSecPerCore: r.PerCore, Source: r.What}
 	}
 	return comparison.AssessTax(res, in)
-}
-
-// writeHTML writes the report through a temporary file, so a failed render
-// never leaves half a report under the requested name.
-func writeHTML(path string, res *comparison.Result, sides []comparison.Side) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-compare-*.html")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := htmlreport.WriteCompare(tmp, res, sides); err != nil {
-		tmp.Close()
-		return fmt.Errorf("render %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

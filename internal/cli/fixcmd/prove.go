@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
@@ -133,7 +132,7 @@ func proveAndApply(ctx context.Context, env *clienv.Env, a *apply.Applier, o *Op
 		}
 		if o.Prove.HTML != "" {
 			name := htmlName(o.Prove.HTML, n, len(measure))
-			if err := writeHTML(name, p.Result, p.Sides); err != nil {
+			if err := htmlreport.WriteCompareFile(name, p.Result, p.Sides); err != nil {
 				return err
 			}
 			fmt.Fprintf(log, "%s on %s: comparison written to %s\n", e.ID, e.Subject, name)
@@ -175,28 +174,4 @@ func htmlName(path string, n, of int) string {
 	}
 	ext := filepath.Ext(path)
 	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), n, ext)
-}
-
-// writeHTML writes the report through a temporary file, so a failed render
-// never leaves half a report under the requested name.
-func writeHTML(path string, res *comparison.Result, sides []comparison.Side) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-prove-*.html")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	err = htmlreport.WriteCompare(tmp, res, sides)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -353,7 +353,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 		return err
 	}
 	if o.HTML != "" {
-		if err := writeHTML(o.HTML, r, cs); err != nil {
+		if err := htmlreport.WriteCompareFile(o.HTML, r, cs); err != nil {
 			return err
 		}
 	}
@@ -429,20 +429,4 @@ func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparis
 		return nil, err
 	}
 	return r, nil
-}
-
-// writeHTML writes the HTML page of the result.
-func writeHTML(path string, r *comparison.Result, sides []comparison.Side) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = htmlreport.WriteCompare(f, r, sides)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -18,6 +20,31 @@ const maxCDFPoints = 240
 // WriteCompare renders `slowpath compare --html`.
 func WriteCompare(w io.Writer, r *comparison.Result, sides []comparison.Side) error {
 	return Render(w, ComparePage(r, sides))
+}
+
+// WriteCompareFile writes the page to path through a temporary file in the
+// same directory, so a failed render never leaves half a report under the
+// requested name (compare, lab crypt and fix --prove --html).
+func WriteCompareFile(path string, r *comparison.Result, sides []comparison.Side) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-compare-*.html")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := WriteCompare(tmp, r, sides); err != nil {
+		tmp.Close()
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // ComparePage lays out a comparison: the table, the latency CDFs per side,

@@ -2,6 +2,8 @@ package htmlreport
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,5 +140,37 @@ func TestCompareHTMLAnnotations(t *testing.T) {
 	}
 	if strings.Contains(out, "<b>") || len(out) > 1<<20 {
 		t.Errorf("unescaped setup or the library not elided (%d bytes)", len(out))
+	}
+}
+
+// TestWriteCompareFile: the page lands under the requested name, readable
+// by all, the same bytes WriteCompare gives, and no temporary file is left
+// beside it.
+func TestWriteCompareFile(t *testing.T) {
+	r, sides := tenRuns(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := WriteCompareFile(path, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := WriteCompare(&want, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("file differs from WriteCompare's output (%d vs %d bytes)", len(got), want.Len())
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, %v; want 0644", fi.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries in the directory, want the report alone", len(ents))
+	}
+	if err := WriteCompareFile(filepath.Join(dir, "missing", "r.html"), r, sides); err == nil {
+		t.Error("a path in a missing directory was written")
 	}
 }
