@@ -28,13 +28,6 @@ func NewCmdLab(env *clienv.Env) *cobra.Command {
 	return cmd
 }
 
-// Emulated is host.Emulated: whether qemu's TCG emulates this CPU, so its
-// figures are functional evidence, never performance.
-func Emulated(fs hostfs.FS) bool { return host.Emulated(fs) }
-
-// EmulatedLabel is printed over every figure measured on an emulated CPU.
-const EmulatedLabel = host.EmulatedLabel
-
 // IcountParam is the guest kernel command-line parameter that says the
 // guest runs under qemu's instruction-count clock (-icount shift=N,
 // sleep=off) and gives N. The VM lab (test/vm) sets it; the kernel ignores
@@ -88,7 +81,7 @@ func DetectFigures(fs hostfs.FS, emulated bool, icountShift int) Figures {
 	switch {
 	case icountShift >= 0:
 		return Figures{Kind: "icount-model", Shift: icountShift}
-	case emulated || Emulated(fs):
+	case emulated || host.Emulated(fs):
 		return Figures{Kind: "emulated"}
 	}
 	return Figures{Kind: "measured"}
@@ -101,7 +94,7 @@ func (f Figures) Label() string {
 		return fmt.Sprintf("instruction-count model (qemu -icount shift=%d: guest time is %d ns per guest instruction), not a measurement: "+
 			"the figures count emulated instructions; they repeat (IOPS within 0.05%%) on the same kernel, tools and qemu and say nothing about how fast any CPU or disk is", f.Shift, 1<<f.Shift)
 	case "emulated":
-		return EmulatedLabel
+		return host.EmulatedLabel
 	}
 	return ""
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -148,24 +149,6 @@ func TestRefusalsOfTheBinary(t *testing.T) {
 	}
 	if entries, _ := filepath.Glob(filepath.Join(cryptlab.StateDir, "lab-*.json")); len(entries) != 0 {
 		t.Errorf("a refused run left state: %v", entries)
-	}
-}
-
-func TestEmulated(t *testing.T) {
-	dir := t.TempDir()
-	fs := hostfs.FS{Proc: dir}
-	for _, tc := range []struct {
-		cpuinfo string
-		want    bool
-	}{
-		{"processor\t: 0\nmodel name\t: QEMU TCG CPU version 2.5+\n", true},
-		{"processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t: aes hypervisor\n", false},
-		{"", false},
-	} {
-		os.WriteFile(filepath.Join(dir, "cpuinfo"), []byte(tc.cpuinfo), 0o644)
-		if got := Emulated(fs); got != tc.want {
-			t.Errorf("%q: %v", tc.cpuinfo, got)
-		}
 	}
 }
 
@@ -334,7 +317,7 @@ func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
 		want map[string]any
 	}{
 		{Figures{Kind: "icount-model"}, map[string]any{"figures": "icount-model", "icount_shift": 0.0}},
-		{Figures{Kind: "emulated"}, map[string]any{"figures": "emulated", "figures_note": EmulatedLabel}},
+		{Figures{Kind: "emulated"}, map[string]any{"figures": "emulated", "figures_note": host.EmulatedLabel}},
 		{Figures{Kind: "measured"}, map[string]any{"figures": "measured"}},
 	} {
 		r, _ := labResult(t, tc.f)
