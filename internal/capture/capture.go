@@ -48,6 +48,9 @@ type Options struct {
 	RingBytes uint32
 	// Ready, when set, is called once the tracer is attached.
 	Ready func()
+	// Log, when set, is told what the capture did beside recording, such
+	// as mounting a private tracefs.
+	Log func(string)
 	// SlowpathVersion goes into the manifest.
 	SlowpathVersion string
 	// FS are the host roots; zero: the live host.
@@ -251,7 +254,7 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	r.startMono = monoNow()
 	tr, err := iotrace.Start(iotrace.Options{Major: major, Minor: minor, PID: opts.PID, Comm: opts.Comm,
 		Cgroup: opts.Cgroup, Devices: devs, BlockOnly: opts.BlockOnly, RingBytes: opts.RingBytes, Mappers: mappers,
-		PageFaultUser: opts.pageFaultUser})
+		PageFaultUser: opts.pageFaultUser, Log: opts.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ package iotrace
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/bpf/bpfload"
+	"github.com/slowpath/slowpath/internal/bpf/tracefs"
 )
 
 // Event types.
@@ -103,14 +103,18 @@ type Options struct {
 	// mm_filemap_fault exists (tests of the older kernels' path).
 	PageFaultUser bool
 	// Tracefs is the tracefs mount; "": /sys/kernel/tracing, then
-	// /sys/kernel/debug/tracing.
+	// /sys/kernel/debug/tracing, then a private mount of its own (package
+	// tracefs).
 	Tracefs string
+	// Log, when set, is told what the tracer did to the host's view, such
+	// as mounting a private tracefs.
+	Log func(string)
 }
 
 // Errors a caller may want to tell apart.
 var (
 	ErrNoBTF     = bpfload.ErrNoBTF
-	ErrNoTracefs = errors.New("tracefs not found at /sys/kernel/tracing or /sys/kernel/debug/tracing: mount it (mount -t tracefs nodev /sys/kernel/tracing)")
+	ErrNoTracefs = tracefs.ErrNotMounted
 )
 
 // CheckPrivileges names the capabilities missing to load the capture:
@@ -262,19 +266,6 @@ var syscalls = []struct {
 	{"madvise", 3}, {"munmap", 2}, {"mmap", 6}, {"openat", 3},
 }
 
-func findTracefs(dir string) (string, error) {
-	cands := []string{dir}
-	if dir == "" {
-		cands = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
-	}
-	for _, d := range cands {
-		if _, err := os.Stat(filepath.Join(d, "events", "syscalls")); err == nil {
-			return d, nil
-		}
-	}
-	return "", ErrNoTracefs
-}
-
 // argBase reads the syscall tracepoints' format files and returns the
 // offset of the first argument, after checking that every argument each
 // handler reads is 8 bytes at base + 8*i, and every exit's ret at base
@@ -386,16 +377,25 @@ func Start(o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var base uint32 = 16
-	if !o.BlockOnly {
-		tfs, err := findTracefs(o.Tracefs)
-		if err != nil {
-			return nil, err
-		}
-		if base, err = argBase(tfs); err != nil {
-			return nil, err
-		}
+	if o.BlockOnly {
+		return start(o, k, 16)
 	}
+	// The syscall tracepoints are found and attached through tracefs:
+	// everything from reading their formats to attaching runs inside Do.
+	var t *Tracer
+	err = tracefs.Do(o.Tracefs, o.Log, func(dir string) error {
+		base, err := argBase(dir)
+		if err != nil {
+			return err
+		}
+		t, err = start(o, k, base)
+		return err
+	})
+	return t, err
+}
+
+// start loads and attaches with the syscall arguments at base.
+func start(o Options, k Kernel, base uint32) (*Tracer, error) {
 	if err := bpfload.RemoveMemlock(); err != nil {
 		return nil, err
 	}

@@ -161,6 +161,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		Mount: o.Mount, Duration: o.Duration, PID: o.PID, Cgroup: o.Cgroup, Comm: o.Comm,
 		BlockOnly: o.BlockOnly, MaxRecords: o.MaxRecords, AcceptDrops: o.AcceptDrops,
 		RingBytes: o.RingMiB << 20, SlowpathVersion: env.Version, FS: env.FS,
+		Log: func(msg string) { fmt.Fprintf(env.Stderr, "capture: %s\n", msg) },
 	}
 	var readyErr error
 	opts.Ready = func() {

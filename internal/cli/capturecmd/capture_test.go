@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,4 +195,64 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// TestTracefsUnmounted runs the real binary where no tracefs is mounted: in
+// a mount namespace of the test's own with every tracefs unmounted, so the
+// host's state does not matter. As root the capture works, says that it
+// mounted a private tracefs, and no tracefs shows in its namespace while
+// it runs (any of its threads) or after. With CAP_BPF and CAP_PERFMON but
+// not CAP_SYS_ADMIN it stops with the named error.
+func TestTracefsUnmounted(t *testing.T) {
+	testenv.RequireRoot(t)
+	unshare := testenv.RequireTool(t, "unshare", "util-linux")
+	testenv.RequireTool(t, "setpriv", "util-linux")
+	bin := testenv.BuildSlowpath(t)
+	// Not t.TempDir: its parent is closed to the unprivileged run, which
+	// writes here too.
+	dir, err := os.MkdirTemp("", "sp-tracefs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do umount -l "$m" 2>/dev/null; done
+grep -q ' - tracefs ' /proc/self/mountinfo && echo "tracefs still mounted"
+"$BIN" capture --duration 2s --comm sp-nosuch -o "$DIR/cap" --ready-file "$DIR/ready" 2>"$DIR/stderr" & pid=$!
+while [ ! -e "$DIR/ready" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
+cat /proc/self/mountinfo /proc/$pid/task/*/mountinfo 2>/dev/null | grep -q ' - tracefs ' && echo "tracefs visible during the capture"
+wait $pid; echo "root exit $?"
+grep -q ' - tracefs ' /proc/self/mountinfo && echo "tracefs left behind"
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+bpf,+perfmon --ambient-caps=+bpf,+perfmon \
+	"$BIN" capture --duration 1s --comm sp-nosuch -o "$DIR/cap2"
+echo "unprivileged exit $?"
+`
+	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "BIN="+bin, "DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	stderr, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+	for _, bad := range []string{"tracefs still mounted", "tracefs visible during the capture", "tracefs left behind"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("%s:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(string(out), "root exit 0") {
+		t.Errorf("capture as root failed:\n%s\nits stderr:\n%s", out, stderr)
+	}
+	if !strings.Contains(string(stderr), "mounted a private one at /sys/kernel/tracing") {
+		t.Errorf("capture did not say it mounted tracefs; stderr:\n%s", stderr)
+	}
+	if _, err := capfile.Open(filepath.Join(dir, "cap")); err != nil {
+		t.Errorf("capture as root: %v", err)
+	}
+	if !strings.Contains(string(out), "unprivileged exit 2") || !strings.Contains(string(out), "tracefs not found") ||
+		!strings.Contains(string(out), "CAP_SYS_ADMIN, which it lacks") {
+		t.Errorf("without CAP_SYS_ADMIN: want exit 2 and the named error, got:\n%s", out)
+	}
 }
