@@ -160,6 +160,8 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	// Its own process group, so a signal reaches every job process; the
 	// main process dies with us (e.g. a test binary killed by its timeout).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Without it endGroup still works, waiting for init to reap instead.
+	_ = becomeSubreaper()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start fio: %w", err)
 	}
@@ -194,12 +196,18 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		case <-time.After(stop):
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			<-done
+			if err := endGroup(pgid, groupGrace); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("fio did not stop within %v of SIGINT: %w", stop, ctxErr)
 		}
 	}
 	// The main process is gone; a job process that outlived it (see above)
-	// would hold what it had open: end the group.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// would hold what it had open: end the group, and return only once
+	// none of it is left, so a caller can tear the device down.
+	if err := endGroup(pgid, groupGrace); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(outPath)
 	if err != nil {
 		if ctxErr != nil {
