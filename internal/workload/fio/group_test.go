@@ -1,0 +1,52 @@
+package fio
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/testenv"
+)
+
+// TestEndGroupReapsOrphans builds what fio leaves when a job process
+// outlives its main process: a group whose leader has exited, with
+// children re-parented away from it. Killing the group is not enough:
+// right after SIGKILL a process may not have run to its exit yet (a
+// saturated CPU), and an exited orphan stays a zombie in the group until
+// whoever adopted it reaps it (this machine kind's PID 1 does so lazily;
+// in a container where slowpath is PID 1, nobody would). endGroup must
+// return only when the group is empty.
+func TestEndGroupReapsOrphans(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	if err := becomeSubreaper(); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+	for i := 0; i < 20; i++ {
+		cmd := exec.Command(sh, "-c", "sleep 60 & sleep 60 & (exit 0) & exit 0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pgid := cmd.Process.Pid
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(-pgid, 0); err != nil {
+			t.Fatalf("the leader's children are already gone (%v): the test builds nothing", err)
+		}
+		if i == 0 {
+			if d := describeGroup(pgid); !strings.Contains(d, "(sleep) state ") {
+				t.Errorf("describeGroup = %q, want the sleeps named with their state", d)
+			}
+		}
+		if err := endGroup(pgid, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("round %d: after endGroup the group still has a process (%v)", i, err)
+		}
+	}
+}
