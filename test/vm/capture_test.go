@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +27,7 @@ func testCaptureOnCrypt(t *testing.T, k *kernelLab) {
 	key := randomHex(t, 64)
 	res := boot(t, k, Scenario{Name: "capture-on-crypt", Timeout: 4 * time.Minute, Script: prelude + `
 # The syscall tracepoints are found through tracefs, which a systemd
-# host mounts and this initramfs does not.
-mount -t tracefs nodev /sys/kernel/tracing
+# host mounts and this initramfs does not: capture mounts a private one.
 modprobe brd rd_nr=1 rd_size=131072
 dmsetup create c0 --table "0 $(cat /sys/block/ram0/size) crypt aes-xts-plain64 ` + key + ` 0 /dev/ram0 0"
 mke2fs -q -t ext4 /dev/mapper/c0
@@ -54,7 +54,7 @@ EOF
 /usr/bin/fio --create_only=1 /tmp/job.fio > /dev/null
 sync
 echo 3 > /proc/sys/vm/drop_caches
-env PATH=/bin /usr/bin/slowpath capture --mount /mnt/c --comm fio --duration 150s --max-records 1000000 --ready-file /tmp/ready --format json -o /tmp/cap > /results/capture.json &
+env PATH=/bin /usr/bin/slowpath capture --mount /mnt/c --comm fio --duration 150s --max-records 1000000 --ready-file /tmp/ready --format json -o /tmp/cap > /results/capture.json 2> /results/capture.err &
 pid=$!
 i=0; until [ -e /tmp/ready ]; do i=$((i+1)); [ $i -lt 600 ] || { echo "capture never attached"; exit 1; }; sleep 0.1; done
 /usr/bin/fio --output-format=json --output=/results/fio.json /tmp/job.fio
@@ -64,8 +64,15 @@ cp /tmp/cap/manifest.json /tmp/cap/ops.bin /tmp/cap/block.bin /results/
 umount /mnt/c
 dmsetup remove c0
 rmmod brd
-umount /sys/kernel/tracing
+grep tracefs /proc/mounts > /results/tracefs-mounts
+true
 `})
+	if !strings.Contains(string(res.Files["capture.err"]), "mounted a private one") {
+		t.Errorf("capture did not mount a private tracefs; its stderr:\n%s", res.Files["capture.err"])
+	}
+	if m := res.Files["tracefs-mounts"]; len(m) > 0 {
+		t.Errorf("a tracefs mount is left in the guest:\n%s", m)
+	}
 	dir := t.TempDir()
 	for _, n := range []string{capfile.ManifestName, capfile.OpsName, capfile.BlockName} {
 		if err := os.WriteFile(filepath.Join(dir, n), res.Files[n], 0o644); err != nil {
