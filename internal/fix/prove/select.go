@@ -58,7 +58,8 @@ func Select(plan *fix.Plan, path *storagemodel.Path, only []string) (measure []f
 // in crypt.
 func onPath(e fix.Entry, crypt []string) bool {
 	for _, s := range e.Steps {
-		if s.Kind != fix.KindCrypt || !slices.Contains(crypt, s.Crypt.Name) {
+		c, ok := s.Change.(fix.OnDM)
+		if !ok || !slices.Contains(crypt, c.DMName()) {
 			return false
 		}
 	}
