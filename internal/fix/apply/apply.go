@@ -4,7 +4,8 @@
 // next change, so a failed step rolls back the ones before it, and
 // `slowpath fix --rollback` restores them later. It changes back only
 // what still holds the value it set, unless forced: a setting someone
-// changed since is theirs.
+// changed since is theirs. Applier.ApplyAndVerify is `fix --apply`'s
+// transaction: apply, verify on the live host, roll back what did not hold.
 package apply
 
 import (

@@ -58,7 +58,7 @@ func (s *script) observe(ctx context.Context) (Observation, error) {
 
 // transact runs ApplyAndVerify on plan and returns its result, error and
 // log lines.
-func transact(t *testing.T, ctx context.Context, h testHost, s *script, entries ...fix.Entry) (Result, error, []string) {
+func transact(t *testing.T, ctx context.Context, h testHost, s *script, entries ...fix.Entry) (Result, []string, error) {
 	t.Helper()
 	a := open(t, h, filepath.Join(t.TempDir(), "state.json"))
 	var log []string
@@ -69,13 +69,13 @@ func transact(t *testing.T, ctx context.Context, h testHost, s *script, entries 
 	if got := len(a.State().Changes); err != nil && got != 0 {
 		t.Errorf("failed with %d change(s) still recorded: %+v", got, a.State().Changes)
 	}
-	return r, err, log
+	return r, log, err
 }
 
 func TestApplyAndVerifyKeepsVerified(t *testing.T) {
 	h := newHost(t)
 	s := &script{obs: []Observation{{Network: drops(5000)}, {Network: drops(10)}}}
-	r, err, log := transact(t, context.Background(), h, s, backlogEntry(),
+	r, log, err := transact(t, context.Background(), h, s, backlogEntry(),
 		fix.Entry{ID: "net.ring-undersized", Subject: "eth9", NotApplicable: "the driver reports no ring maximum"})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestApplyAndVerifyRollsBackFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHost(t)
 			s := &script{obs: []Observation{{Network: drops(5000)}, after}}
-			r, err, log := transact(t, context.Background(), h, s, backlogEntry())
+			r, log, err := transact(t, context.Background(), h, s, backlogEntry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestApplyAndVerifyRollsBackFailure(t *testing.T) {
 func TestApplyAndVerifyKeepsUnproven(t *testing.T) {
 	h := newHost(t)
 	s := &script{obs: []Observation{{}}}
-	r, err, log := transact(t, context.Background(), h, s, cryptEntry())
+	r, log, err := transact(t, context.Background(), h, s, cryptEntry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestApplyAndVerifyNothingChanged(t *testing.T) {
 	e := backlogEntry()
 	e.Steps = []fix.Step{sysctlStep(backlogKey, 16)}
 	s := &script{obs: []Observation{{Network: drops(5000)}}}
-	r, err, log := transact(t, context.Background(), h, s, e)
+	r, log, err := transact(t, context.Background(), h, s, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestApplyAndVerifyFailedStepRollsBackEarlier(t *testing.T) {
 	h := newHost(t)
 	bad := fix.Entry{ID: "net.ring-undersized", Subject: "eth1", Steps: []fix.Step{ringStep("eth1", 8192)}}
 	s := &script{obs: []Observation{{Network: drops(5000)}}}
-	_, err, log := transact(t, context.Background(), h, s, backlogEntry(), bad)
+	_, log, err := transact(t, context.Background(), h, s, backlogEntry(), bad)
 	if !errors.Is(err, syscall.EINVAL) || !strings.HasPrefix(err.Error(), "net.ring-undersized on eth1: ") {
 		t.Fatalf("err = %v, want the ring's EINVAL", err)
 	}
@@ -216,7 +216,7 @@ func TestApplyAndVerifyInterrupted(t *testing.T) {
 				hook(ctx)
 				<-ctx.Done() // the signal arrives asynchronously
 			}
-			_, err, _ := transact(t, ctx, h, s, backlogEntry())
+			_, _, err := transact(t, ctx, h, s, backlogEntry())
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
