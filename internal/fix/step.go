@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/slowpath/slowpath/internal/quote"
 )
 
 // Step is one runtime change.
@@ -88,7 +86,7 @@ func (s Step) Key() string {
 // rebuilt from the step's change rather than taken from Step.Command.
 func StepCommand(s Step) string {
 	if s.Change == nil {
-		return "# unknown step kind " + quote.Comment("")
+		return "# a step without a change"
 	}
 	return s.Change.Command()
 }
