@@ -263,8 +263,8 @@ func (l *Live) refreshTopology(ctx context.Context, now time.Time) {
 	s.SortErrors()
 	l.topo, l.topoRuns, l.topoAt = s, runs, now
 	l.statDevs = nil
-	if sm, err := storagemodel.Build(s); err == nil && s.Storage != nil {
-		l.statDevs = EncryptedDevices(sm.Paths)
+	if s.Storage != nil {
+		l.statDevs = EncryptedDevices(storagemodel.Build(s).Paths)
 	}
 	// The topology's own stat reading starts the first window. Later
 	// refreshes keep the last scrape's readings, so the scrape that reads

@@ -19,10 +19,7 @@ import (
 // Run builds the models from s, runs every check and assembles the report.
 // A model that cannot be built is an error naming the section.
 func Run(s *snapshot.Snapshot, cfg check.Config) (*report.Report, error) {
-	sm, err := storagemodel.Build(s)
-	if err != nil {
-		return nil, fmt.Errorf("storage model: %w", err)
-	}
+	sm := storagemodel.Build(s)
 	nm, err := netmodel.Build(s)
 	if err != nil {
 		return nil, fmt.Errorf("network model: %w", err)

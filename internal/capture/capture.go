@@ -219,7 +219,7 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	m.Kernel.Release = unix.ByteSliceToString(uts.Release[:])
-	model, _ := storagemodel.Build(snap)
+	model := storagemodel.Build(snap)
 	var devs []iotrace.BlockDevice
 	if model != nil {
 		for i := range model.Paths {

@@ -279,11 +279,7 @@ func refuseDevice(s *snapshot.Snapshot, mm, sig string, sigErr error) error {
 // rootDisks names every device under the root filesystem, down to disks.
 func rootDisks(s *snapshot.Snapshot) map[string]bool {
 	out := map[string]bool{}
-	m, err := storagemodel.Build(s)
-	if err != nil {
-		return out
-	}
-	for _, p := range m.Paths {
+	for _, p := range storagemodel.Build(s).Paths {
 		if p.MountPoint != "/" {
 			continue
 		}
@@ -384,24 +380,22 @@ func environment(ctx context.Context, fs hostfs.FS, co cloud.Options, t *target)
 		tp.Path, _ = filepath.Abs(t.given)
 		tp.FreeBytes, _ = freeBytes(t.workDir)
 	}
-	m, _ := storagemodel.Build(s)
+	m := storagemodel.Build(s)
 	mm := fmt.Sprintf("%d:%d", unix.Major(t.dev), unix.Minor(t.dev))
-	if m != nil {
-		for i := range m.Paths {
-			p := &m.Paths[i]
-			if match(p, t, mm) {
-				tp.Storage = p
-				tp.MountPoint = p.MountPoint
-				for _, l := range p.Layers {
-					if l.Kind == storagemodel.LayerFilesystem {
-						tp.FSType = l.FSType
-					}
-					if l.Device != "" {
-						t.devices = append(t.devices, sampler.Device{Name: l.Device, Layer: l.Kind, Depth: l.Depth})
-					}
+	for i := range m.Paths {
+		p := &m.Paths[i]
+		if match(p, t, mm) {
+			tp.Storage = p
+			tp.MountPoint = p.MountPoint
+			for _, l := range p.Layers {
+				if l.Kind == storagemodel.LayerFilesystem {
+					tp.FSType = l.FSType
 				}
-				break
+				if l.Device != "" {
+					t.devices = append(t.devices, sampler.Device{Name: l.Device, Layer: l.Kind, Depth: l.Depth})
+				}
 			}
+			break
 		}
 	}
 	if tp.Storage == nil && s.Storage != nil {

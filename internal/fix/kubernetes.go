@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/slowpath/slowpath/internal/quote"
 )
 
 // KubernetesOptions shape the DaemonSet.
@@ -104,15 +102,9 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	var left []string
 	for _, e := range p.Entries {
 		for _, s := range e.Steps {
-			switch s.Kind {
-			case KindSysctl:
-				script = append(script, StepCommand(s))
-			case KindRing:
-				// Every word from data is quote.Shell'd: the script is
-				// one YAML string (yaml.Marshal quotes it), run by sh.
-				name := quote.Shell(s.Ring.Interface)
-				script = append(script, fmt.Sprintf("if [ -e %[3]s ]; then ethtool -G %[1]s rx %[2]d || [ \"$(ethtool -g %[1]s | awk '/^Current/{c=1} c&&/^RX:/{print $2; exit}')\" = %[2]d ]; fi", name, s.Ring.RX, quote.Shell("/sys/class/net/"+s.Ring.Interface)))
-			default:
+			if c := s.Change.NodeCommand(); c != "" {
+				script = append(script, c)
+			} else {
 				left = append(left, fmt.Sprintf("%s on %s: %s", e.ID, e.Subject, StepCommand(s)))
 			}
 		}

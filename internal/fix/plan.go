@@ -42,38 +42,6 @@ type Entry struct {
 	NotApplicable string `json:"not_applicable,omitempty"`
 }
 
-// Step kinds.
-const (
-	KindSysctl = "sysctl"
-	KindRing   = "ring"
-	KindCrypt  = "crypt"
-)
-
-// Step is one runtime change. Exactly one of Sysctl, Ring, Crypt is set.
-type Step struct {
-	Kind   string              `json:"kind"`
-	Sysctl *check.SysctlChange `json:"sysctl,omitempty"`
-	Ring   *check.RingChange   `json:"ring,omitempty"`
-	Crypt  *check.CryptChange  `json:"crypt,omitempty"`
-	// Command is the same change as a shell command, for the shell format
-	// and for people.
-	Command string `json:"command"`
-}
-
-// Key identifies what a step changes, so a state file can say a setting
-// was changed by slowpath: sysctl:NAME, ring:IFACE:rx, crypt:NAME.
-func (s Step) Key() string {
-	switch s.Kind {
-	case KindSysctl:
-		return "sysctl:" + s.Sysctl.Key
-	case KindRing:
-		return "ring:" + s.Ring.Interface + ":rx"
-	case KindCrypt:
-		return "crypt:" + s.Crypt.Name
-	}
-	return s.Kind
-}
-
 // File is a persistent artifact. Kind "file" is written whole at Path;
 // kind "crypttab" adds Options to the line of Name in /etc/crypttab.
 type File struct {
@@ -136,7 +104,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			continue
 		}
 		sysctls = append(sysctls, c)
-		st := Step{Kind: KindSysctl, Sysctl: &c}
+		st := Step{Change: Sysctl(c)}
 		st.Command = StepCommand(st)
 		e.Steps = append(e.Steps, st)
 	}
@@ -157,7 +125,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			why = append(why, fmt.Sprintf("%s's %s driver allows at most %d RX descriptors, fewer than %d", r.Interface, orUnknown(r.Driver), r.RXMax, r.RX))
 			continue
 		}
-		st := Step{Kind: KindRing, Ring: &r}
+		st := Step{Change: Ring(r)}
 		st.Command = StepCommand(st)
 		e.Steps = append(e.Steps, st)
 		if file, err := ringFile(r); err != nil {
@@ -175,8 +143,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand (it asks for the passphrase)", c.Name))
 			e.Manual = append(e.Manual, refreshCommand(c, c.Format == "luks2"))
 		} else {
-			cc := *c
-			st := Step{Kind: KindCrypt, Crypt: &cc}
+			st := Step{Change: Crypt(*c)}
 			st.Command = StepCommand(st)
 			e.Steps = append(e.Steps, st)
 			if c.Format == "luks2" {
@@ -269,24 +236,6 @@ func refreshCommand(c *check.CryptChange, persistent bool) string {
 		words = append(words, "--persistent")
 	}
 	return quote.Shells(append(words, "--", c.Name)...)
-}
-
-// StepCommand is the shell command that makes the change of s, every word
-// from data quoted with quote.Shell. The shell format prints it; it is
-// rebuilt from the step's fields rather than taken from Step.Command.
-func StepCommand(s Step) string {
-	switch {
-	case s.Kind == KindSysctl && s.Sysctl != nil:
-		// One word: the quoted key, then =N (a number needs no quoting).
-		return fmt.Sprintf("sysctl -w %s=%d", quote.Shell(s.Sysctl.Key), s.Sysctl.To)
-	case s.Kind == KindRing && s.Ring != nil:
-		// ethtool takes the word after -G as the device, whatever it is
-		// (ethtool.c main(): ctx.devname = *argp++).
-		return fmt.Sprintf("ethtool -G %s rx %d", quote.Shell(s.Ring.Interface), s.Ring.RX)
-	case s.Kind == KindCrypt && s.Crypt != nil:
-		return cryptRuntimeCommand(s.Crypt)
-	}
-	return "# unknown step kind " + quote.Comment(s.Kind)
 }
 
 // cryptRuntimeCommand reloads the live table with the flags added, with

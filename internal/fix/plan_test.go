@@ -132,10 +132,7 @@ func nodeSteps(p *Plan) []string {
 	var out []string
 	for _, e := range p.Entries {
 		for _, s := range e.Steps {
-			switch s.Kind {
-			case KindSysctl:
-				out = append(out, s.Command)
-			case KindRing:
+			if s.Change.NodeCommand() != "" {
 				out = append(out, s.Command)
 			}
 		}

@@ -28,10 +28,7 @@ func fixtureFindings(t *testing.T, name string) []check.Finding {
 			t.Fatal(err)
 		}
 	}
-	m, err := storagemodel.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storagemodel.Build(s)
 	return check.Run(&check.Input{Snapshot: s, Storage: m, Config: cfg}, true)
 }
 

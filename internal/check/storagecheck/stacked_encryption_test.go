@@ -20,10 +20,7 @@ func stackedOn(t *testing.T, name, subject string, edit func(*snapshot.Snapshot)
 	if edit != nil {
 		edit(s)
 	}
-	m, err := storagemodel.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storagemodel.Build(s)
 	for _, f := range runStackedEncryption(&check.Input{Snapshot: s, Storage: m}) {
 		if f.Subject == subject {
 			return &f

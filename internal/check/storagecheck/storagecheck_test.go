@@ -88,10 +88,7 @@ const (
 
 func run(t *testing.T, id string, s *snapshot.Snapshot, cfg check.Config) []check.Finding {
 	t.Helper()
-	m, err := storagemodel.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storagemodel.Build(s)
 	in := &check.Input{Snapshot: s, Storage: m, Config: cfg}
 	for _, c := range check.All() {
 		if c.ID == id {
@@ -210,7 +207,7 @@ func TestChecksOnEmptyInput(t *testing.T) {
 			continue
 		}
 		for _, s := range []*snapshot.Snapshot{nil, {}, {Storage: &snapshot.Storage{}}} {
-			m, _ := storagemodel.Build(s)
+			m := storagemodel.Build(s)
 			for _, f := range c.Run(&check.Input{Snapshot: s, Storage: m}) {
 				if f.Status == "" || f.Status == check.Fail {
 					t.Errorf("%s fired on an empty snapshot: %+v", c.ID, f)

@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +20,6 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
-	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -186,28 +182,36 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		}
 	}
 	if o.Persist {
-		for _, e := range entries {
-			ps, err := a.Persist(e)
-			for _, p := range ps {
-				switch {
-				case p.Skipped != "":
-					fmt.Fprintf(env.Stderr, "%s: not written: %s\n", p.ID, p.Skipped)
-				case p.Changed:
-					fmt.Fprintf(env.Stderr, "%s: wrote %s\n", p.ID, p.Path)
-				default:
-					fmt.Fprintf(env.Stderr, "%s: %s already up to date\n", p.ID, p.Path)
-				}
-			}
-			if err != nil {
-				return usageErr(fmt.Errorf("persist %s: %w", e.ID, err))
-			}
-			for _, m := range e.Manual {
-				fmt.Fprintf(env.Stderr, "%s: to keep it, run by hand: %s\n", e.ID, m)
-			}
+		if err := persist(env.Stderr, a, entries); err != nil {
+			return usageErr(err)
 		}
 	}
 	if rolledBack {
 		return &clienv.ExitError{Code: clienv.ExitFindings}
+	}
+	return nil
+}
+
+// persist writes the files of entries and says what each write did.
+func persist(log io.Writer, a *apply.Applier, entries []fix.Entry) error {
+	for _, e := range entries {
+		ps, err := a.Persist(e)
+		for _, p := range ps {
+			switch {
+			case p.Skipped != "":
+				fmt.Fprintf(log, "%s: not written: %s\n", p.ID, p.Skipped)
+			case p.Changed:
+				fmt.Fprintf(log, "%s: wrote %s\n", p.ID, p.Path)
+			default:
+				fmt.Fprintf(log, "%s: %s already up to date\n", p.ID, p.Path)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("persist %s: %w", e.ID, err)
+		}
+		for _, m := range e.Manual {
+			fmt.Fprintf(log, "%s: to keep it, run by hand: %s\n", e.ID, m)
+		}
 	}
 	return nil
 }
@@ -225,113 +229,24 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, 
 	return s, r, nil
 }
 
-// applyAndVerify samples the watched counters of the plan's network
-// entries over a --watch window, applies the entries in order (a failing
-// step rolls back every change of this run), then collects again over an
-// equal window and judges each entry (fix.Verify): rolled back when its
-// finding remains or its counters rose beyond the noise margin, verified
-// only when its counters fell beyond it, otherwise kept as "applied, not
-// proven". It returns the entries that hold.
+// applyAndVerify runs the apply → verify → rollback transaction
+// (apply.ApplyAndVerify) on the live host, also when the plan came from a
+// snapshot: each window collects this host with the counters watched
+// for --watch. It prints the transaction's events to log and returns the
+// entries that hold.
 func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, plan *fix.Plan) ([]fix.Entry, bool, error) {
-	// Verify on the live host, also when the plan came from a snapshot.
-	// An interrupt (Ctrl-C, SIGTERM) during the watch leaves the changes
-	// unverified: they are rolled back rather than left behind.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	co := o.Collect
 	co.Net.Interval = o.Watch
-	var before *netmodel.Model
-	if slices.ContainsFunc(plan.Entries, func(e fix.Entry) bool { return len(e.Steps) > 0 && fix.Watched(e) }) {
-		// The window before the change, as long as the one after it: a
-		// rate over 1 s against one over 10 s mixes noise of two sizes.
-		fmt.Fprintf(log, "sampling the counters for %s before the change\n", o.Watch)
-		r, err := analyze.Run(collect.Run(sctx, co), check.Config{})
-		if sctx.Err() != nil {
-			return nil, false, errors.New("interrupted before any change: nothing changed")
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		before = r.Network
-	}
-	var applied []fix.Entry
-	var changedKeys []string
-	for _, e := range plan.Entries {
-		if len(e.Steps) == 0 {
-			if e.NotApplicable != "" {
-				fmt.Fprintf(log, "%s on %s: not applicable here: %s\n", e.ID, e.Subject, e.NotApplicable)
+	r, err := a.ApplyAndVerify(ctx, plan, apply.Verification{
+		Watch: o.Watch,
+		Observe: func(ctx context.Context) (apply.Observation, error) {
+			r, err := analyze.Run(collect.Run(ctx, co), check.Config{})
+			if err != nil {
+				return apply.Observation{}, err
 			}
-			continue
-		}
-		outs, err := a.ApplyEntry(e)
-		if err != nil {
-			// ApplyEntry undid this entry's earlier steps; undo the
-			// entries before it too, last first.
-			slices.Reverse(changedKeys)
-			if uerr := a.Undo(changedKeys, false); uerr != nil {
-				return nil, false, fmt.Errorf("%s on %s: %w; rolling back earlier entries failed: %w", e.ID, e.Subject, err, uerr)
-			}
-			if len(changedKeys) > 0 {
-				fmt.Fprintf(log, "rolled back the earlier entries: %s\n", strings.Join(changedKeys, ", "))
-			}
-			return nil, false, fmt.Errorf("%s on %s: %w", e.ID, e.Subject, err)
-		}
-		for _, out := range outs {
-			if out.Changed {
-				changedKeys = append(changedKeys, out.Key)
-			}
-		}
-		applied = append(applied, e)
-	}
-	if len(changedKeys) == 0 {
-		fmt.Fprintln(log, "nothing changed: every setting already has the planned value")
-		return applied, false, nil
-	}
-	fmt.Fprintf(log, "verifying: collecting again, counters watched for %s\n", o.Watch)
-	snap := collect.Run(sctx, co)
-	if sctx.Err() != nil {
-		slices.Reverse(changedKeys)
-		if err := a.Undo(changedKeys, false); err != nil {
-			return nil, false, fmt.Errorf("interrupted before verification; rolling back failed: %w (run slowpath fix --rollback)", err)
-		}
-		return nil, false, fmt.Errorf("interrupted before verification: rolled back %s", strings.Join(changedKeys, ", "))
-	}
-	after, err := analyze.Run(snap, check.Config{})
-	if err != nil {
-		return nil, false, err
-	}
-	var kept []fix.Entry
-	var unproven []string
-	storage := false
-	rolledBack := false
-	for _, e := range applied {
-		v := fix.Verify(e, before, after.Findings, after.Network)
-		if v.Counters != "" {
-			fmt.Fprintf(log, "%s: %s\n", e.ID, v.Counters)
-		}
-		switch v.Status {
-		case fix.Verified:
-			fmt.Fprintf(log, "%s on %s: verified\n", e.ID, e.Subject)
-			kept = append(kept, e)
-			continue
-		case fix.NotProven:
-			fmt.Fprintf(log, "%s on %s: applied, not proven: %s\n", e.ID, e.Subject, v.Why)
-			unproven = append(unproven, e.ID+" on "+e.Subject)
-			storage = storage || !fix.Watched(e)
-			kept = append(kept, e)
-			continue
-		}
-		fmt.Fprintf(log, "%s on %s: rolling back, %s\n", e.ID, e.Subject, v.Why)
-		if err := a.UndoEntry(e.ID, e.Subject); err != nil {
-			return nil, true, fmt.Errorf("roll back %s: %w", e.ID, err)
-		}
-		rolledBack = true
-	}
-	if len(unproven) > 0 {
-		fmt.Fprintf(log, "applied, not proven (kept; slowpath fix --rollback undoes them): %s\n", strings.Join(unproven, ", "))
-		if storage {
-			fmt.Fprintf(log, "storage changes: %s\n", fix.ProveHint)
-		}
-	}
-	return kept, rolledBack, nil
+			return apply.Observation{Findings: r.Findings, Network: r.Network}, nil
+		},
+		Event: func(e apply.Event) { fmt.Fprintln(log, e) },
+	})
+	return r.Kept, r.RolledBack, err
 }

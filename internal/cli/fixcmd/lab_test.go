@@ -89,6 +89,59 @@ func TestFixBacklogDrops(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
+	flood := startFlood(t, ctx, l)
+
+	// A snapshot taken during the flood: the backlog drops rising.
+	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
+		t.Fatalf("collect exited %d: %s", code, stderr)
+	}
+	c0, err := l.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	c1, _ := l.ReadCounters()
+	dropsBefore := c1.Sub(c0).TotalSoftnetDropped()
+	if dropsBefore == 0 {
+		t.Fatalf("no backlog drops at netdev_max_backlog=16 during the flood: the reproduction did not reproduce")
+	}
+
+	raised := applyDuringFlood(t, ctx, bin, snap, state)
+
+	// Backlog drops stop while the flood goes on.
+	a0, _ := l.ReadCounters()
+	time.Sleep(2 * time.Second)
+	a1, _ := l.ReadCounters()
+	dropsAfter := a1.Sub(a0).TotalSoftnetDropped()
+	t.Logf("backlog drops: %d in 1 s at 16, %d in 2 s at %d", dropsBefore, dropsAfter, raised)
+	if dropsAfter != 0 {
+		t.Errorf("backlog drops continue after the fix: %d in 2 s (were %d in 1 s)", dropsAfter, dropsBefore)
+	}
+
+	applyAgainChangesNothing(t, ctx, bin, snap, state, raised)
+	if err := <-flood; err != nil {
+		t.Fatal(err)
+	}
+
+	// Rollback brings the old value back and forgets it.
+	code, _, stderr := run(t, ctx, bin, "fix", "--rollback", "--state", state)
+	if code != 0 {
+		t.Fatalf("fix --rollback exited %d: %s", code, stderr)
+	}
+	if v := readBacklog(t); v != 16 {
+		t.Errorf("after --rollback netdev_max_backlog is %d, want 16", v)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file left after a full rollback: %v", err)
+	}
+
+	interruptedApplyRollsBack(t, ctx, bin, snap, state, raised)
+}
+
+// startFlood starts the lab's UDP flood and returns once its backlog drops
+// show; the flood's error arrives on the channel when it ends.
+func startFlood(t *testing.T, ctx context.Context, l *netlab.Lab) <-chan error {
+	t.Helper()
 	flood := make(chan error, 1)
 	go func() {
 		// Long enough for the snapshot, the 2 s window before the change
@@ -110,30 +163,19 @@ func TestFixBacklogDrops(t *testing.T) {
 			t.Fatal(err)
 		}
 		if w1.Sub(w0).TotalSoftnetDropped() > 0 {
-			break
+			return flood
 		}
 		if time.Now().After(wait) {
 			t.Fatal("no backlog drops 15 s into the flood at netdev_max_backlog=16")
 		}
 	}
+}
 
-	// A snapshot taken during the flood: the backlog drops rising.
-	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
-		t.Fatalf("collect exited %d: %s", code, stderr)
-	}
-	c0, err := l.ReadCounters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	c1, _ := l.ReadCounters()
-	dropsBefore := c1.Sub(c0).TotalSoftnetDropped()
-	if dropsBefore == 0 {
-		t.Fatalf("no backlog drops at netdev_max_backlog=16 during the flood: the reproduction did not reproduce")
-	}
-
-	// The fix, planned from that snapshot, applied and verified live while
-	// the flood continues (2 s watch).
+// applyDuringFlood runs the fix planned from snap, applied and verified
+// live while the flood continues (2 s watch), checks its verdict, the
+// sysctl and the state file, and returns the value it set.
+func applyDuringFlood(t *testing.T, ctx context.Context, bin, snap, state string) int {
+	t.Helper()
 	code, plan, stderr := run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "2s", "--cloud", "none", "--state", state)
 	t.Logf("fix --apply: exit %d\n%s\n%s", code, plan, stderr)
@@ -165,23 +207,18 @@ func TestFixBacklogDrops(t *testing.T) {
 	if len(st.Changes) != 1 || st.Changes[0].Key != "sysctl:net.core.netdev_max_backlog" || st.Changes[0].Previous != "16" || st.Changes[0].Applied != strconv.Itoa(raised) {
 		t.Fatalf("state after apply: %+v", st)
 	}
+	return raised
+}
 
-	// Backlog drops stop while the flood goes on.
-	a0, _ := l.ReadCounters()
-	time.Sleep(2 * time.Second)
-	a1, _ := l.ReadCounters()
-	dropsAfter := a1.Sub(a0).TotalSoftnetDropped()
-	t.Logf("backlog drops: %d in 1 s at 16, %d in 2 s at %d", dropsBefore, dropsAfter, raised)
-	if dropsAfter != 0 {
-		t.Errorf("backlog drops continue after the fix: %d in 2 s (were %d in 1 s)", dropsAfter, dropsBefore)
-	}
-
-	// Idempotent: the same plan again changes nothing.
+// applyAgainChangesNothing: the same plan again changes nothing, neither
+// the state file nor the sysctl.
+func applyAgainChangesNothing(t *testing.T, ctx context.Context, bin, snap, state string, raised int) {
+	t.Helper()
 	stateBytes, err := os.ReadFile(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+	code, _, stderr := run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "2s", "--cloud", "none", "--state", state)
 	if code != 0 || !strings.Contains(stderr, "nothing changed") {
 		t.Errorf("second fix --apply exited %d:\n%s", code, stderr)
@@ -192,24 +229,13 @@ func TestFixBacklogDrops(t *testing.T) {
 	if v := readBacklog(t); v != raised {
 		t.Errorf("second --apply changed netdev_max_backlog: %d, was %d", v, raised)
 	}
-	if err := <-flood; err != nil {
-		t.Fatal(err)
-	}
+}
 
-	// Rollback brings the old value back and forgets it.
-	code, _, stderr = run(t, ctx, bin, "fix", "--rollback", "--state", state)
-	if code != 0 {
-		t.Fatalf("fix --rollback exited %d: %s", code, stderr)
-	}
-	if v := readBacklog(t); v != 16 {
-		t.Errorf("after --rollback netdev_max_backlog is %d, want 16", v)
-	}
-	if _, err := os.Stat(state); !os.IsNotExist(err) {
-		t.Errorf("state file left after a full rollback: %v", err)
-	}
-
-	// Interrupted during the watch after the change (it follows an equal
-	// window before it), an unverified change is rolled back.
+// interruptedApplyRollsBack: interrupted during the watch after the change
+// (it follows an equal window before it), an unverified change is rolled
+// back.
+func interruptedApplyRollsBack(t *testing.T, ctx context.Context, bin, snap, state string, raised int) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
 		"--watch", "8s", "--cloud", "none", "--state", state)
 	ierr := &lockedbuf.Buffer{} // written by exec's copying goroutine while the test polls it
@@ -226,7 +252,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(ierr.String(), "interrupted before verification: rolled back") {
 		t.Errorf("interrupted fix --apply: %v\n%s", err, ierr.String())
 	}

@@ -4,7 +4,8 @@
 // next change, so a failed step rolls back the ones before it, and
 // `slowpath fix --rollback` restores them later. It changes back only
 // what still holds the value it set, unless forced: a setting someone
-// changed since is theirs.
+// changed since is theirs. Applier.ApplyAndVerify is `fix --apply`'s
+// transaction: apply, verify on the live host, roll back what did not hold.
 package apply
 
 import (
@@ -201,18 +202,18 @@ type Outcome struct {
 func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
 	var done []Outcome
 	for i, s := range e.Steps {
-		cur, err := a.Host.read(s)
+		cur, err := s.Change.Read(a.Host)
 		if err != nil {
 			return done, a.failed(done, fmt.Errorf("step %d (%s): %w", i+1, s.Key(), err))
 		}
-		want := target(s, cur)
+		want := s.Change.Want(cur)
 		o := Outcome{ID: e.ID, Subject: e.Subject, Key: s.Key(), From: cur, To: want}
-		if same(s.Kind, cur, want) {
+		if s.Change.Same(cur, want) {
 			fmt.Fprintf(a.Log, "%s: %s already %s\n", e.ID, s.Key(), show(cur))
 			done = append(done, o)
 			continue
 		}
-		if err := a.Host.write(s, want); err != nil {
+		if err := s.Change.Write(a.Host, want); err != nil {
 			return done, a.failed(done, fmt.Errorf("step %d (%s): %w", i+1, s.Key(), err))
 		}
 		o.Changed = true
@@ -266,17 +267,17 @@ func (a *Applier) Undo(keys []string, force bool) error {
 			continue
 		}
 		c := a.state.Changes[i]
-		cur, err := a.Host.read(c.Step)
+		cur, err := c.Step.Change.Read(a.Host)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 			continue
 		}
-		if !same(c.Step.Kind, cur, c.Applied) && !force {
+		if !c.Step.Change.Same(cur, c.Applied) && !force {
 			errs = append(errs, fmt.Errorf("%s: is %q, slowpath set %q: %w (--force restores %q anyway)", k, cur, c.Applied, ErrChangedSince, c.Previous))
 			continue
 		}
-		if !same(c.Step.Kind, cur, c.Previous) {
-			if err := a.Host.write(c.Step, c.Previous); err != nil {
+		if !c.Step.Change.Same(cur, c.Previous) {
+			if err := c.Step.Change.Write(a.Host, c.Previous); err != nil {
 				errs = append(errs, fmt.Errorf("%s: restore %q: %w", k, c.Previous, err))
 				continue
 			}

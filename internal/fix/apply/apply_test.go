@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
@@ -92,15 +91,15 @@ func (h testHost) sysctl(t *testing.T, k string) string {
 }
 
 func sysctlStep(k string, v int64) fix.Step {
-	return fix.Step{Kind: fix.KindSysctl, Sysctl: &check.SysctlChange{Key: k, To: v}}
+	return fix.Step{Change: fix.Sysctl{Key: k, To: v}}
 }
 
 func ringStep(ifc string, rx uint32) fix.Step {
-	return fix.Step{Kind: fix.KindRing, Ring: &check.RingChange{Interface: ifc, RX: rx}}
+	return fix.Step{Change: fix.Ring{Interface: ifc, RX: rx}}
 }
 
 func cryptStep(name string, add ...string) fix.Step {
-	return fix.Step{Kind: fix.KindCrypt, Crypt: &check.CryptChange{Name: name, Add: add}}
+	return fix.Step{Change: fix.Crypt{Name: name, Add: add}}
 }
 
 func open(t *testing.T, h testHost, state string) *Applier {
@@ -517,7 +516,7 @@ func TestLiveSysctlRead(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, "no /proc/sys/net/core/netdev_max_backlog: "+err.Error())
 	}
-	got, err := Live(hostfs.Default()).read(sysctlStep(key, 0))
+	got, err := sysctlStep(key, 0).Change.Read(Live(hostfs.Default()))
 	if err != nil || got != strings.TrimSpace(string(want)) {
 		t.Errorf("read %s = %q, %v; /proc says %q", key, got, err, want)
 	}

@@ -42,15 +42,17 @@ func CheckSameHost(s *snapshot.Snapshot, h Host, p *fix.Plan) error {
 	var why []string
 	for _, e := range p.Entries {
 		for _, st := range e.Steps {
-			var err error
-			switch {
-			case st.Ring != nil:
-				err = sameInterface(s, h.FS, st.Ring.Interface)
-			case st.Crypt != nil:
-				err = sameDM(s, h.FS, st.Crypt.Name)
+			var errs []error
+			if c, ok := st.Change.(fix.OnInterface); ok {
+				errs = append(errs, sameInterface(s, h.FS, c.NetInterface()))
 			}
-			if err != nil && !slices.Contains(why, err.Error()) {
-				why = append(why, err.Error())
+			if c, ok := st.Change.(fix.OnDM); ok {
+				errs = append(errs, sameDM(s, h.FS, c.DMName()))
+			}
+			for _, err := range errs {
+				if err != nil && !slices.Contains(why, err.Error()) {
+					why = append(why, err.Error())
+				}
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
@@ -40,8 +39,8 @@ func TestCheckSameHostDM(t *testing.T) {
 				Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{Name: "dm-0", MajorMinor: "253:0", Kind: snapshot.KindDM,
 					DM: &snapshot.DM{Name: "data", UUID: "CRYPT-PLAIN-data"}}}},
 			}
-			p := &fix.Plan{Entries: []fix.Entry{{ID: "dmcrypt.workqueue", Steps: []fix.Step{{Kind: fix.KindCrypt,
-				Crypt: &check.CryptChange{Name: tc.dm, Add: []string{"no_read_workqueue"}}}}}}}
+			p := &fix.Plan{Entries: []fix.Entry{{ID: "dmcrypt.workqueue", Steps: []fix.Step{{
+				Change: fix.Crypt{Name: tc.dm, Add: []string{"no_read_workqueue"}}}}}}}
 			err := CheckSameHost(s, Host{FS: hostfs.New(dir)}, p)
 			if tc.wantError == "" {
 				if err != nil {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/safchain/ethtool"
@@ -62,6 +60,9 @@ type Host struct {
 	DM    DMTables
 }
 
+// Steps' changes read and write their settings through a Host.
+var _ fix.Settings = Host{}
+
 // Live is this machine.
 func Live(fs hostfs.FS) Host { return Host{FS: fs, Rings: LiveRings{}, DM: LiveDM{}} }
 
@@ -84,115 +85,79 @@ func (h Host) sysctlFile(key string, flag int) (*os.File, error) {
 	return r.OpenFile(strings.ReplaceAll(key, ".", "/"), flag, 0)
 }
 
-// read returns the current value of what s changes, in the form the state
-// file keeps: a number for sysctls and rings, the optional parameters
-// (never the key) for crypt tables.
-func (h Host) read(s fix.Step) (string, error) {
-	switch s.Kind {
-	case fix.KindSysctl:
-		f, err := h.sysctlFile(s.Sysctl.Key, os.O_RDONLY)
-		if err != nil {
-			return "", fmt.Errorf("read sysctl %s: %w", s.Sysctl.Key, err)
-		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return "", fmt.Errorf("read sysctl %s: %w", s.Sysctl.Key, err)
-		}
-		return strings.TrimSpace(string(b)), nil
-	case fix.KindRing:
-		cur, _, err := h.Rings.RX(s.Ring.Interface)
-		if err != nil {
-			return "", err
-		}
-		return strconv.FormatUint(uint64(cur), 10), nil
-	case fix.KindCrypt:
-		typ, params, err := h.DM.Params(s.Crypt.Name)
-		if err != nil {
-			return "", err
-		}
-		defer clear(params)
-		if typ != "crypt" {
-			return "", fmt.Errorf("%s is a %s target, not crypt", s.Crypt.Name, typ)
-		}
-		opts, err := cryptOptions(params)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", s.Crypt.Name, err)
-		}
-		return strings.Join(opts, " "), nil
+// ReadSysctl returns the value of the sysctl key (fix.Settings).
+func (h Host) ReadSysctl(key string) (string, error) {
+	f, err := h.sysctlFile(key, os.O_RDONLY)
+	if err != nil {
+		return "", fmt.Errorf("read sysctl %s: %w", key, err)
 	}
-	return "", fmt.Errorf("unknown step kind %q", s.Kind)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", fmt.Errorf("read sysctl %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
-// target is the value s asks for, given the current one.
-func target(s fix.Step, cur string) string {
-	switch s.Kind {
-	case fix.KindSysctl:
-		return strconv.FormatInt(s.Sysctl.To, 10)
-	case fix.KindRing:
-		return strconv.FormatUint(uint64(s.Ring.RX), 10)
-	case fix.KindCrypt:
-		opts := strings.Fields(cur)
-		for _, a := range s.Crypt.Add {
-			if !slices.Contains(opts, a) {
-				opts = append(opts, a)
-			}
-		}
-		return strings.Join(opts, " ")
+// WriteSysctl sets the sysctl key to value (fix.Settings).
+func (h Host) WriteSysctl(key, value string) error {
+	p := h.sysctlPath(key)
+	f, err := h.sysctlFile(key, os.O_WRONLY|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("write %s: %w (run as root)", p, err)
 	}
-	return ""
+	_, err = f.WriteString(value + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w (run as root)", p, err)
+	}
+	return nil
 }
 
-// same compares two values of s's kind: crypt options as sets, since the
-// kernel prints them in its own order.
-func same(kind, a, b string) bool {
-	if kind != fix.KindCrypt {
-		return a == b
-	}
-	x, y := strings.Fields(a), strings.Fields(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
+// RingRX returns the RX ring size of ifname (fix.Settings).
+func (h Host) RingRX(ifname string) (uint32, error) {
+	cur, _, err := h.Rings.RX(ifname)
+	return cur, err
 }
 
-// write sets what s changes to value.
-func (h Host) write(s fix.Step, value string) error {
-	switch s.Kind {
-	case fix.KindSysctl:
-		p := h.sysctlPath(s.Sysctl.Key)
-		f, err := h.sysctlFile(s.Sysctl.Key, os.O_WRONLY|os.O_TRUNC)
-		if err != nil {
-			return fmt.Errorf("write %s: %w (run as root)", p, err)
-		}
-		_, err = f.WriteString(value + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w (run as root)", p, err)
-		}
-		return nil
-	case fix.KindRing:
-		n, err := strconv.ParseUint(value, 10, 32)
-		if err != nil {
-			return fmt.Errorf("ring size %q: %w", value, err)
-		}
-		return h.Rings.SetRX(s.Ring.Interface, uint32(n))
-	case fix.KindCrypt:
-		typ, params, err := h.DM.Params(s.Crypt.Name)
-		if err != nil {
-			return err
-		}
-		defer clear(params)
-		if typ != "crypt" {
-			return fmt.Errorf("%s is a %s target, not crypt", s.Crypt.Name, typ)
-		}
-		np, err := withCryptOptions(params, strings.Fields(value))
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.Crypt.Name, err)
-		}
-		defer clear(np)
-		return h.DM.Replace(s.Crypt.Name, np)
+// SetRingRX sets the RX ring size of ifname (fix.Settings).
+func (h Host) SetRingRX(ifname string, n uint32) error { return h.Rings.SetRX(ifname, n) }
+
+// CryptOptions returns the optional parameters of the dm-crypt table of
+// name, never the key (fix.Settings).
+func (h Host) CryptOptions(name string) ([]string, error) {
+	typ, params, err := h.DM.Params(name)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("unknown step kind %q", s.Kind)
+	defer clear(params)
+	if typ != "crypt" {
+		return nil, fmt.Errorf("%s is a %s target, not crypt", name, typ)
+	}
+	opts, err := cryptOptions(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return opts, nil
+}
+
+// SetCryptOptions reloads the dm-crypt table of name with opts as its
+// optional parameters (fix.Settings).
+func (h Host) SetCryptOptions(name string, opts []string) error {
+	typ, params, err := h.DM.Params(name)
+	if err != nil {
+		return err
+	}
+	defer clear(params)
+	if typ != "crypt" {
+		return fmt.Errorf("%s is a %s target, not crypt", name, typ)
+	}
+	np, err := withCryptOptions(params, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer clear(np)
+	return h.DM.Replace(name, np)
 }

@@ -116,21 +116,11 @@ func Measure(ctx context.Context, a *apply.Applier, e fix.Entry, o Options) (p *
 func describeSteps(e fix.Entry, on bool) string {
 	var out []string
 	for _, s := range e.Steps {
-		k := s.Key()
 		if !on {
-			out = append(out, k+" as found")
+			out = append(out, s.Key()+" as found")
 			continue
 		}
-		switch s.Kind {
-		case fix.KindSysctl:
-			out = append(out, fmt.Sprintf("%s=%d", k, s.Sysctl.To))
-		case fix.KindRing:
-			out = append(out, fmt.Sprintf("%s=%d", k, s.Ring.RX))
-		case fix.KindCrypt:
-			out = append(out, k+" +"+strings.Join(s.Crypt.Add, " +"))
-		default:
-			out = append(out, k)
-		}
+		out = append(out, s.Change.Setting())
 	}
 	return strings.Join(out, ", ")
 }

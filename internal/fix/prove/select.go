@@ -58,7 +58,8 @@ func Select(plan *fix.Plan, path *storagemodel.Path, only []string) (measure []f
 // in crypt.
 func onPath(e fix.Entry, crypt []string) bool {
 	for _, s := range e.Steps {
-		if s.Kind != fix.KindCrypt || !slices.Contains(crypt, s.Crypt.Name) {
+		c, ok := s.Change.(fix.OnDM)
+		if !ok || !slices.Contains(crypt, c.DMName()) {
 			return false
 		}
 	}
@@ -92,9 +93,5 @@ func PathForDir(s *snapshot.Snapshot, dir string) (*storagemodel.Path, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("--dir %s: not a directory", dir)
 	}
-	m, err := storagemodel.Build(s)
-	if err != nil {
-		return nil, fmt.Errorf("storage model: %w", err)
-	}
-	return PathOf(m, fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))), nil
+	return PathOf(storagemodel.Build(s), fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))), nil
 }

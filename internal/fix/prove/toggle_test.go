@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -53,12 +52,12 @@ func newApplier(t *testing.T) (*apply.Applier, memDM, string) {
 
 func cryptEntry(name string, add ...string) fix.Entry {
 	return fix.Entry{ID: "dmcrypt.workqueue", Subject: "/dev/mapper/" + name,
-		Steps: []fix.Step{{Kind: fix.KindCrypt, Crypt: &check.CryptChange{Name: name, Add: add}}}}
+		Steps: []fix.Step{{Change: fix.Crypt{Name: name, Add: add}}}}
 }
 
 func sysctlEntry(k string, v int64) fix.Entry {
 	return fix.Entry{ID: "net.backlog-drops", Subject: "softnet",
-		Steps: []fix.Step{{Kind: fix.KindSysctl, Sysctl: &check.SysctlChange{Key: k, To: v}}}}
+		Steps: []fix.Step{{Change: fix.Sysctl{Key: k, To: v}}}}
 }
 
 func TestToggleCrypt(t *testing.T) {

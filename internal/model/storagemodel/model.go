@@ -132,14 +132,41 @@ type builder struct {
 // Build derives the model from a snapshot. It never fails on odd content:
 // what cannot be followed ends the chain with a "missing" layer and is named
 // in Path.Incomplete and Model.Problems.
-func Build(s *snapshot.Snapshot) (*Model, error) {
+func Build(s *snapshot.Snapshot) *Model {
 	m := &Model{Paths: []Path{}}
 	if s == nil || s.Storage == nil {
 		if s != nil {
 			m.Problems = append(m.Problems, "snapshot has no storage section")
 		}
-		return m, nil
+		return m
 	}
+	b := newBuilder(s)
+	mounted := map[string]bool{}
+	m.Paths = append(m.Paths, b.mountedPaths(mounted)...)
+	m.Paths = append(m.Paths, b.unmountedPaths(mounted)...)
+	sort.SliceStable(m.Paths, func(i, j int) bool {
+		a, c := m.Paths[i], m.Paths[j]
+		if (a.MountPoint == "") != (c.MountPoint == "") {
+			return a.MountPoint != ""
+		}
+		if a.Empty != c.Empty {
+			return c.Empty
+		}
+		if a.MountPoint != c.MountPoint {
+			return a.MountPoint < c.MountPoint
+		}
+		return a.Device < c.Device
+	})
+	for pr := range b.problems {
+		m.Problems = append(m.Problems, pr)
+	}
+	sort.Strings(m.Problems)
+	return m
+}
+
+// newBuilder indexes the block devices of s by name and major:minor, and
+// its mounts by major:minor, best first.
+func newBuilder(s *snapshot.Snapshot) *builder {
 	b := &builder{s: s, byName: map[string]*snapshot.BlockDevice{}, byMajMin: map[string]*snapshot.BlockDevice{},
 		mounts: map[string][]*snapshot.Mount{}, problems: map[string]bool{}, partitioned: map[string]bool{}}
 	for i := range s.Storage.BlockDevices {
@@ -178,8 +205,13 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 			return ms[i].MountPoint < ms[j].MountPoint
 		})
 	}
+	return b
+}
 
-	mounted := map[string]bool{}
+// mountedPaths walks each block-backed filesystem down to its devices,
+// recording in mounted the devices that carry one.
+func (b *builder) mountedPaths(mounted map[string]bool) []Path {
+	var paths []Path
 	keys := make([]string, 0, len(b.mounts))
 	for k := range b.mounts {
 		keys = append(keys, k)
@@ -203,12 +235,17 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 			mounted[d.Name] = true
 		}
 		finish(&p)
-		m.Paths = append(m.Paths, p)
+		paths = append(paths, p)
 	}
+	return paths
+}
 
-	// Unmounted, non-empty block devices that nothing is built on.
-	for i := range s.Storage.BlockDevices {
-		d := &s.Storage.BlockDevices[i]
+// unmountedPaths are the unmounted, non-empty block devices that nothing
+// is built on, and the empty ones as one-layer paths.
+func (b *builder) unmountedPaths(mounted map[string]bool) []Path {
+	var paths []Path
+	for i := range b.s.Storage.BlockDevices {
+		d := &b.s.Storage.BlockDevices[i]
 		if mounted[d.Name] || len(d.Holders) > 0 || b.hasPartitions(d.Name) {
 			continue
 		}
@@ -219,31 +256,14 @@ func Build(s *snapshot.Snapshot) (*Model, error) {
 		if d.SizeBytes == 0 {
 			p.Empty = true
 			p.Layers = []Layer{{Kind: layerKind(d.Kind), Name: d.Name, Device: d.Name, MajorMinor: d.MajorMinor, Note: emptyNote(d)}}
-			m.Paths = append(m.Paths, p)
+			paths = append(paths, p)
 			continue
 		}
 		b.walkDevice(&p, d, 0, map[string]bool{})
 		finish(&p)
-		m.Paths = append(m.Paths, p)
+		paths = append(paths, p)
 	}
-	sort.SliceStable(m.Paths, func(i, j int) bool {
-		a, c := m.Paths[i], m.Paths[j]
-		if (a.MountPoint == "") != (c.MountPoint == "") {
-			return a.MountPoint != ""
-		}
-		if a.Empty != c.Empty {
-			return c.Empty
-		}
-		if a.MountPoint != c.MountPoint {
-			return a.MountPoint < c.MountPoint
-		}
-		return a.Device < c.Device
-	})
-	for pr := range b.problems {
-		m.Problems = append(m.Problems, pr)
-	}
-	sort.Strings(m.Problems)
-	return m, nil
+	return paths
 }
 
 func (b *builder) problem(s string) { b.problems[s] = true }

@@ -112,16 +112,17 @@ func BenchmarkTracerCost(b *testing.B) {
 	}
 }
 
+// floodCost measures each tracer variant's cost on one flood: rounds of
+// one window per variant, the variants' order rotating each round, then a
+// pass with the kernel's BPF statistics on.
 func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.FloodOptions, rpsCPU int) {
 	const (
 		rounds = 16
-		window = time.Second
-		settle = 500 * time.Millisecond
 		warmup = 2 * time.Second
 	)
 	// One flood for every window, with room for perf's start-up and the
 	// statistics pass; cancelled when the windows are done.
-	length := warmup + time.Duration(rounds*len(variants)+len(variants))*(window+settle+time.Second)
+	length := warmup + time.Duration(rounds*len(variants)+len(variants))*(floodWindow+floodSettle+time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -133,41 +134,13 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 		<-done // the flood's error is only of interest while it should run
 	}()
 
-	type run struct {
-		rate, sockDrops, backlogDrops float64
-		cpus                          []cpuSplit
-		stats                         progStats
-	}
-	measure := func(v tracer) run {
-		stop := v.start(b)
-		time.Sleep(settle)
-		w0 := readRxWindow(b, lab)
-		time.Sleep(window)
-		w1 := readRxWindow(b, lab)
-		st := stop()
-		select {
-		case err := <-done:
-			b.Fatalf("the flood ended before the measurements did: %v", err)
-		default:
-		}
-		d := w1.counters.Sub(w0.counters)
-		secs := w1.at.Sub(w0.at).Seconds()
-		return run{
-			rate:         float64(d.UDPInDatagrams) / secs,
-			sockDrops:    float64(d.UDPRcvbufErrors) / secs,
-			backlogDrops: float64(d.TotalSoftnetDropped()) / secs,
-			cpus:         w1.split(w0),
-			stats:        st,
-		}
-	}
-
 	time.Sleep(warmup)
-	runs := map[string][]run{} // per variant, index = round
+	runs := map[string][]floodRun{} // per variant, index = round
 	var detail []string
 	for r := 0; r < rounds; r++ {
 		for k := range variants {
 			v := variants[(r+k)%len(variants)]
-			x := measure(v)
+			x := measureWindow(b, lab, v, done)
 			if v.name == "none" && x.rate == 0 {
 				b.Fatal("no packets delivered in a window without a tracer: is the flood running?")
 			}
@@ -185,23 +158,75 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 	timed := map[string]progStats{}
 	for _, v := range variants {
 		if v.name != "none" && v.name != "perf" {
-			timed[v.name] = measure(v).stats
+			timed[v.name] = measureWindow(b, lab, v, done).stats
 		}
 	}
 	stats.Close()
 
-	pick := func(name string, f func(run) float64) []float64 {
-		var xs []float64
-		for _, x := range runs[name] {
-			xs = append(xs, f(x))
-		}
-		return xs
+	reportFloodCost(b, variants, runs, rpsCPU)
+	reportRunTimes(b, timed)
+	// Every window, for reading the medians against: `go test -v` shows
+	// all of it, plain `go test` only the first lines.
+	b.Log("windows:\n" + strings.Join(detail, "\n"))
+}
+
+// A tracer settles for floodSettle before its floodWindow of measurement.
+const (
+	floodWindow = time.Second
+	floodSettle = 500 * time.Millisecond
+)
+
+// floodRun is what one window measured under one tracer variant.
+type floodRun struct {
+	rate, sockDrops, backlogDrops float64
+	cpus                          []cpuSplit
+	stats                         progStats
+}
+
+// measureWindow starts v, lets it settle and measures one window of the
+// flood, which must still be running (done not ready).
+func measureWindow(b *testing.B, lab *netlab.Lab, v tracer, done <-chan error) floodRun {
+	stop := v.start(b)
+	time.Sleep(floodSettle)
+	w0 := readRxWindow(b, lab)
+	time.Sleep(floodWindow)
+	w1 := readRxWindow(b, lab)
+	st := stop()
+	select {
+	case err := <-done:
+		b.Fatalf("the flood ended before the measurements did: %v", err)
+	default:
 	}
-	base := pick("none", func(x run) float64 { return x.rate })
-	floor := pick("floor", func(x run) float64 { return x.rate })
+	d := w1.counters.Sub(w0.counters)
+	secs := w1.at.Sub(w0.at).Seconds()
+	return floodRun{
+		rate:         float64(d.UDPInDatagrams) / secs,
+		sockDrops:    float64(d.UDPRcvbufErrors) / secs,
+		backlogDrops: float64(d.TotalSoftnetDropped()) / secs,
+		cpus:         w1.split(w0),
+		stats:        st,
+	}
+}
+
+// pickRuns is f of each run, in round order.
+func pickRuns(runs []floodRun, f func(floodRun) float64) []float64 {
+	var xs []float64
+	for _, x := range runs {
+		xs = append(xs, f(x))
+	}
+	return xs
+}
+
+// reportFloodCost reports each variant's delivery rate and its cost
+// against the window without a tracer of the same round, and the flood's
+// own load and noise.
+func reportFloodCost(b *testing.B, variants []tracer, runs map[string][]floodRun, rpsCPU int) {
+	rate := func(x floodRun) float64 { return x.rate }
+	base := pickRuns(runs["none"], rate)
+	floor := pickRuns(runs["floor"], rate)
 	cost := map[string]float64{}
 	for _, v := range variants {
-		b.ReportMetric(median(pick(v.name, func(x run) float64 { return x.rate })), "pkt/s-"+v.name)
+		b.ReportMetric(median(pickRuns(runs[v.name], rate)), "pkt/s-"+v.name)
 		if v.name == "none" {
 			continue
 		}
@@ -230,15 +255,12 @@ func floodCost(b *testing.B, lab *netlab.Lab, variants []tracer, opts netlab.Flo
 	// ratio is then a lower bound, not a number blown up by a cost that
 	// noise took to zero or below.
 	reportRatios(b, perfRatios(cost, max(0.1, noise)))
-	b.ReportMetric(median(pick("none", func(x run) float64 { return x.rate + x.sockDrops + x.backlogDrops })), "offered-pkt/s")
-	b.ReportMetric(median(pick("none", func(x run) float64 { return x.sockDrops })), "sockdrop/s")
-	b.ReportMetric(median(pick("none", func(x run) float64 { return x.backlogDrops })), "backlogdrop/s")
-	b.ReportMetric(median(pick("none", func(x run) float64 { return x.cpus[rpsCPU].task })), "srvcpu-%")
+	none := runs["none"]
+	b.ReportMetric(median(pickRuns(none, func(x floodRun) float64 { return x.rate + x.sockDrops + x.backlogDrops })), "offered-pkt/s")
+	b.ReportMetric(median(pickRuns(none, func(x floodRun) float64 { return x.sockDrops })), "sockdrop/s")
+	b.ReportMetric(median(pickRuns(none, func(x floodRun) float64 { return x.backlogDrops })), "backlogdrop/s")
+	b.ReportMetric(median(pickRuns(none, func(x floodRun) float64 { return x.cpus[rpsCPU].task })), "srvcpu-%")
 	b.ReportMetric(noise, "noise-%-none")
-	reportRunTimes(b, timed)
-	// Every window, for reading the medians against: `go test -v` shows
-	// all of it, plain `go test` only the first lines.
-	b.Log("windows:\n" + strings.Join(detail, "\n"))
 }
 
 // reportRunTimes reports each eBPF variant's run time per tracepoint hit

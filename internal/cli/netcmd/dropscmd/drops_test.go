@@ -222,8 +222,38 @@ func TestBacklogFlood(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	rep := parseReport(t, r.out)
-	// Where the lab's drops must be attributed: the receiving veth, by its
-	// index inside the receiver namespace and that namespace's inode.
+	link := receiverLink(t, lab)
+	t.Logf("flood: %d sent, %d received; counters %v", res.SentPackets, res.ReceivedPackets, d)
+	for _, rc := range rep.Reasons {
+		t.Logf("%s %d (%s) %v %v", rc.Reason, rc.Count, rc.Layer, rc.Locations, rc.Interfaces)
+	}
+
+	softnet := d.TotalSoftnetDropped()
+	if softnet == 0 {
+		t.Fatal("the flood caused no softnet backlog drops")
+	}
+	bl := checkBacklogDominates(t, rep, link, softnet)
+	rcv := checkSocketDrops(t, rep, link, refN, refMisses, d)
+	if rep.RecursionMisses == nil {
+		t.Errorf("recursion misses unknown after a live run: %s", rep.RecursionMissesError)
+	} else {
+		t.Logf("recursion misses %d, not counted (map full) %d, stack walks %d (%d failed)", *rep.RecursionMisses, rep.LostRecords, rep.StackWalks, rep.StackWalksFailed)
+	}
+	t.Logf("CPU_BACKLOG %d, softnet dropped %d; SOCKET_RCVBUFF on the lab veth %d, RcvbufErrors %d", bl.Count, softnet, rcv, d.UDPRcvbufErrors)
+	checkFloodStacks(t, rep, bl, folded, svg, record)
+}
+
+// labLink is the lab's receiving veth, where the lab's drops must be
+// attributed: by its index inside the receiver namespace and that
+// namespace's inode.
+type labLink struct {
+	name    string
+	netns   uint32
+	ifindex uint32
+}
+
+func receiverLink(t *testing.T, lab *netlab.Lab) labLink {
+	t.Helper()
 	rxNetns, err := dropcounter.NetnsOf("/run/netns/" + lab.Receiver)
 	if err != nil {
 		t.Fatal(err)
@@ -237,23 +267,25 @@ func TestBacklogFlood(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("ifindex of %s from %q: %v", lab.ReceiverLink, link, err)
 	}
-	onLab := func(rc dropreport.ReasonCount) uint64 {
-		for _, i := range rc.Interfaces {
-			if i.Netns == rxNetns && i.Ifindex == uint32(rxIfindex) {
-				return i.Count
-			}
-		}
-		return 0
-	}
-	t.Logf("flood: %d sent, %d received; counters %v", res.SentPackets, res.ReceivedPackets, d)
-	for _, rc := range rep.Reasons {
-		t.Logf("%s %d (%s) %v %v", rc.Reason, rc.Count, rc.Layer, rc.Locations, rc.Interfaces)
-	}
+	return labLink{name: lab.ReceiverLink, netns: rxNetns, ifindex: uint32(rxIfindex)}
+}
 
-	softnet := d.TotalSoftnetDropped()
-	if softnet == 0 {
-		t.Fatal("the flood caused no softnet backlog drops")
+// count is rc's count on the link.
+func (l labLink) count(rc dropreport.ReasonCount) uint64 {
+	for _, i := range rc.Interfaces {
+		if i.Netns == l.netns && i.Ifindex == l.ifindex {
+			return i.Count
+		}
 	}
+	return 0
+}
+
+// checkBacklogDominates: of the lab veth's drops before the socket
+// layer, CPU_BACKLOG dominates, matches the softnet_stat dropped delta
+// within 5% and is nearly all on the lab veth. It returns CPU_BACKLOG's
+// count.
+func checkBacklogDominates(t *testing.T, rep dropreport.Report, link labLink, softnet uint64) dropreport.ReasonCount {
+	t.Helper()
 	// The iperf3 receiver cannot keep up with the sender either, so its
 	// socket overflows too (SOCKET_RCVBUFF, checked against Udp
 	// RcvbufErrors below) and on this 2-CPU machine outnumbers the backlog
@@ -264,7 +296,7 @@ func TestBacklogFlood(t *testing.T) {
 	var top string
 	var topN, others uint64
 	for _, rc := range rep.Reasons {
-		n := onLab(rc)
+		n := link.count(rc)
 		switch {
 		case rc.Reason == "CPU_BACKLOG":
 			bl = rc
@@ -278,31 +310,39 @@ func TestBacklogFlood(t *testing.T) {
 	if top != "CPU_BACKLOG" {
 		t.Fatalf("top reason on the lab veth apart from SOCKET_RCVBUFF is %q, not CPU_BACKLOG: %+v", top, rep.Reasons)
 	}
-	if others*20 > onLab(bl) {
-		t.Errorf("CPU_BACKLOG %d does not dominate the %d other non-socket drops on the lab veth", onLab(bl), others)
+	if others*20 > link.count(bl) {
+		t.Errorf("CPU_BACKLOG %d does not dominate the %d other non-socket drops on the lab veth", link.count(bl), others)
 	}
 	if diff := float64(bl.Count) - float64(softnet); diff > 0.05*float64(softnet) || -diff > 0.05*float64(softnet) {
 		t.Errorf("CPU_BACKLOG %d vs softnet_stat dropped delta %d: more than 5%% apart", bl.Count, softnet)
 	}
 	// Other namespaces may drop a few packets into their backlog at the
 	// same time; the flood's own must be nearly all of them.
-	if n := onLab(bl); n*100 < bl.Count*95 {
-		t.Errorf("only %d of %d CPU_BACKLOG drops attributed to %s (ifindex %d, netns %d): %+v", n, bl.Count, lab.ReceiverLink, rxIfindex, rxNetns, bl.Interfaces)
+	if n := link.count(bl); n*100 < bl.Count*95 {
+		t.Errorf("only %d of %d CPU_BACKLOG drops attributed to %s (ifindex %d, netns %d): %+v", n, bl.Count, link.name, link.ifindex, link.netns, bl.Interfaces)
 	}
 	if bl.Layer != "backlog" || bl.Check != "net.backlog-drops" || bl.Locations[0].Function != "enqueue_to_backlog" {
 		t.Errorf("CPU_BACKLOG: layer %q check %q locations %+v", bl.Layer, bl.Check, bl.Locations)
 	}
-	// Socket buffer drops are told apart from backlog drops. Every
-	// SOCKET_RCVBUFF free the kernel handed to BPF programs is counted:
-	// slowpath's count (all interfaces) plus the hits the kernel reports
-	// it skipped because the tracer was running (a hit nesting in it
-	// still runs the reference) is at least the reference program's,
+	return bl
+}
+
+// checkSocketDrops: socket buffer drops are told apart from backlog drops,
+// against the reference counter (refN, refMisses) and the receiver
+// namespace's Udp RcvbufErrors. It returns SOCKET_RCVBUFF's count on the
+// lab veth.
+func checkSocketDrops(t *testing.T, rep dropreport.Report, link labLink, refN, refMisses uint64, d netlab.Counters) uint64 {
+	t.Helper()
+	// Every SOCKET_RCVBUFF free the kernel handed to BPF programs is
+	// counted: slowpath's count (all interfaces) plus the hits the kernel
+	// reports it skipped because the tracer was running (a hit nesting in
+	// it still runs the reference) is at least the reference program's,
 	// whose window lies inside slowpath's, and exceeds it only by the few
 	// drops outside that window.
 	var rcv, rcvAll, misses uint64
 	for _, rc := range rep.Reasons {
 		if rc.Reason == "SOCKET_RCVBUFF" {
-			rcv, rcvAll = onLab(rc), rc.Count
+			rcv, rcvAll = link.count(rc), rc.Count
 		}
 	}
 	if rep.RecursionMisses != nil {
@@ -327,12 +367,14 @@ func TestBacklogFlood(t *testing.T) {
 	if rcv*100 < d.UDPRcvbufErrors*95 || rcv*100 > d.UDPRcvbufErrors*101 {
 		t.Errorf("SOCKET_RCVBUFF %d vs Udp RcvbufErrors delta %d in the receiver namespace", rcv, d.UDPRcvbufErrors)
 	}
-	if rep.RecursionMisses == nil {
-		t.Errorf("recursion misses unknown after a live run: %s", rep.RecursionMissesError)
-	} else {
-		t.Logf("recursion misses %d, not counted (map full) %d, stack walks %d (%d failed)", *rep.RecursionMisses, rep.LostRecords, rep.StackWalks, rep.StackWalksFailed)
-	}
-	t.Logf("CPU_BACKLOG %d, softnet dropped %d; SOCKET_RCVBUFF on the lab veth %d, RcvbufErrors %d", bl.Count, softnet, rcv, d.UDPRcvbufErrors)
+	return rcv
+}
+
+// checkFloodStacks: the folded stacks and the flame graph show
+// enqueue_to_backlog, every CPU_BACKLOG drop is accounted for by a stack
+// through it or a failed walk, and walks are sampled.
+func checkFloodStacks(t *testing.T, rep dropreport.Report, bl dropreport.ReasonCount, folded, svg, record string) {
+	t.Helper()
 	for _, p := range []string{folded, svg} {
 		b, err := os.ReadFile(p)
 		if err != nil {
