@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/slowpath/slowpath/internal/lockedbuf"
 )
 
@@ -154,10 +154,10 @@ func (l *Lab) Flood(ctx context.Context, duration time.Duration, opts FloodOptio
 // waitListening polls the TCP table of pid's network namespace until the
 // iperf3 control port listens, so the client never races the server.
 func waitListening(ctx context.Context, pid, port int, exited <-chan error) error {
-	proc := "/proc/" + strconv.Itoa(pid)
+	path := "/proc/" + strconv.Itoa(pid) + "/net/tcp"
 	deadline := time.After(10 * time.Second)
 	for {
-		if tcpListening(proc, port) {
+		if b, err := os.ReadFile(path); err == nil && tcpListening(string(b), port) {
 			return nil
 		}
 		select {
@@ -172,21 +172,21 @@ func waitListening(ctx context.Context, pid, port int, exited <-chan error) erro
 	}
 }
 
-// tcpListening reports whether the TCP table under proc (/proc/PID:
-// net/tcp of the process's network namespace, read by procfs.NetTCP) has a
-// socket listening on port: st is TCP_LISTEN, 0x0A in
-// include/net/tcp_states.h (net/ipv4/tcp_ipv4.c get_tcp4_sock).
-func tcpListening(proc string, port int) bool {
-	pfs, err := procfs.NewFS(proc)
-	if err != nil {
-		return false
-	}
-	table, err := pfs.NetTCP()
-	if err != nil {
-		return false
-	}
-	for _, s := range table {
-		if s.St == 0x0A && s.LocalPort == uint64(port) {
+// tcpListening reports whether a /proc/net/tcp table has a socket listening
+// on port. Rows: "sl local_address rem_address st ...", addresses as
+// HEXIP:HEXPORT, st in hex (net/ipv4/tcp_ipv4.c get_tcp4_sock;
+// TCP_LISTEN is 0x0A in include/net/tcp_states.h).
+func tcpListening(table string, port int) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != "0A" {
+			continue
+		}
+		_, hexPort, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
 			return true
 		}
 	}
