@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/slowpath/slowpath/internal/safetext"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -79,28 +79,16 @@ func ValidProfile(p string) error {
 	return fmt.Errorf("unknown profile %q", p)
 }
 
-// validText checks free text: valid UTF-8 without control characters
-// (line breaks and tabs too, unless multiline), at most max bytes.
+// validText checks free text by slowpath's one text rule (package
+// safetext, the snapshot's too): valid UTF-8 without control characters
+// or line separators (line breaks and tabs too, unless multiline), at most
+// maxText bytes, or maxLongText where multiline.
 func validText(s string, multiline bool) error {
 	max := maxText
 	if multiline {
 		max = maxLongText
 	}
-	if len(s) > max {
-		return fmt.Errorf("%d bytes: at most %d", len(s), max)
-	}
-	if !utf8.ValidString(s) {
-		return errors.New("not valid UTF-8")
-	}
-	for _, r := range s {
-		if multiline && (r == '\n' || r == '\t') {
-			continue
-		}
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return fmt.Errorf("control character %U", r)
-		}
-	}
-	return nil
+	return safetext.Check(s, max, multiline)
 }
 
 var knownUnits = map[string]bool{UnitIOPS: true, UnitBytesPerSec: true, UnitOpsPerSec: true, UnitNanoseconds: true, UnitBytes: true,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,28 @@ func TestClaimDevice(t *testing.T) {
 	fs.Sys = filepath.Join(fixture, "sys")
 	if _, err := ClaimDevice(fs, dev, mm); err == nil || !strings.Contains(err.Error(), name+" is in use: held by dm-7") {
 		t.Errorf("claim with a holder: %v", err)
+	}
+}
+
+// TestMountsOf: the mount points of a device come from collect/storage's
+// mountinfo reader, so a mount point with a space reads as the kernel
+// means it (mountinfo writes it \040), and a device mounted nowhere has none.
+func TestMountsOf(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "proc", "self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	table := "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
+		"40 22 8:16 / /media/My\\040Disk rw - ext4 /dev/sdb rw\n" +
+		"41 22 8:16 /sub /srv/sub rw - ext4 /dev/sdb rw\n"
+	if err := os.WriteFile(filepath.Join(dir, "proc", "self", "mountinfo"), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := hostfs.New(dir)
+	if got, want := mountsOf(fs, "8:16"), []string{"/media/My Disk", "/srv/sub"}; !slices.Equal(got, want) {
+		t.Errorf("mountsOf(8:16) = %q, want %q", got, want)
+	}
+	if got := mountsOf(fs, "8:32"); got != nil {
+		t.Errorf("mountsOf(8:32) = %q, want none", got)
 	}
 }

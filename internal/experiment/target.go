@@ -203,18 +203,17 @@ func ClaimDevice(fs hostfs.FS, dev, mm string) (*os.File, error) {
 	return nil, fmt.Errorf("%s is in use: another process has it open exclusively (a filesystem, Ceph OSD, ZFS pool or LVM tool; see fuser -v %s)", name, dev)
 }
 
-// mountsOf lists the mount points of major:minor mm in mountinfo
-// (proc(5): field 3 is major:minor, field 5 the mount point).
+// mountsOf lists the mount points of major:minor mm in the mount table
+// (collect/storage's mountinfo reader, unescaped).
 func mountsOf(fs hostfs.FS, mm string) []string {
-	b, err := os.ReadFile(fs.ProcPath("self", "mountinfo"))
+	mounts, err := storage.MountTable(fs)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && f[2] == mm {
-			out = append(out, f[4])
+	for _, m := range mounts {
+		if m.MajorMinor == mm {
+			out = append(out, m.MountPoint)
 		}
 	}
 	return out

@@ -1,7 +1,14 @@
-// Package hostfs names the host filesystem roots that collectors read.
-// It is the only place that knows where /proc, /sys and / live, so every
-// reader can be pointed at a fixture tree instead (see prometheus/procfs
-// internal/fs). Nothing outside internal/collect should use it.
+// Package hostfs holds what every reader of the host shares: the
+// filesystem roots it reads (FS: /proc, /sys and /, injected as
+// prometheus/procfs internal/fs does, so a reader runs against a fixture
+// tree as well as the live host), ReadValue for one-value kernel files,
+// Classify, the one place that turns an errno into a Kind (snapshot stores
+// one per collection error), and which sources only the live host has
+// (live.go). Its users are the collectors and every other package that
+// reads the host (agent, capture, experiment, fix/apply, cipherlimit);
+// commands get an FS from cli/clienv. The labs (internal/lab) build and
+// read their own devices and namespaces and name /proc and /sys
+// themselves.
 package hostfs
 
 import (

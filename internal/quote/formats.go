@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/slowpath/slowpath/internal/safetext"
 )
 
 // UnsafeError says that a value cannot be written in a format: the format
@@ -192,10 +194,5 @@ func commentSafe(s string) bool {
 	if strings.HasSuffix(s, `\`) || !utf8.ValidString(s) {
 		return false
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, safetext.Unsafe)
 }

@@ -1,6 +1,11 @@
-// Package quote escapes data for the artifacts slowpath generates and root
-// runs: shell scripts, udev rules, crypttab lines, fio job files. One helper
-// per format; every word that comes from a snapshot, a job file or the
+// Package quote writes data into the artifacts slowpath generates and
+// root runs, one helper per format: a POSIX shell word (Shell, Shells), a
+// udev match value (Udev), a crypttab field or option (Crypttab,
+// CrypttabOption), a sysctl key (SysctlKey) and a comment line of any of
+// these (Comment). Shell and Comment can write any string; the others
+// refuse, with an *UnsafeError, a value their format has no escape for,
+// so the caller writes no artifact rather than one that reads back as
+// something else. A value that comes from a snapshot, a job file or the
 // command line goes through one of them before it is written.
 package quote
 

@@ -30,13 +30,14 @@ func devValidName(name string) bool {
 	return true
 }
 
-// noControl: no byte below 0x20, no DEL, no C1 rune; valid UTF-8.
+// noControl: no byte below 0x20, no DEL, no C1 rune, no U+2028 or U+2029;
+// valid UTF-8.
 func noControl(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 {
 			return false
 		}
 	}

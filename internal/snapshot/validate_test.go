@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/safetext"
 )
 
 // validBase is a snapshot with every section filled, valid by every rule;
@@ -200,7 +201,7 @@ func TestValidateRules(t *testing.T) {
 		field("storage.block_devices[2].dm.targets[0].params", func(s *Snapshot) *string { return &bd(s, 2).DM.Targets[0].Params },
 			[]string{"", "0 8:16 0", r("p ", 1000)}, []string{"a\nb", "a\x00b", r("p", 64<<10+1)}),
 		field("storage.mounts[0].mount_point", func(s *Snapshot) *string { return &s.Storage.Mounts[0].MountPoint },
-			[]string{"/", "/media/My Disk", "/srv/a;b", "/x (deleted)"}, []string{"", "data", "/a/../b", "/a/./b", "/a/", "//a", "/a\nb", "/a\x00", "/a\tb"}),
+			[]string{"/", "/media/My Disk", "/srv/a;b", "/x (deleted)"}, []string{"", "data", "/a/../b", "/a/./b", "/a/", "//a", "/a\nb", "/a\x00", "/a\tb", "/a\u2028b"}),
 		field("storage.mounts[0].root", func(s *Snapshot) *string { return &s.Storage.Mounts[0].Root },
 			[]string{"/", "/var/lib/x", "/etc/hosts//deleted", "net:[4026532216]"}, []string{"", "x", "/a/./b", "net:[x]", ":[1]", "//deleted"}),
 		field("storage.mounts[0].fs_type", func(s *Snapshot) *string { return &s.Storage.Mounts[0].FSType }, []string{"fuse.sshfs", "xfs"}, []string{"", "ext4\n"}),
@@ -236,7 +237,7 @@ func TestValidateRules(t *testing.T) {
 
 		field("manifest.format_version", func(s *Snapshot) *int { return &s.Manifest.FormatVersion }, []int{FormatVersion}, []int{0, FormatVersion + 1}),
 		field("manifest.hostname", func(s *Snapshot) *string { return &s.Manifest.Hostname }, []string{"", "node-a.example", r("h", 64)}, []string{r("h", 65), "a\nb"}),
-		field("manifest.fixture", func(s *Snapshot) *string { return &s.Manifest.Fixture }, []string{"a\nb\tc"}, []string{"a\rb", "a\x00b", r("f", 64<<10+1)}),
+		field("manifest.fixture", func(s *Snapshot) *string { return &s.Manifest.Fixture }, []string{"a\nb\tc"}, []string{"a\rb", "a\u2029b", "a\x00b", r("f", 64<<10+1)}),
 		field("manifest.errors[0].message", func(s *Snapshot) *string { return &s.Manifest.Errors[0].Message }, []string{"a\n\tb"}, []string{"a\x1b[31mb", r("m", 64<<10+1)}),
 		field("manifest.errors[0].collector", func(s *Snapshot) *string { return &s.Manifest.Errors[0].Collector }, []string{"storage.dm"}, []string{"", "a b"}),
 		field("manifest.errors[0].kind", func(s *Snapshot) *hostfs.Kind { return &s.Manifest.Errors[0].Kind }, []hostfs.Kind{hostfs.KindSkipped}, []hostfs.Kind{"", "fatal"}),
@@ -276,7 +277,7 @@ func TestValidateRules(t *testing.T) {
 				t.Errorf("%s = %s: error names %q: %v", ru.path, ru.badV[i], ve.Path, err)
 			case ve.Source == "" || !strings.HasPrefix(err.Error(), "snapshot: "+ru.path):
 				t.Errorf("%s = %s: error %q lacks its path or source", ru.path, ru.badV[i], err)
-			case strings.ContainsFunc(err.Error(), isControl):
+			case strings.ContainsFunc(err.Error(), safetext.Unsafe):
 				t.Errorf("%s = %s: error carries a control character: %q", ru.path, ru.badV[i], err)
 			}
 		}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"github.com/slowpath/slowpath/internal/hostfs"
 )
 
@@ -58,54 +58,30 @@ func parseCPUTicks(b []byte) (CPUTicks, error) {
 // pfKthread is PF_KTHREAD in /proc/PID/stat's flags (include/linux/sched.h).
 const pfKthread = 0x00200000
 
-// KernelThreadTicks sums utime+stime of every kernel thread. dm-crypt
+// KernelThreadTicks sums utime+stime of every kernel thread (flags
+// field of /proc/PID/stat, read through procfs.Proc.Stat). dm-crypt
 // encrypts in kernel threads: kcryptd work items run in kworkers, writes are
 // submitted from dmcrypt_write (drivers/md/dm-crypt.c), so their CPU shows
 // here and not in the process doing the I/O. Threads that exit between
 // two reads drop out of the sum: take it over short intervals.
 func KernelThreadTicks(fs hostfs.FS) (uint64, error) {
-	ents, err := os.ReadDir(fs.Proc)
+	pfs, err := procfs.NewFS(fs.Proc)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", fs.Proc, err)
+	}
+	procs, err := pfs.AllProcs()
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", fs.Proc, err)
 	}
 	var sum uint64
-	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(fs.Proc, e.Name(), "stat"))
+	for _, p := range procs {
+		st, err := p.Stat()
 		if err != nil {
 			continue // exited
 		}
-		flags, ticks, err := parsePIDStat(b)
-		if err == nil && flags&pfKthread != 0 {
-			sum += ticks
+		if st.Flags&pfKthread != 0 {
+			sum += uint64(st.UTime + st.STime)
 		}
 	}
 	return sum, nil
-}
-
-// parsePIDStat returns flags (field 9) and utime+stime (14, 15) of a
-// /proc/PID/stat line. comm (field 2) may hold spaces and parentheses, so
-// fields are counted from the last ')'.
-func parsePIDStat(b []byte) (flags, ticks uint64, err error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("stat line without comm")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state).
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("stat line with %d fields after comm", len(f))
-	}
-	flags, err = strconv.ParseUint(f[6], 10, 64)
-	if err != nil {
-		return 0, 0, err
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("utime/stime %q %q", f[11], f[12])
-	}
-	return flags, u + s, nil
 }

@@ -38,15 +38,33 @@ func fileExists(p string) bool {
 }
 
 // readMountInfo reads the mount table mountInfoPath names.
+func readMountInfo(fs hostfs.FS) ([]snapshot.Mount, []error, error) {
+	return ReadMountInfo(mountInfoPath(fs))
+}
+
+// MountTable returns the mounts of the table the storage collector reads
+// (mountInfoPath): the mount namespace slowpath runs in, or the host's
+// under a foreign proc root. Lines that do not parse are left out; the
+// error is a failure to read the file.
+func MountTable(fs hostfs.FS) ([]snapshot.Mount, error) {
+	mounts, _, err := readMountInfo(fs)
+	return mounts, err
+}
+
+// ReadMountInfo reads a mountinfo file (/proc/PID/mountinfo under a proc
+// root) with slowpath's one mountinfo parser: every good line as a
+// snapshot.Mount, each bad line as an error beside them, and a failure to
+// read the file as the error. Errors name the path.
 // Format: proc_pid_mountinfo(5) and fs/proc_namespace.c show_mountinfo().
 //
 // procfs has a parser (procfs.GetMounts), but it turns option strings into
 // maps (losing their order and text), keeps the octal escapes in paths
 // (a mount point with a space stays "\040") and rejects the whole file for
 // one bad line. A snapshot wants the kernel's text and partial data, so
-// this reader keeps every good line and reports the bad ones.
-func readMountInfo(fs hostfs.FS) ([]snapshot.Mount, []error, error) {
-	p := mountInfoPath(fs)
+// this reader keeps every good line and reports the bad ones; the rest of
+// slowpath (experiment, capture, lab crypt) reads mount tables through it
+// too, so a path with a space means the same everywhere.
+func ReadMountInfo(p string) ([]snapshot.Mount, []error, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", p, err)

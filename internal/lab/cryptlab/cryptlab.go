@@ -27,9 +27,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/lab/hostlock"
 )
 
@@ -511,22 +511,24 @@ func observe(sys string) ([]Observed, error) {
 // mountedDevices returns the device number of every mount in this
 // process's mount table and PID 1's (the host's, when the lab runs in
 // another mount namespace). PID 1's table may be absent, as in a test tree.
+// Both are read with collect/storage's mountinfo reader; a line that does
+// not parse fails the check, as the lab must not guess a device is free.
 func mountedDevices(proc string) ([]string, error) {
-	pfs, err := procfs.NewFS(proc)
-	if err != nil {
-		return nil, fmt.Errorf("read mount tables: %w", err)
-	}
-	self, err := pfs.GetMounts()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(proc, "self", "mountinfo"), err)
-	}
-	pid1, err := pfs.GetProcMounts(1)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(proc, "1", "mountinfo"), err)
-	}
 	var out []string
-	for _, m := range append(self, pid1...) {
-		out = append(out, m.MajorMinorVer)
+	for _, pid := range []string{"self", "1"} {
+		mounts, lineErrs, err := storage.ReadMountInfo(filepath.Join(proc, pid, "mountinfo"))
+		if pid == "1" && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && len(lineErrs) > 0 {
+			err = fmt.Errorf("%s: %w", filepath.Join(proc, pid, "mountinfo"), lineErrs[0])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read mount tables: %w", err)
+		}
+		for _, m := range mounts {
+			out = append(out, m.MajorMinor)
+		}
 	}
 	return out, nil
 }
