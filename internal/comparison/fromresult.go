@@ -101,16 +101,16 @@ func convert(unit string) (string, float64) {
 // write_bytes_per_sec, commit_ops_per_sec.
 var throughputOp = regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
 
+// histogramOf is h in seconds, compare's unit.
 func histogramOf(h *benchresult.Histogram) *stats.Histogram {
 	if h == nil || len(h.Bins) == 0 {
 		return nil
 	}
-	out := &stats.Histogram{Values: make([]float64, len(h.Bins)), Counts: make([]uint64, len(h.Bins))}
-	for i, b := range h.Bins {
-		out.Values[i] = float64(b.ValueNS) * 1e-9
-		out.Counts[i] = b.Count
+	out := h.Stats()
+	for i := range out.Values {
+		out.Values[i] *= 1e-9
 	}
-	return out
+	return &out
 }
 
 func runFromResult(r *benchresult.Result) (Run, error) {

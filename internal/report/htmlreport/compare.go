@@ -153,13 +153,8 @@ func merged(s comparison.Side, name string) (stats.Histogram, bool) {
 func cdfPoints(h stats.Histogram) [][2]float64 {
 	total := float64(h.Total())
 	var pts [][2]float64
-	var cum uint64
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue
-		}
-		cum += c
-		pts = append(pts, [2]float64{h.Values[i] * 1e3, 100 * float64(cum) / total})
+	for _, p := range h.CDF() {
+		pts = append(pts, [2]float64{p.Value * 1e3, 100 * float64(p.Cum) / total})
 	}
 	if len(pts) <= maxCDFPoints {
 		return pts
