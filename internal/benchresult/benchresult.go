@@ -41,6 +41,12 @@ const (
 	StatusFailed      = "failed"      // an error stopped the run; Error says which
 )
 
+// CPUPerIO names the row compare derives from a result's CPU accounting
+// and its I/O count (internal/comparison): not a figure a run writes, but
+// a guard every profile declares (internal/workload/profile), so both read
+// the name from here.
+const CPUPerIO = "cpu_per_io"
+
 // Units of figures, timelines and histograms. A figure's unit is always one
 // of these, so compare never converts.
 const (

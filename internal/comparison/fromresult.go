@@ -178,17 +178,13 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 		run.Order = append(run.Order, k)
 	}
 	if v, ok := cpuPerIO(r); ok {
-		if _, taken := run.Metrics[CPUPerIO]; !taken {
-			run.Metrics[CPUPerIO] = Measure{Unit: UnitSeconds, Better: LowerIsBetter, Value: v}
-			run.Order = append(run.Order, CPUPerIO)
+		if _, taken := run.Metrics[benchresult.CPUPerIO]; !taken {
+			run.Metrics[benchresult.CPUPerIO] = Measure{Unit: UnitSeconds, Better: LowerIsBetter, Value: v}
+			run.Order = append(run.Order, benchresult.CPUPerIO)
 		}
 	}
 	return run, nil
 }
-
-// CPUPerIO names the row derived from a result's CPU accounting: a guard
-// of every profile (internal/workload/profile MetricsOf).
-const CPUPerIO = "cpu_per_io"
 
 // cpuPerIO is the CPU time of every thread group where-the-time-went
 // accounted (the workload, kcryptd, dmcrypt_write, kworkers, ksoftirqd) per
