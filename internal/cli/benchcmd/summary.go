@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jedib0t/go-pretty/v6/table"
-
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
@@ -72,18 +71,15 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 		}
 		rows = append(rows, []string{f.Phase, f.Name, formatValue(f.Value, f.Unit)})
 	}
+	tw := table.NewTSV(w)
 	if env.StdoutTTY {
-		tw := table.NewWriter()
-		tw.SetOutputMirror(w)
-		tw.AppendHeader(table.Row{"phase", "figure", "value"})
-		for _, r := range rows {
-			tw.AppendRow(table.Row{r[0], r[1], r[2]})
-		}
-		tw.SetStyle(table.StyleLight)
-		tw.Render()
-	} else {
-		writeTSV(w, append([][]string{{"phase", "figure", "value"}}, rows...))
+		tw = table.New(w)
 	}
+	tw.Row("phase", "figure", "value")
+	for _, r := range rows {
+		tw.Row(r...)
+	}
+	tw.Flush()
 	if wt := r.WhereTime; wt != nil {
 		fmt.Fprintf(w, "where the time went: %s\n", wt.Summary)
 		for _, d := range wt.Devices {
@@ -145,12 +141,6 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 
 func sortedKeysU(m map[string]uint64) []string {
 	return slices.Sorted(maps.Keys(m))
-}
-
-func writeTSV(w io.Writer, rows [][]string) {
-	for _, r := range rows {
-		fmt.Fprintln(w, strings.Join(r, "\t"))
-	}
 }
 
 func pathLine(p *storagemodel.Path) string {
