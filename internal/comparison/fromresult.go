@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // FromResults makes a side of bench results (one run each), sources naming
@@ -71,30 +72,6 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// convert maps a bench unit to the comparison's and the factor to apply.
-func convert(unit string) (string, float64) {
-	switch unit {
-	case benchresult.UnitIOPS, benchresult.UnitOpsPerSec:
-		return UnitOpsPerSec, 1
-	case benchresult.UnitBytesPerSec:
-		return UnitBytesPerSec, 1
-	case benchresult.UnitNanoseconds:
-		return UnitSeconds, 1e-9
-	case benchresult.UnitMilliseconds:
-		return UnitSeconds, 1e-3
-	case benchresult.UnitSeconds:
-		return UnitSeconds, 1
-	case benchresult.UnitCPUs:
-		return UnitCPU, 1
-	case benchresult.UnitBytes:
-		return UnitBytes, 1
-	case benchresult.UnitPercent:
-		return UnitPercent, 1
-	default: // count, requests, fraction: shown as numbers with their unit
-		return unit, 1
-	}
 }
 
 // throughputOp matches figures with a per-second timeline: read_iops,
@@ -165,7 +142,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 	}
 	for _, f := range r.Figures {
 		k := key(f)
-		unit, factor := convert(f.Unit)
+		unit, factor := units.FromWire(f.Unit)
 		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
 		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
 			if ph := phases[f.Phase]; ph != nil {
@@ -179,7 +156,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 	}
 	if v, ok := cpuPerIO(r); ok {
 		if _, taken := run.Metrics[benchresult.CPUPerIO]; !taken {
-			run.Metrics[benchresult.CPUPerIO] = Measure{Unit: UnitSeconds, Better: LowerIsBetter, Value: v}
+			run.Metrics[benchresult.CPUPerIO] = Measure{Unit: units.Seconds, Better: LowerIsBetter, Value: v}
 			run.Order = append(run.Order, benchresult.CPUPerIO)
 		}
 	}

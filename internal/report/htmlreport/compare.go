@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // maxCDFPoints bounds each CDF series: a run's histogram may hold thousands
@@ -327,7 +328,7 @@ func loadScatter(sides []comparison.Side) []Block {
 	if threshold > 0 {
 		first := series[0].(map[string]any)
 		first["markLine"] = map[string]any{"silent": true, "symbol": "none", "lineStyle": map[string]any{"color": "#c62828", "type": "dashed"},
-			"label": map[string]any{"formatter": fmt.Sprintf("slow: %s", comparison.FormatValue(threshold, comparison.UnitSeconds))},
+			"label": map[string]any{"formatter": fmt.Sprintf("slow: %s", units.Format(threshold, units.Seconds))},
 			"data":  []any{map[string]any{"yAxis": round4(threshold * 1e3)}}}
 	}
 	var counts []string
