@@ -106,15 +106,19 @@ func (h Histogram) Quantile(q float64) (float64, error) {
 	if q < 0 || q > 1 || math.IsNaN(q) {
 		return 0, fmt.Errorf("quantile %v outside [0, 1]", q)
 	}
-	k := rank(q, h.Total())
+	return h.at(rank(q, h.Total())), nil
+}
+
+// at is the k-th smallest sample (1-based) of a valid histogram.
+func (h Histogram) at(k uint64) float64 {
 	var cum uint64
 	for i, c := range h.Counts {
 		cum += c
 		if cum >= k {
-			return h.Values[i], nil
+			return h.Values[i]
 		}
 	}
-	return h.Values[len(h.Values)-1], nil
+	return h.Values[len(h.Values)-1]
 }
 
 // CDFPoint is one step of a cumulative distribution: Cum of Total samples
@@ -146,14 +150,10 @@ func (h Histogram) CDF() []CDFPoint {
 // with PromQL's quantile(0.5, ...), which interpolates, where a latency
 // quantile has to agree with fio's order statistic. NaN for no values.
 func Median(values []float64) float64 {
-	n := len(values)
+	n := uint64(len(values))
 	if n == 0 {
 		return math.NaN()
 	}
-	v := slices.Clone(values)
-	slices.Sort(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
+	h := Exact(values)
+	return (h.at((n+1)/2) + h.at(n/2+1)) / 2
 }
