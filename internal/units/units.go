@@ -59,15 +59,7 @@ func Format(v float64, unit string) string {
 			return sig3(v)
 		}
 	case BytesPerSec:
-		for _, u := range []struct {
-			div  float64
-			name string
-		}{{1 << 30, "GiB/s"}, {1 << 20, "MiB/s"}, {1 << 10, "KiB/s"}} {
-			if a >= u.div {
-				return sig3(v/u.div) + " " + u.name
-			}
-		}
-		return sig3(v) + " B/s"
+		return binary(v, "/s")
 	case Seconds:
 		switch {
 		case a >= 1:
@@ -89,21 +81,26 @@ func Format(v float64, unit string) string {
 	case Percent:
 		return sig3(v) + "%"
 	case Bytes:
-		for _, u := range []struct {
-			div  float64
-			name string
-		}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-			if a >= u.div {
-				return sig3(v/u.div) + " " + u.name
-			}
-		}
-		return sig3(v) + " B"
+		return binary(v, "")
 	default:
 		if unit == "" {
 			return sig3(v)
 		}
 		return sig3(v) + " " + unit
 	}
+}
+
+// binary prints bytes (per suffix) in the largest binary unit they reach.
+func binary(v float64, suffix string) string {
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if math.Abs(v) >= u.div {
+			return sig3(v/u.div) + " " + u.name + suffix
+		}
+	}
+	return sig3(v) + " B" + suffix
 }
 
 // FromWire maps the unit of a bench figure (benchresult.Unit*) to its

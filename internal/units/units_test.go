@@ -15,7 +15,7 @@ func TestFormat(t *testing.T) {
 	}{
 		{171000, OpsPerSec, "171k"}, {26600, OpsPerSec, "26.6k"}, {4, OpsPerSec, "4.00"}, {1.5e6, OpsPerSec, "1.50M"},
 		{0.25, Seconds, "250 ms"}, {0.0004, Seconds, "400 µs"}, {2.5, Seconds, "2.50 s"},
-		{200 << 20, BytesPerSec, "200 MiB/s"}, {3, Count, "3"}, {0.38, CPU, "38.0% CPU"}, {math.NaN(), Count, "?"},
+		{200 << 20, BytesPerSec, "200 MiB/s"}, {1536, Bytes, "1.50 KiB"}, {512, Bytes, "512 B"}, {3, Count, "3"}, {0.38, CPU, "38.0% CPU"}, {math.NaN(), Count, "?"},
 	} {
 		if got := Format(tc.v, tc.unit); got != tc.want {
 			t.Errorf("Format(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
