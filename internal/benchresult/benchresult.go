@@ -19,11 +19,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/stats"
 )
 
 // Kind is the value of "kind" in every result file: it tells a bench result
@@ -40,6 +40,12 @@ const (
 	StatusInterrupted = "interrupted" // SIGINT/SIGTERM: the phases so far, the last one partial
 	StatusFailed      = "failed"      // an error stopped the run; Error says which
 )
+
+// CPUPerIO names the row compare derives from a result's CPU accounting
+// and its I/O count (internal/comparison): not a figure a run writes, but
+// a guard every profile declares (internal/workload/profile), so both read
+// the name from here.
+const CPUPerIO = "cpu_per_io"
 
 // Units of figures, timelines and histograms. A figure's unit is always one
 // of these, so compare never converts.
@@ -464,84 +470,54 @@ func (h *Histogram) Count() uint64 {
 	return n
 }
 
-// Percentile returns the smallest bin value at or below which at least p
-// percent of operations fall (fio's definition for its clat percentiles);
-// false when h is empty or p is outside 0-100.
+// Stats is h as the distribution internal/stats reads quantiles, merges
+// and CDFs from, in nanoseconds. Histogram itself is only the wire form.
+func (h *Histogram) Stats() stats.Histogram {
+	var out stats.Histogram
+	if h == nil {
+		return out
+	}
+	out.Values = make([]float64, len(h.Bins))
+	out.Counts = make([]uint64, len(h.Bins))
+	for i, b := range h.Bins {
+		out.Values[i], out.Counts[i] = float64(b.ValueNS), b.Count
+	}
+	return out
+}
+
+// FromStats is the wire form of a distribution in nanoseconds (exact below
+// 2^53 ns, 104 days).
+func FromStats(s stats.Histogram) *Histogram {
+	out := &Histogram{Bins: make([]Bin, 0, len(s.Values))}
+	for i, v := range s.Values {
+		out.Bins = append(out.Bins, Bin{ValueNS: int64(v), Count: s.Counts[i]})
+	}
+	return out
+}
+
+// Percentile is stats' quantile p/100 of h (fio's definition for its clat
+// percentiles); false when h is empty or p is outside 0-100.
 func (h *Histogram) Percentile(p float64) (int64, bool) {
-	n := h.Count()
-	if n == 0 || p < 0 || p > 100 || math.IsNaN(p) {
-		return 0, false
-	}
-	// The rank of the p-th percentile, at least the first operation.
-	rank := uint64(math.Ceil(p / 100 * float64(n)))
-	if rank == 0 {
-		rank = 1
-	}
-	var seen uint64
-	for _, b := range h.Bins {
-		seen += b.Count
-		if seen >= rank {
-			return b.ValueNS, true
-		}
-	}
-	return h.Bins[len(h.Bins)-1].ValueNS, true
+	v, err := h.Stats().Quantile(p / 100)
+	return int64(v), err == nil
 }
 
-// CDFPoint is one step of a cumulative distribution.
-type CDFPoint struct {
-	ValueNS  int64
-	Fraction float64 // of operations at or below ValueNS
-}
-
-// CDF returns, per bin, the fraction of operations at or below its value:
-// the points of a cumulative distribution plot.
-func (h *Histogram) CDF() []CDFPoint {
-	n := h.Count()
-	if n == 0 {
-		return nil
-	}
-	out := make([]CDFPoint, 0, len(h.Bins))
-	var seen uint64
-	for _, b := range h.Bins {
-		seen += b.Count
-		out = append(out, CDFPoint{ValueNS: b.ValueNS, Fraction: float64(seen) / float64(n)})
-	}
-	return out
-}
-
-// Merge returns the sum of histograms (several runs of one side). Bins with
-// the same value add up; fio's bin values are the same on every machine, so
-// fio histograms merge exactly.
+// Merge returns the sum of histograms (several runs of one side; stats.Merge).
+// fio's bin values are the same on every machine, so fio histograms merge
+// exactly.
 func Merge(hs ...*Histogram) *Histogram {
-	sum := map[int64]uint64{}
+	ss := make([]stats.Histogram, 0, len(hs))
 	for _, h := range hs {
-		if h == nil {
-			continue
-		}
-		for _, b := range h.Bins {
-			sum[b.ValueNS] += b.Count
-		}
+		ss = append(ss, h.Stats())
 	}
-	out := &Histogram{Bins: make([]Bin, 0, len(sum))}
-	for v, c := range sum {
-		if c > 0 {
-			out.Bins = append(out.Bins, Bin{ValueNS: v, Count: c})
-		}
-	}
-	sort.Slice(out.Bins, func(i, j int) bool { return out.Bins[i].ValueNS < out.Bins[j].ValueNS })
-	return out
+	return FromStats(stats.Merge(ss...))
 }
 
 // FromDurations builds an exact histogram (one bin per distinct value).
 func FromDurations(ds []time.Duration) *Histogram {
-	sum := map[int64]uint64{}
-	for _, d := range ds {
-		sum[int64(d)]++
+	v := make([]float64, len(ds))
+	for i, d := range ds {
+		v[i] = float64(d)
 	}
-	out := &Histogram{Bins: make([]Bin, 0, len(sum))}
-	for v, c := range sum {
-		out.Bins = append(out.Bins, Bin{ValueNS: v, Count: c})
-	}
-	sort.Slice(out.Bins, func(i, j int) bool { return out.Bins[i].ValueNS < out.Bins[j].ValueNS })
-	return out
+	return FromStats(stats.Exact(v))
 }

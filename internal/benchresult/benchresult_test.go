@@ -142,9 +142,16 @@ func TestHistogram(t *testing.T) {
 	if diff := cmp.Diff(want, m.Bins); diff != "" {
 		t.Errorf("merge (-want +got):\n%s", diff)
 	}
-	cdf := m.CDF()
-	if len(cdf) != 5 || cdf[4].Fraction != 1 || cdf[0].Fraction != 50.0/120 {
-		t.Errorf("cdf %+v", cdf)
+	if diff := cmp.Diff(m, FromStats(m.Stats())); diff != "" {
+		t.Errorf("through stats and back (-want +got):\n%s", diff)
+	}
+	// FromDurations is exact: its percentiles are the durations' own.
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(100 - i)
+	}
+	if got, ok := FromDurations(hundred).Percentile(99); !ok || got != 99 {
+		t.Errorf("p99 of 1..100 = %d, %v; want 99", got, ok)
 	}
 	e := FromDurations([]time.Duration{3, 1, 3, 2})
 	if diff := cmp.Diff([]Bin{{1, 1}, {2, 1}, {3, 2}}, e.Bins); diff != "" {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Annotations are what the front end that made the sides knows beyond
@@ -241,11 +242,11 @@ func (t *Tax) Cells(s TaxSide) []string {
 	if s.Ratio != nil {
 		ratio = fmt.Sprintf("%.1fx", *s.Ratio)
 	}
-	observed := FormatValue(s.ObservedPerIOSeconds, UnitSeconds)
+	observed := units.Format(s.ObservedPerIOSeconds, units.Seconds)
 	if s.ObservedPerIOSeconds >= 0 {
 		observed = "+" + observed
 	}
-	return []string{s.Name, layers, FormatValue(s.ExpectedPerIOSeconds, UnitSeconds), observed,
+	return []string{s.Name, layers, units.Format(s.ExpectedPerIOSeconds, units.Seconds), observed,
 		ratio, s.Verdict}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // dbCommitSide is a db-commit side whose direct-4k phase did readIOPS and
@@ -150,8 +151,8 @@ func TestAssessTaxCPUForm(t *testing.T) {
 		var runs []comparison.Run
 		for range 4 {
 			runs = append(runs, comparison.Run{Metrics: map[string]comparison.Measure{
-				"IOPS": {Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: iops},
-				"CPU":  {Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: cpu},
+				"IOPS": {Unit: units.OpsPerSec, Better: comparison.HigherIsBetter, Value: iops},
+				"CPU":  {Unit: units.CPU, Better: comparison.LowerIsBetter, Value: cpu},
 			}})
 		}
 		return comparison.Side{Name: name, Runs: runs}

@@ -30,7 +30,7 @@ const (
 
 // Measure is one metric of one run.
 type Measure struct {
-	Unit   string  // see FormatValue: ops/s, B/s, s, count, cpu
+	Unit   string  // see units.Format: ops/s, B/s, s, count, cpu
 	Better Better  // direction of improvement
 	Value  float64 // the run's figure
 }

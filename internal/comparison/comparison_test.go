@@ -1,13 +1,13 @@
 package comparison
 
 import (
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // runs makes n runs whose "read IOPS" is center with relative noise rel and
@@ -17,8 +17,8 @@ func runs(r *rand.Rand, n int, center, rel float64) []Run {
 	for i := range out {
 		iops := center * (1 + rel*r.NormFloat64())
 		out[i] = Run{Metrics: map[string]Measure{
-			"read IOPS": {Unit: UnitOpsPerSec, Better: HigherIsBetter, Value: iops},
-			"read p99":  {Unit: UnitSeconds, Better: LowerIsBetter, Value: 8 / iops},
+			"read IOPS": {Unit: units.OpsPerSec, Better: HigherIsBetter, Value: iops},
+			"read p99":  {Unit: units.Seconds, Better: LowerIsBetter, Value: 8 / iops},
 		}}
 	}
 	return out
@@ -167,21 +167,5 @@ func TestCompareRejects(t *testing.T) {
 	}
 	if _, err := Compare([]Side{{Name: "a", Runs: one}, {Name: "b", Runs: one}}, Options{Alpha: 2}); err == nil {
 		t.Error("alpha 2: no error")
-	}
-}
-
-func TestFormatValue(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		unit string
-		want string
-	}{
-		{171000, UnitOpsPerSec, "171k"}, {26600, UnitOpsPerSec, "26.6k"}, {4, UnitOpsPerSec, "4.00"}, {1.5e6, UnitOpsPerSec, "1.50M"},
-		{0.25, UnitSeconds, "250 ms"}, {0.0004, UnitSeconds, "400 µs"}, {2.5, UnitSeconds, "2.50 s"},
-		{200 << 20, UnitBytesPerSec, "200 MiB/s"}, {3, UnitCount, "3"}, {0.38, UnitCPU, "38.0% CPU"}, {math.NaN(), UnitCount, "?"},
-	} {
-		if got := FormatValue(tc.v, tc.unit); got != tc.want {
-			t.Errorf("FormatValue(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
-		}
 	}
 }

@@ -7,97 +7,8 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
-
-// Units a Measure may carry.
-const (
-	UnitOpsPerSec   = "ops/s" // IOPS, ingest ops
-	UnitBytesPerSec = "B/s"
-	UnitSeconds     = "s"     // latencies and durations
-	UnitCount       = "count" // e.g. slow loads
-	UnitCPU         = "cpu"   // CPUs busy: 1 is one whole CPU
-	UnitBytes       = "bytes"
-	UnitPercent     = "%"
-)
-
-// sig3 prints v with three significant digits, no exponent.
-func sig3(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a == 0:
-		return "0"
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
-
-// FormatValue prints v in unit the way the tables show it.
-func FormatValue(v float64, unit string) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "?"
-	}
-	a := math.Abs(v)
-	switch unit {
-	case UnitOpsPerSec:
-		switch {
-		case a >= 1e6:
-			return sig3(v/1e6) + "M"
-		case a >= 1e3:
-			return sig3(v/1e3) + "k"
-		default:
-			return sig3(v)
-		}
-	case UnitBytesPerSec:
-		for _, u := range []struct {
-			div  float64
-			name string
-		}{{1 << 30, "GiB/s"}, {1 << 20, "MiB/s"}, {1 << 10, "KiB/s"}} {
-			if a >= u.div {
-				return sig3(v/u.div) + " " + u.name
-			}
-		}
-		return sig3(v) + " B/s"
-	case UnitSeconds:
-		switch {
-		case a >= 1:
-			return sig3(v) + " s"
-		case a >= 1e-3:
-			return sig3(v*1e3) + " ms"
-		case a >= 1e-6 || a == 0:
-			return sig3(v*1e6) + " µs"
-		default:
-			return sig3(v*1e9) + " ns"
-		}
-	case UnitCount:
-		if v == math.Trunc(v) {
-			return strconv.FormatFloat(v, 'f', 0, 64)
-		}
-		return sig3(v)
-	case UnitCPU:
-		return sig3(v*100) + "% CPU"
-	case UnitPercent:
-		return sig3(v) + "%"
-	case UnitBytes:
-		for _, u := range []struct {
-			div  float64
-			name string
-		}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-			if a >= u.div {
-				return sig3(v/u.div) + " " + u.name
-			}
-		}
-		return sig3(v) + " B"
-	default:
-		if unit == "" {
-			return sig3(v)
-		}
-		return sig3(v) + " " + unit
-	}
-}
 
 // FormatCell prints a cell's median and the half-width of its interval
 // relative to the median, as benchstat's "± 3%".
@@ -105,7 +16,7 @@ func FormatCell(c Cell, unit string) string {
 	if c.N == 0 {
 		return "-"
 	}
-	s := FormatValue(c.Median, unit)
+	s := units.Format(c.Median, unit)
 	if c.Lo != nil && c.Hi != nil && c.Median != 0 {
 		rel := math.Max(*c.Hi/c.Median-1, 1-*c.Lo/c.Median) * 100
 		s += fmt.Sprintf(" ±%.0f%%", math.Abs(rel))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // FromResults makes a side of bench results (one run each), sources naming
@@ -73,44 +74,20 @@ func baseName(p string) string {
 	return p
 }
 
-// convert maps a bench unit to the comparison's and the factor to apply.
-func convert(unit string) (string, float64) {
-	switch unit {
-	case benchresult.UnitIOPS, benchresult.UnitOpsPerSec:
-		return UnitOpsPerSec, 1
-	case benchresult.UnitBytesPerSec:
-		return UnitBytesPerSec, 1
-	case benchresult.UnitNanoseconds:
-		return UnitSeconds, 1e-9
-	case benchresult.UnitMilliseconds:
-		return UnitSeconds, 1e-3
-	case benchresult.UnitSeconds:
-		return UnitSeconds, 1
-	case benchresult.UnitCPUs:
-		return UnitCPU, 1
-	case benchresult.UnitBytes:
-		return UnitBytes, 1
-	case benchresult.UnitPercent:
-		return UnitPercent, 1
-	default: // count, requests, fraction: shown as numbers with their unit
-		return unit, 1
-	}
-}
-
 // throughputOp matches figures with a per-second timeline: read_iops,
 // write_bytes_per_sec, commit_ops_per_sec.
 var throughputOp = regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
 
+// histogramOf is h in seconds, compare's unit.
 func histogramOf(h *benchresult.Histogram) *stats.Histogram {
 	if h == nil || len(h.Bins) == 0 {
 		return nil
 	}
-	out := &stats.Histogram{Values: make([]float64, len(h.Bins)), Counts: make([]uint64, len(h.Bins))}
-	for i, b := range h.Bins {
-		out.Values[i] = float64(b.ValueNS) * 1e-9
-		out.Counts[i] = b.Count
+	out := h.Stats()
+	for i := range out.Values {
+		out.Values[i] *= 1e-9
 	}
-	return out
+	return &out
 }
 
 func runFromResult(r *benchresult.Result) (Run, error) {
@@ -165,7 +142,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 	}
 	for _, f := range r.Figures {
 		k := key(f)
-		unit, factor := convert(f.Unit)
+		unit, factor := units.FromWire(f.Unit)
 		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
 		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
 			if ph := phases[f.Phase]; ph != nil {
@@ -178,17 +155,13 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 		run.Order = append(run.Order, k)
 	}
 	if v, ok := cpuPerIO(r); ok {
-		if _, taken := run.Metrics[CPUPerIO]; !taken {
-			run.Metrics[CPUPerIO] = Measure{Unit: UnitSeconds, Better: LowerIsBetter, Value: v}
-			run.Order = append(run.Order, CPUPerIO)
+		if _, taken := run.Metrics[benchresult.CPUPerIO]; !taken {
+			run.Metrics[benchresult.CPUPerIO] = Measure{Unit: units.Seconds, Better: LowerIsBetter, Value: v}
+			run.Order = append(run.Order, benchresult.CPUPerIO)
 		}
 	}
 	return run, nil
 }
-
-// CPUPerIO names the row derived from a result's CPU accounting: a guard
-// of every profile (internal/workload/profile MetricsOf).
-const CPUPerIO = "cpu_per_io"
 
 // cpuPerIO is the CPU time of every thread group where-the-time-went
 // accounted (the workload, kcryptd, dmcrypt_write, kworkers, ksoftirqd) per

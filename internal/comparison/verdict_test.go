@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // sideOf makes a side whose runs carry the given values per metric
@@ -22,9 +23,9 @@ func sideOf(name string, vals map[string][]float64) Side {
 			if i >= len(v) {
 				continue
 			}
-			b, u := LowerIsBetter, UnitSeconds
+			b, u := LowerIsBetter, units.Seconds
 			if strings.HasSuffix(m, "ops") {
-				b, u = HigherIsBetter, UnitOpsPerSec
+				b, u = HigherIsBetter, units.OpsPerSec
 			}
 			run.Metrics[m] = Measure{Unit: u, Better: b, Value: v[i]}
 		}

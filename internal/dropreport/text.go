@@ -5,7 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // TextOptions shape WriteText.
@@ -72,24 +73,21 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	var tw interface {
-		io.Writer
-		Flush() error
-	} = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := table.New(w)
 	if o.Tabs {
-		tw = nopFlush{w}
+		tw = table.NewTSV(w)
 	}
 	head := "REASON"
 	if !r.DropReasons {
 		head = "LOCATION"
 	}
-	fmt.Fprintf(tw, "%s\tCOUNT\tPER SEC\tLAYER\tCHECK\tINTERFACES\tFUNCTIONS\n", head)
+	tw.Row(head, "COUNT", "PER SEC", "LAYER", "CHECK", "INTERFACES", "FUNCTIONS")
 	for _, rc := range r.Reasons {
 		check := rc.Check
 		if check == "" {
 			check = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", rc.Reason, rc.Count,
+		tw.Row(rc.Reason, strconv.FormatUint(rc.Count, 10),
 			strconv.FormatFloat(rc.PerSecond, 'f', 1, 64), rc.Layer, check,
 			interfaces(rc.Interfaces, 2), functions(rc.Locations, o.TopFunctions))
 	}
@@ -141,7 +139,3 @@ func interfaces(ifs []InterfaceCount, top int) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-type nopFlush struct{ io.Writer }
-
-func (nopFlush) Flush() error { return nil }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/stats"
 )
 
 // The recorded series read (deploy/kubernetes/prometheusrule.yaml).
@@ -180,19 +181,14 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 	return s, nil
 }
 
-// median of f over ms (the mean of the middle two for an even count, as
-// PromQL's quantile(0.5, ...) interpolates).
+// median of f over ms: stats.Median, which interpolates as PromQL's
+// quantile(0.5, ...) and the fleet recording rules do.
 func median(ms []*Mount, f func(*Mount) float64) float64 {
 	v := make([]float64, len(ms))
 	for i, m := range ms {
 		v[i] = f(m)
 	}
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
+	return stats.Median(v)
 }
 
 // Seconds renders a duration in seconds with three significant figures in

@@ -18,6 +18,7 @@ import (
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
@@ -287,7 +288,7 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 		b.WriteString("\n| phase | figure | value |\n|---|---|---|\n")
 		for _, f := range res.Figures {
 			if f.Phase != "" {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", md(f.Phase), md(f.Name), md(formatValue(f.Value, f.Unit)))
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", md(f.Phase), md(f.Name), md(units.Figure(f.Value, f.Unit)))
 			}
 		}
 		if res.WhereTime != nil {

@@ -9,50 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jedib0t/go-pretty/v6/table"
-
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/report/table"
+	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
-
-// formatValue prints a figure in a human unit.
-func formatValue(v float64, unit string) string {
-	switch unit {
-	case benchresult.UnitNanoseconds:
-		return time.Duration(v).Round(durRound(v)).String()
-	case benchresult.UnitBytesPerSec:
-		return storagemodel.FormatBytes(uint64(v)) + "/s"
-	case benchresult.UnitBytes:
-		return storagemodel.FormatBytes(uint64(v))
-	case benchresult.UnitIOPS:
-		return fmt.Sprintf("%.0f IOPS", v)
-	case benchresult.UnitOpsPerSec:
-		return fmt.Sprintf("%.0f ops/s", v)
-	case benchresult.UnitCount:
-		return fmt.Sprintf("%.0f", v)
-	case benchresult.UnitPercent:
-		return fmt.Sprintf("%.0f%%", v)
-	case benchresult.UnitCPUs:
-		return fmt.Sprintf("%.0f%% of a CPU", v*100)
-	case benchresult.UnitRequests:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%g %s", v, unit)
-}
-
-func durRound(ns float64) time.Duration {
-	switch {
-	case ns >= 1e9:
-		return time.Millisecond
-	case ns >= 1e6:
-		return 10 * time.Microsecond
-	case ns >= 1e3:
-		return 10 * time.Nanosecond
-	}
-	return 1
-}
 
 // printSummary writes the result's headline: a table on a terminal,
 // tab-separated lines when piped.
@@ -70,26 +33,23 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 		if f.Phase == "" {
 			continue // where the time went: below
 		}
-		rows = append(rows, []string{f.Phase, f.Name, formatValue(f.Value, f.Unit)})
+		rows = append(rows, []string{f.Phase, f.Name, units.Figure(f.Value, f.Unit)})
 	}
+	tw := table.NewTSV(w)
 	if env.StdoutTTY {
-		tw := table.NewWriter()
-		tw.SetOutputMirror(w)
-		tw.AppendHeader(table.Row{"phase", "figure", "value"})
-		for _, r := range rows {
-			tw.AppendRow(table.Row{r[0], r[1], r[2]})
-		}
-		tw.SetStyle(table.StyleLight)
-		tw.Render()
-	} else {
-		writeTSV(w, append([][]string{{"phase", "figure", "value"}}, rows...))
+		tw = table.New(w)
 	}
+	tw.Row("phase", "figure", "value")
+	for _, r := range rows {
+		tw.Row(r...)
+	}
+	tw.Flush()
 	if wt := r.WhereTime; wt != nil {
 		fmt.Fprintf(w, "where the time went: %s\n", wt.Summary)
 		for _, d := range wt.Devices {
 			await := "-"
 			if d.AwaitNS >= 0 {
-				await = formatValue(d.AwaitNS, benchresult.UnitNanoseconds)
+				await = units.Figure(d.AwaitNS, benchresult.UnitNanoseconds)
 			}
 			fmt.Fprintf(w, "  %-10s %-10s await %-10s util %3.0f%%  queue %.2f  r %.0f/s %s/s  w %.0f/s %s/s\n", d.Device, d.Layer, await, d.UtilPercent, d.QueueDepth,
 				d.ReadIOPS, storagemodel.FormatBytes(uint64(d.ReadBytesPerSec)), d.WriteIOPS, storagemodel.FormatBytes(uint64(d.WriteBytesPerSec)))
@@ -120,7 +80,7 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 			if !math.IsNaN(d.Relative) {
 				rel = fmt.Sprintf("%+.1f%%", d.Relative*100)
 			}
-			cv, rv := formatValue(d.Capture, d.Unit), formatValue(d.Replay, d.Unit)
+			cv, rv := units.Figure(d.Capture, d.Unit), units.Figure(d.Replay, d.Unit)
 			if d.Unit == benchresult.UnitFraction {
 				cv, rv = fmt.Sprintf("%.3f", d.Capture), fmt.Sprintf("%.3f", d.Replay)
 			}
@@ -129,11 +89,11 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 	} else {
 		c := f.Capture
 		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, storagemodel.FormatBytes(c.Bytes),
-			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, formatValue(float64(c.P50NS), benchresult.UnitNanoseconds), formatValue(float64(c.P99NS), benchresult.UnitNanoseconds))
+			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, units.Figure(float64(c.P50NS), benchresult.UnitNanoseconds), units.Figure(float64(c.P99NS), benchresult.UnitNanoseconds))
 	}
 	if t := f.Timing; t != nil {
-		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, formatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
-			formatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), formatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
+		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, units.Figure(float64(t.LateP50NS), benchresult.UnitNanoseconds),
+			units.Figure(float64(t.LateP99NS), benchresult.UnitNanoseconds), units.Figure(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
 	}
 	for _, k := range sortedKeysU(f.Skipped) {
 		fmt.Fprintf(w, "  not replayed: %d %s\n", f.Skipped[k], k)
@@ -145,12 +105,6 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 
 func sortedKeysU(m map[string]uint64) []string {
 	return slices.Sorted(maps.Keys(m))
-}
-
-func writeTSV(w io.Writer, rows [][]string) {
-	for _, r := range rows {
-		fmt.Fprintln(w, strings.Join(r, "\t"))
-	}
 }
 
 func pathLine(p *storagemodel.Path) string {

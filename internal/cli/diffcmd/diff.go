@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/nodediff"
+	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -87,10 +87,10 @@ func WriteText(w io.Writer, nameA, nameB string, ds []nodediff.Difference) error
 		_, err := fmt.Fprintln(w, "No differences in what slowpath models (findings, storage, encryption, crypto, cloud, rings, sysctls, kernel).")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AREA\tWHAT\tA\tB")
+	tw := table.New(w)
+	tw.Row("AREA", "WHAT", "A", "B")
 	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Area, d.Item, dash(d.A), dash(d.B))
+		tw.Row(d.Area.String(), d.Item, dash(d.A), dash(d.B))
 	}
 	return tw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -64,9 +64,11 @@ func runManual(b *testing.B, cmds [][]string) time.Duration {
 }
 
 func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
+	v := make([]float64, len(d))
+	for i, x := range d {
+		v[i] = float64(x)
+	}
+	return time.Duration(stats.Median(v))
 }
 
 // BenchmarkDoctorVsManual times `slowpath doctor --net-interval 0` on this

@@ -3,6 +3,7 @@ package cryptlab
 import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // CPU and CryptoCPU are the rows lab crypt adds to every run from where
@@ -29,8 +30,8 @@ func AddCPU(run *comparison.Run, res *benchresult.Result) {
 			}
 		}
 	}
-	run.Metrics[CPU] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: all}
-	run.Metrics[CryptoCPU] = comparison.Measure{Unit: comparison.UnitCPU, Better: comparison.LowerIsBetter, Value: kernel}
+	run.Metrics[CPU] = comparison.Measure{Unit: units.CPU, Better: comparison.LowerIsBetter, Value: all}
+	run.Metrics[CryptoCPU] = comparison.Measure{Unit: units.CPU, Better: comparison.LowerIsBetter, Value: kernel}
 }
 
 // JobRun is a lab job's run (profile.LabPrefix) as lab crypt's table has
@@ -41,11 +42,11 @@ func JobRun(label string, res *benchresult.Result) comparison.Run {
 	for _, f := range res.Figures {
 		switch {
 		case f.Name == "total_iops":
-			run.Metrics["IOPS"] = comparison.Measure{Unit: comparison.UnitOpsPerSec, Better: comparison.HigherIsBetter, Value: f.Value}
+			run.Metrics["IOPS"] = comparison.Measure{Unit: units.OpsPerSec, Better: comparison.HigherIsBetter, Value: f.Value}
 		case f.Name == "read_p99" && f.Phase == "lab":
-			run.Metrics["read p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
+			run.Metrics["read p99"] = comparison.Measure{Unit: units.Seconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
 		case f.Name == "write_p99" && f.Phase == "lab":
-			run.Metrics["write p99"] = comparison.Measure{Unit: comparison.UnitSeconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
+			run.Metrics["write p99"] = comparison.Measure{Unit: units.Seconds, Better: comparison.LowerIsBetter, Value: f.Value / 1e9}
 		}
 	}
 	AddCPU(&run, res)

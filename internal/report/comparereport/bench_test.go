@@ -13,6 +13,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
+	"github.com/slowpath/slowpath/internal/stats"
 )
 
 // BenchmarkCompareText is the performance case: two results with 10
@@ -82,12 +83,11 @@ func BenchmarkCompareText(b *testing.B) {
 }
 
 func medianOf(n int, f func()) time.Duration {
-	d := make([]time.Duration, n)
+	d := make([]float64, n)
 	for i := range d {
 		start := time.Now()
 		f()
-		d[i] = time.Since(start)
+		d[i] = float64(time.Since(start))
 	}
-	slices.Sort(d)
-	return d[n/2]
+	return time.Duration(stats.Median(d))
 }

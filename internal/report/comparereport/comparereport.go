@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // Write renders r in format (text, markdown or json).
@@ -58,7 +58,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 		fmt.Fprintf(b, "%s\n", l)
 	}
 	fmt.Fprintln(b)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	tw := table.New(b)
 	cols := []string{"metric"}
 	for i, s := range r.Sides {
 		cols = append(cols, sideTitle(s))
@@ -66,7 +66,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 			cols = append(cols, "vs "+r.Sides[0].Name)
 		}
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	tw.Row(cols...)
 	for _, row := range r.Rows {
 		cells := []string{comparison.RowLabel(row)}
 		for i, c := range row.Cells {
@@ -75,7 +75,7 @@ func writeText(w io.Writer, r *comparison.Result) error {
 				cells = append(cells, comparison.FormatDelta(c))
 			}
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		tw.Row(cells...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -84,10 +84,10 @@ func writeText(w io.Writer, r *comparison.Result) error {
 	if len(r.Environment) == 0 {
 		fmt.Fprintf(b, "  none found\n")
 	} else {
-		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  \t%s\n", joinSides(r, "\t"))
+		tw = table.New(b)
+		tw.Row(append([]string{"  "}, sideNames(r)...)...)
 		for _, d := range r.Environment {
-			fmt.Fprintf(tw, "  %s\t%s\n", d.Key, strings.Join(d.Values, "\t"))
+			tw.Row(append([]string{"  " + d.Key}, d.Values...)...)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -98,11 +98,15 @@ func writeText(w io.Writer, r *comparison.Result) error {
 }
 
 func joinSides(r *comparison.Result, sep string) string {
+	return strings.Join(sideNames(r), sep)
+}
+
+func sideNames(r *comparison.Result) []string {
 	var n []string
 	for _, s := range r.Sides {
 		n = append(n, s.Name)
 	}
-	return strings.Join(n, sep)
+	return n
 }
 
 // MarkdownText is s escaped for Markdown inline text or a table cell

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // maxCDFPoints bounds each CDF series: a run's histogram may hold thousands
@@ -153,13 +154,8 @@ func merged(s comparison.Side, name string) (stats.Histogram, bool) {
 func cdfPoints(h stats.Histogram) [][2]float64 {
 	total := float64(h.Total())
 	var pts [][2]float64
-	var cum uint64
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue
-		}
-		cum += c
-		pts = append(pts, [2]float64{h.Values[i] * 1e3, 100 * float64(cum) / total})
+	for _, p := range h.CDF() {
+		pts = append(pts, [2]float64{p.Value * 1e3, 100 * float64(p.Cum) / total})
 	}
 	if len(pts) <= maxCDFPoints {
 		return pts
@@ -332,7 +328,7 @@ func loadScatter(sides []comparison.Side) []Block {
 	if threshold > 0 {
 		first := series[0].(map[string]any)
 		first["markLine"] = map[string]any{"silent": true, "symbol": "none", "lineStyle": map[string]any{"color": "#c62828", "type": "dashed"},
-			"label": map[string]any{"formatter": fmt.Sprintf("slow: %s", comparison.FormatValue(threshold, comparison.UnitSeconds))},
+			"label": map[string]any{"formatter": fmt.Sprintf("slow: %s", units.Format(threshold, units.Seconds))},
 			"data":  []any{map[string]any{"yAxis": round4(threshold * 1e3)}}}
 	}
 	var counts []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/testenv"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
@@ -61,7 +62,7 @@ func BenchmarkFidelity(b *testing.B) {
 		sort.Float64s(ratios)
 		b.ReportMetric(sp/rounds, "slowpath-iops")
 		b.ReportMetric(direct/rounds, "fio-direct-iops")
-		b.ReportMetric((ratios[rounds/2-1]+ratios[rounds/2])/2, "slowpath/fio")
+		b.ReportMetric(stats.Median(ratios), "slowpath/fio")
 		b.ReportMetric(ratios[0], "slowpath/fio-min")
 		b.ReportMetric(ratios[rounds-1], "slowpath/fio-max")
 		b.ReportMetric(samplerShare, "sampler-cpu-%")

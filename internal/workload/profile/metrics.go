@@ -1,6 +1,10 @@
 package profile
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/benchresult"
+)
 
 // Metrics are a profile's declared roles for compare's verdict and fix
 // --prove, by the row names compare gives its figures ("PHASE figure" when
@@ -16,9 +20,9 @@ type Metrics struct {
 }
 
 // CPUPerIO is the row compare derives from a result's CPU figures and its
-// I/O count (internal/comparison): a guard of every profile, since a
+// I/O count (benchresult.CPUPerIO): a guard of every profile, since a
 // change that buys latency with CPU (an inline dm-crypt) must say so.
-const CPUPerIO = "cpu_per_io"
+const CPUPerIO = benchresult.CPUPerIO
 
 // MetricsOf returns the declared roles of profile name (a built-in one or
 // fio:FILE); ok is false for a name New does not know.

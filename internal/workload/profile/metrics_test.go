@@ -14,9 +14,6 @@ import (
 // drifted from Figures (or from compare's "PHASE figure" naming) would
 // silently leave a profile without a verdict.
 func TestDeclaredMetricsAreRows(t *testing.T) {
-	if comparison.CPUPerIO != CPUPerIO {
-		t.Fatalf("profile.CPUPerIO %q, comparison derives %q", CPUPerIO, comparison.CPUPerIO)
-	}
 	lat := &benchresult.Latency{Count: 100, Percentiles: []benchresult.Percentile{{P: 50, ValueNS: 1000}, {P: 99, ValueNS: 5000}, {P: 99.9, ValueNS: 9000}},
 		Histogram: &benchresult.Histogram{Bins: []benchresult.Bin{{ValueNS: 1000, Count: 90}, {ValueNS: 9000, Count: 10}}}}
 	stream := func(name, op string) benchresult.Stream {

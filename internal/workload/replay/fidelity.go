@@ -53,8 +53,8 @@ func SummarizeBlocks(device string, blocks []capfile.Block) benchresult.BlockTra
 		s.IOPS = float64(s.IOs) / sec
 		s.BytesPerSec = float64(s.Bytes) / sec
 	}
-	slices.Sort(lat)
-	s.P50NS, s.P99NS = pct(lat, 50), pct(lat, 99)
+	p := percentiles(lat, 50, 99)
+	s.P50NS, s.P99NS = p[0], p[1]
 	return s
 }
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/stats"
 )
 
 // Timing is how closely a timed replay kept its schedule: how late each
@@ -96,7 +97,8 @@ func Replay(ctx context.Context, dir string, t *Trace) (*Outcome, error) {
 		}
 	}
 	slices.Sort(late)
-	out.Timing = Timing{Ops: uint64(len(late)), LateP50NS: pct(late, 50), LateP99NS: pct(late, 99)}
+	lp := percentiles(late, 50, 99)
+	out.Timing = Timing{Ops: uint64(len(late)), LateP50NS: lp[0], LateP99NS: lp[1]}
 	if len(late) > 0 {
 		out.Timing.LateMaxNS = late[len(late)-1]
 	}
@@ -393,8 +395,9 @@ func latencyOf(l []int64) *benchresult.Latency {
 		sum += float64(v)
 	}
 	out := &benchresult.Latency{Count: uint64(len(l)), MinNS: l[0], MaxNS: l[len(l)-1], MeanNS: sum / float64(len(l))}
-	for _, p := range []float64{1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99} {
-		out.Percentiles = append(out.Percentiles, benchresult.Percentile{P: p, ValueNS: pct(l, p)})
+	ps := []float64{1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99}
+	for i, v := range percentiles(l, ps...) {
+		out.Percentiles = append(out.Percentiles, benchresult.Percentile{P: ps[i], ValueNS: v})
 	}
 	// The histogram in fio's scheme (at most 1/64 relative error), so
 	// runs merge with each other as fio's do.
@@ -420,11 +423,19 @@ func binOf(v int64) int64 {
 	return v >> shift << shift
 }
 
-// pct is the nearest-rank percentile of sorted values; 0 for none.
-func pct(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
+// percentiles are stats' quantiles p/100 of exact samples (ns), in the
+// order asked; 0 for none.
+func percentiles(samples []int64, ps ...float64) []int64 {
+	v := make([]float64, len(samples))
+	for i, x := range samples {
+		v[i] = float64(x)
 	}
-	i := int(float64(len(sorted))*p/100+0.999999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
+	h := stats.Exact(v)
+	out := make([]int64, len(ps))
+	for i, p := range ps {
+		if q, err := h.Quantile(p / 100); err == nil {
+			out[i] = int64(q)
+		}
+	}
+	return out
 }

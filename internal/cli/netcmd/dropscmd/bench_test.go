@@ -24,6 +24,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
 	"github.com/slowpath/slowpath/internal/lab/netlab"
+	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -576,12 +577,7 @@ func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return stats.Median(xs)
 }
 
 // tracerVariants are the ways both benchmarks run the same load: no
