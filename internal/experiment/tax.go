@@ -2,11 +2,9 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -58,35 +56,15 @@ func cipherSpec(c *storagemodel.Crypt) (keyBits, sectorSize int, err error) {
 	return keyBits, sectorSize, nil
 }
 
-// cipherFromResult converts a crypto-limit measurement.
-func cipherFromResult(r *cipherlimit.Result, source string) *benchresult.Cipher {
-	c := &benchresult.Cipher{BytesPerSecPerCore: r.PerCore, Method: r.Method, What: r.What,
-		KeyBits: r.KeyBits, SectorSize: r.SectorSize, Source: source}
-	if r.Kernel != nil {
-		c.Driver = r.Kernel.Driver
-	}
-	return c
-}
-
-// ReadCipherLimit reads the JSON of `slowpath lab crypto-limit --format
-// json`, so the cipher can be measured once on an idle machine (Env.Cipher);
-// the bool says it was measured on an emulated CPU.
+// ReadCipherLimit reads a crypto-limit file (cipherlimit.File), so the
+// cipher can be measured once on an idle machine (Env.Cipher); the bool
+// says it was measured on an emulated CPU.
 func ReadCipherLimit(path string) (*benchresult.Cipher, bool, error) {
-	b, err := os.ReadFile(path)
+	f, err := cipherlimit.ReadFile(path)
 	if err != nil {
 		return nil, false, err
 	}
-	var f struct {
-		cipherlimit.Result
-		Emulated bool `json:"emulated_cpu"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, false, fmt.Errorf("%s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)
-	}
-	if f.Algorithm != "xts(aes)" || !(f.PerCore > 0) || math.IsInf(f.PerCore, 0) {
-		return nil, false, fmt.Errorf("%s: want the JSON of slowpath lab crypto-limit --format json (algorithm xts(aes), bytes_per_sec_per_core above 0)", path)
-	}
-	return cipherFromResult(&f.Result, "file "+path), f.Emulated, nil
+	return f.Cipher("file " + path), f.Emulated, nil
 }
 
 // cipherFor returns the cipher's cost for the stack: given (Env.Cipher),
@@ -129,7 +107,7 @@ func cipherForRead(ctx context.Context, fs hostfs.FS, given *benchresult.Cipher,
 	if err != nil {
 		return nil, fmt.Errorf("cipher measurement: %w", err)
 	}
-	return cipherFromResult(r, "measured after the run"), nil
+	return r.Cipher("measured after the run"), nil
 }
 
 // assessTax computes the tax of the run from its own where-time figures:

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/spf13/cobra"
 
-	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
@@ -313,10 +312,7 @@ func runMatrix(ctx context.Context, env *clienv.Env, o *CryptOptions, prof *Prof
 	}
 	// The cipher was measured once before the lab was set up: no run
 	// measures it again.
-	cipher := &benchresult.Cipher{BytesPerSecPerCore: limit.PerCore, Method: limit.Method, What: limit.What, KeyBits: limit.KeyBits, SectorSize: limit.SectorSize, Source: "lab crypt"}
-	if limit.Kernel != nil {
-		cipher.Driver = limit.Kernel.Driver
-	}
+	cipher := limit.Cipher("lab crypt")
 	out, err := experiment.Run(ctx, experiment.Experiment{
 		Workload: experiment.Workload{Profile: prof.workload(), Runtime: o.Runtime},
 		Sides:    sides,

@@ -2,7 +2,6 @@ package labcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -54,14 +53,7 @@ that 'lab crypt' prints.`,
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 			}
 			if o.Format == "json" {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
-					*cipherlimit.Result
-					Emulated    bool   `json:"emulated_cpu"`
-					Figures     string `json:"figures"`
-					FiguresNote string `json:"figures_note,omitempty"`
-				}{r, figures.Kind != "measured", figures.Kind, figures.Label()})
+				return (&cipherlimit.File{Result: r, Emulated: figures.Kind != "measured", Figures: figures.Kind, FiguresNote: figures.Label()}).Write(env.Stdout)
 			}
 			WriteLimit(env.Stdout, r, figures)
 			return nil
