@@ -22,9 +22,6 @@ import (
 // rule; the message names the field.
 var ErrInvalidString = errors.New("invalid string in bench result")
 
-// Builtin profile names.
-var builtinProfiles = map[string]bool{"search-index": true, "db-commit": true, "telemetry-ingest": true}
-
 // MaxLabel is the longest name (profile, phase, stream, figure, setting).
 const MaxLabel = 128
 
@@ -52,29 +49,40 @@ func ValidLabel(s string) error {
 	return nil
 }
 
-// ValidProfile checks a profile name: a builtin one, fio:NAME, NAME a
-// label (the job file's base name), or replay:NAME and replay-afap:NAME,
-// NAME the capture directory's base name.
+// The profile names a result may carry, registered by each profile
+// (internal/workload/profile registers every profile it plans): a name,
+// or a family whose names are PREFIX:NAME, NAME a label.
+var (
+	profileNames    = map[string]bool{}
+	profileFamilies = map[string]string{} // prefix -> what NAME is named after
+)
+
+// RegisterProfileName lets results of profile name load.
+func RegisterProfileName(name string) { profileNames[name] = true }
+
+// RegisterProfileFamily lets results of profiles family:NAME load, NAME a
+// label; arg is what NAME is taken from ("the job file"), for the error
+// that asks to rename it, or "" when the name is slowpath's own.
+func RegisterProfileFamily(family, arg string) { profileFamilies[family+":"] = arg }
+
+// ValidProfile checks a profile name: a registered one, or PREFIX:NAME of
+// a registered family, NAME a label (fio:NAME: the job file's base name;
+// replay:NAME and replay-afap:NAME: the capture directory's).
 func ValidProfile(p string) error {
-	if builtinProfiles[p] {
+	if profileNames[p] {
 		return nil
 	}
-	for _, prefix := range []string{"replay:", "replay-afap:"} {
-		if name, ok := strings.CutPrefix(p, prefix); ok {
-			if err := ValidLabel(name); err != nil {
-				return fmt.Errorf("profile %sNAME, NAME %w (rename the capture directory)", prefix, err)
+	if i := strings.IndexByte(p, ':'); i >= 0 {
+		prefix, name := p[:i+1], p[i+1:]
+		if arg, ok := profileFamilies[prefix]; ok {
+			err := ValidLabel(name)
+			switch {
+			case err == nil:
+				return nil
+			case arg != "":
+				return fmt.Errorf("profile %sNAME, NAME %w (rename %s)", prefix, err, arg)
 			}
-			return nil
 		}
-	}
-	if name, ok := strings.CutPrefix(p, "fio:"); ok {
-		if err := ValidLabel(name); err != nil {
-			return fmt.Errorf("profile fio:NAME, NAME %w (rename the job file)", err)
-		}
-		return nil
-	}
-	if name, ok := strings.CutPrefix(p, "lab:"); ok && ValidLabel(name) == nil {
-		return nil // lab crypt's jobs on its devices (profile.LabPrefix)
 	}
 	return fmt.Errorf("unknown profile %q", p)
 }

@@ -62,12 +62,3 @@ func TestHostileStrings(t *testing.T) {
 		})
 	}
 }
-
-func TestValidProfile(t *testing.T) {
-	for p, ok := range map[string]bool{"search-index": true, "db-commit": true, "telemetry-ingest": true, "fio:x.fio": true,
-		"fio:": false, "fio:a b": false, "fio:-x": false, "other": false, "": false} {
-		if err := ValidProfile(p); (err == nil) != ok {
-			t.Errorf("%q: %v", p, err)
-		}
-	}
-}

@@ -136,7 +136,7 @@ func compareSides(t testing.TB, names [2]string, runs [2][]*benchresult.Result) 
 	if !ok {
 		t.Fatalf("no declared metrics for %q", comparison.CommonProfile(sides))
 	}
-	r, err := comparison.Compare(sides, comparison.Options{Primary: m.Primary, Guards: m.Guards})
+	r, err := comparison.Compare(sides, comparison.Options{Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
 	if err != nil {
 		t.Fatal(err)
 	}

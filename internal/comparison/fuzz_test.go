@@ -43,7 +43,7 @@ func FuzzFromResult(f *testing.F) {
 		// With the baseline's declared metrics, so the roles, the fixed
 		// sequence and Holm see arbitrary rows too.
 		m, _ := profile.MetricsOf(base.Profile)
-		res, err := comparison.Compare([]comparison.Side{a, b}, comparison.Options{Primary: m.Primary, Guards: m.Guards})
+		res, err := comparison.Compare([]comparison.Side{a, b}, comparison.Options{Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
 		if err != nil {
 			return
 		}

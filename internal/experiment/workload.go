@@ -58,7 +58,7 @@ type Workload struct {
 // wraps profile.ErrUnknown.
 func ParseWorkload(arg string) (Workload, error) {
 	if !profile.Known(arg) {
-		return Workload{}, fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, arg, strings.Join(profile.Names, ", "))
+		return Workload{}, fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, arg, strings.Join(profile.Names(), ", "))
 	}
 	w := Workload{Profile: arg}
 	if dir, ok := profile.ReplayDir(arg); ok {
@@ -101,7 +101,7 @@ func ParseWorkload(arg string) (Workload, error) {
 // withDefaults fills zero fields and checks the rest.
 func (w Workload) withDefaults() (Workload, error) {
 	if w.Profile == "" {
-		return w, errors.New("the workload has no profile: give one of " + strings.Join(profile.Names, ", "))
+		return w, errors.New("the workload has no profile: give one of " + strings.Join(profile.Names(), ", "))
 	}
 	if w.Scale == 0 {
 		w.Scale = 1

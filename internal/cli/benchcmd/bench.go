@@ -112,7 +112,7 @@ func (o *Options) validate() error {
 		return usageErr(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
 	}
 	if !known(o.Profile) {
-		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names, ", ")))
+		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
 	}
 	switch {
 	case o.Dir == "" && o.Device == "":

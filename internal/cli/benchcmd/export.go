@@ -69,7 +69,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
 	if !known(o.Profile) {
-		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names, ", ")))
+		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
 	}
 	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {

@@ -206,7 +206,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	opts := comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence}
 	if m, ok := profile.MetricsOf(comparison.CommonProfile(sides)); ok {
-		opts.Primary, opts.Guards = m.Primary, m.Guards
+		opts.Primary, opts.Guards = profile.Rows(m.Primary), profile.Rows(m.Guards)
 	}
 	res, err := comparison.Compare(sides, opts)
 	if err != nil {

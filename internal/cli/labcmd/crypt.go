@@ -76,8 +76,9 @@ var Profiles = append(labProfiles(),
 
 func labProfiles() []Profile {
 	var out []Profile
-	for _, j := range profile.LabJobs {
-		out = append(out, Profile{Name: j.Name, Description: j.Description, RW: j.RW, BlockSize: j.BlockSize, IODepth: j.IODepth})
+	for _, p := range profile.Family(profile.LabFamily) {
+		s := p.Spec()
+		out = append(out, Profile{Name: strings.TrimPrefix(s.Name, profile.LabPrefix), Description: s.Description, BlockSize: s.IO.BytesPerIO, IODepth: s.IO.QueueDepth})
 	}
 	return out
 }
@@ -385,7 +386,7 @@ func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparis
 	// same information as its mean latency, Little's law).
 	opts := comparison.Options{Primary: []string{"IOPS"}}
 	if m, ok := profile.MetricsOf(prof.Bench); ok {
-		opts.Primary, opts.Guards = m.Primary, m.Guards
+		opts.Primary, opts.Guards = profile.Rows(m.Primary), profile.Rows(m.Guards)
 	}
 	r, err := comparison.Compare(sides, opts)
 	if err != nil {

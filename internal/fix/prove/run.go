@@ -100,7 +100,7 @@ func Measure(ctx context.Context, a *apply.Applier, e fix.Entry, o Options) (p *
 	for _, s := range out.Sides {
 		p.Sides = append(p.Sides, s.Comparison)
 	}
-	p.Result, err = comparison.Compare(p.Sides, comparison.Options{Alpha: o.Alpha, Primary: m.Primary, Guards: m.Guards})
+	p.Result, err = comparison.Compare(p.Sides, comparison.Options{Alpha: o.Alpha, Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", e.ID, e.Subject, err)
 	}

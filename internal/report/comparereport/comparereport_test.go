@@ -26,7 +26,7 @@ func fixture(t testing.TB) *comparison.Result {
 		comparisontest.Side(comparisontest.Spec{Name: "tuned", Runs: 1, IOPS: 11000, Noise: 0.02, Seconds: 10, Buckets: 300, Requests: 20000, LoadMs: 5, Crypt: true, Seed: 3}),
 	}
 	m, _ := profile.MetricsOf(comparison.CommonProfile(sides))
-	r, err := comparison.Compare(sides, comparison.Options{Primary: m.Primary, Guards: m.Guards})
+	r, err := comparison.Compare(sides, comparison.Options{Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func tenRuns(t testing.TB) (*comparison.Result, []comparison.Side) {
 		comparisontest.Side(comparisontest.Spec{Name: "dm-crypt", Runs: 10, IOPS: 9000, Noise: 0.02, Seconds: 60, Buckets: 1800, Requests: 100000, LoadMs: 9, Crypt: true, Seed: 2}),
 	}
 	m, _ := profile.MetricsOf(comparison.CommonProfile(sides))
-	r, err := comparison.Compare(sides, comparison.Options{Primary: m.Primary, Guards: m.Guards})
+	r, err := comparison.Compare(sides, comparison.Options{Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
 	if err != nil {
 		t.Fatal(err)
 	}

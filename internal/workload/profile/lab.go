@@ -1,18 +1,21 @@
 package profile
 
 import (
-	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
 
 // LabPrefix starts a lab profile (lab:randrw-4k): one fio job on a raw
 // block device, direct I/O so the page cache does not hide the device:
 // `slowpath lab crypt`'s workloads on its ramdisk and dm-crypt mappings.
-const LabPrefix = "lab:"
+// Each is a LabJob registered under LabFamily; a new one is a file of its
+// own (lab_seqread.go).
+const LabPrefix = LabFamily + ":"
+
+// LabFamily is the lab jobs' Spec.Family.
+const LabFamily = "lab"
 
 // LabJob is one lab profile's fio job.
 type LabJob struct {
@@ -23,37 +26,30 @@ type LabJob struct {
 	IODepth           int
 }
 
-// LabJobs are the lab profiles, by name without LabPrefix.
-var LabJobs = []LabJob{
-	{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8},
-	{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8},
-	{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8},
-	{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1},
-	{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4},
+func init() {
+	for _, j := range []LabJob{
+		{"randrw-4k", "4 KiB random reads and writes (50/50), direct, queue depth 8: database pages", "randrw", 50, 4096, 8},
+		{"randread-4k", "4 KiB random reads, direct, queue depth 8", "randread", 0, 4096, 8},
+		{"randwrite-4k", "4 KiB random writes, direct, queue depth 8", "randwrite", 0, 4096, 8},
+		{"qd1-4k", "4 KiB random reads and writes (50/50), direct, one at a time: commit latency", "randrw", 50, 4096, 1},
+		{"seq-1m", "1 MiB sequential writes, direct, queue depth 4: bulk load", "write", 0, 1 << 20, 4},
+	} {
+		Register(j)
+	}
 }
 
-// FindLabJob returns the lab profile called name (with or without
-// LabPrefix).
-func FindLabJob(name string) (LabJob, bool) {
-	name = strings.TrimPrefix(name, LabPrefix)
-	i := slices.IndexFunc(LabJobs, func(j LabJob) bool { return j.Name == name })
-	if i < 0 {
-		return LabJob{}, false
-	}
-	return LabJobs[i], true
+// Spec: a lab job declares no verdict metrics of its own (lab crypt's
+// table decides on its IOPS) and the one I/O shape the tax is computed on.
+// Lab jobs rank after the bench profiles.
+func (j LabJob) Spec() Spec {
+	return Spec{Name: LabPrefix + j.Name, Family: LabFamily, Description: j.Description, Needs: Device, Rank: 100,
+		IO: &IOShape{BytesPerIO: j.BlockSize, QueueDepth: j.IODepth}}
 }
 
-// labJob plans a lab profile: the job as `lab crypt` has always run it
-// (libaio, time-based, no logs: the instruction-count model of the VM lab
-// counts every instruction fio runs).
-func labJob(name string, p Params) (*Plan, error) {
-	j, ok := FindLabJob(name)
-	if !ok {
-		return nil, fmt.Errorf("%w %q: the lab profiles are %s", ErrUnknown, name, labNames())
-	}
-	if p.Device == "" {
-		return nil, fmt.Errorf("profile %s needs a block device, not a directory", name)
-	}
+// Plan: the job as `lab crypt` has always run it (libaio, time-based, no
+// logs: the instruction-count model of the VM lab counts every
+// instruction fio runs).
+func (j LabJob) Plan(_ string, p Params) (*Plan, error) {
 	opts := []fio.Option{{Key: "filename", Value: p.Device}, {Key: "rw", Value: j.RW}, {Key: "bs", Value: strconv.Itoa(j.BlockSize)},
 		{Key: "ioengine", Value: "libaio"}, {Key: "iodepth", Value: strconv.Itoa(j.IODepth)}}
 	if j.RWMixRead != 0 {
@@ -66,10 +62,7 @@ func labJob(name string, p Params) (*Plan, error) {
 		Phases:   []PhasePlan{{Name: "lab", JobFile: render(f), Expected: p.Runtime}}}, nil
 }
 
-func labNames() string {
-	var n []string
-	for _, j := range LabJobs {
-		n = append(n, LabPrefix+j.Name)
-	}
-	return strings.Join(n, ", ")
+// Figures: the job's group, then the totals.
+func (LabJob) Figures(phases []benchresult.Phase, _ *benchresult.LoadTimes) []benchresult.Figure {
+	return jobFigures(phases)
 }

@@ -52,7 +52,7 @@ func TestDeclaredMetricsAreRows(t *testing.T) {
 				t.Fatalf("MetricsOf(%q) = %+v, %v", tc.name, m, ok)
 			}
 			for _, name := range slices.Concat(m.Primary, m.Guards) {
-				if _, ok := side.Runs[0].Metrics[name]; !ok {
+				if _, ok := side.Runs[0].Metrics[name.Row()]; !ok {
 					t.Errorf("declared metric %q is not a row; rows: %v", name, side.Runs[0].Order)
 				}
 			}

@@ -12,9 +12,50 @@ import (
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
-func isReplay(name string) bool {
-	_, ok := ReplayDir(name)
-	return ok
+// ReplayPrefix starts a replay:DIR profile: the capture in DIR replayed
+// on its captured schedule (docs/replay.md); ReplayAFAPPrefix as fast as
+// possible.
+const (
+	ReplayPrefix     = "replay:"
+	ReplayAFAPPrefix = "replay-afap:"
+)
+
+func init() {
+	Register(replayProfile{replay.Timed})
+	Register(replayProfile{replay.AFAP})
+}
+
+// replayProfile is the family of a capture's replays in one mode.
+type replayProfile struct{ mode replay.Mode }
+
+// Spec: a timed replay keeps the captured offered load, so latency is the
+// answer: the p99 of all its I/Os first, then IOPS; replay-afap runs as
+// fast as it can, so IOPS first.
+func (r replayProfile) Spec() Spec {
+	s := Spec{Name: ReplayPrefix, Arg: "the capture directory", Needs: Dir, Rank: 50,
+		Description: "a capture (slowpath capture) replayed on its captured schedule",
+		Metrics:     &Metrics{Primary: []Metric{{Figure: "total_p99"}, {Figure: "total_iops"}}, Guards: totalMetrics.Guards}}
+	if r.mode == replay.AFAP {
+		s.Name, s.Rank, s.Metrics = ReplayAFAPPrefix, 60, &totalMetrics
+		s.Description = "a capture replayed as fast as possible, by fio from per-thread iologs"
+	}
+	s.Usage = s.Name + "DIR"
+	return s
+}
+
+// ReplayDir returns the capture directory of a replay profile name and
+// whether name is one.
+func ReplayDir(name string) (string, bool) {
+	for _, prefix := range []string{ReplayPrefix, ReplayAFAPPrefix} {
+		if d, ok := strings.CutPrefix(name, prefix); ok && d != "" {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+func (replayProfile) Figures(phases []benchresult.Phase, _ *benchresult.LoadTimes) []benchresult.Figure {
+	return jobFigures(phases)
 }
 
 // ReplayPhase is a phase replaying a capture.
@@ -31,11 +72,11 @@ func ReplayMode(name string) replay.Mode {
 	return replay.Timed
 }
 
-// replayPlan replays the capture in p.Capture: timed (replay:DIR) by
+// Plan replays the capture in p.Capture: timed (replay:DIR) by
 // slowpath's own replayer, or as fast as possible (replay-afap:DIR) by
 // fio from per-thread iologs. --scale and --runtime do not apply: a
 // replay is the capture's length.
-func replayPlan(name string, p Params) (*Plan, error) {
+func (replayProfile) Plan(name string, p Params) (*Plan, error) {
 	src := p.Capture
 	if src == nil {
 		return nil, fmt.Errorf("profile %s: no capture loaded (replay.Load)", name)

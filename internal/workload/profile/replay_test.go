@@ -46,10 +46,10 @@ func TestReplayNames(t *testing.T) {
 			t.Errorf("MetricsOf(%q) = %+v, %v", tc.name, m, mok)
 		}
 	}
-	if m, _ := MetricsOf("replay:cap"); m.Primary[0] != "total_p99" {
+	if m, _ := MetricsOf("replay:cap"); m.Primary[0].Row() != "total_p99" {
 		t.Errorf("timed replay's first primary metric is %s, want the latency", m.Primary[0])
 	}
-	if m, _ := MetricsOf("replay-afap:cap"); m.Primary[0] != "total_iops" {
+	if m, _ := MetricsOf("replay-afap:cap"); m.Primary[0].Row() != "total_iops" {
 		t.Errorf("afap replay's first primary metric is %s, want the throughput", m.Primary[0])
 	}
 }
