@@ -56,18 +56,6 @@ type TaxShape struct {
 	QueueDepth int     `json:"queue_depth"`
 }
 
-// ProfileTaxShape is the fixed-size I/O phase of a bench profile, if it has
-// one: db-commit's direct-4k phase is 4 KiB psync I/O by one job
-// (internal/workload/profile), reported as "direct-4k read_iops" and
-// "direct-4k write_iops". Its CPU is not the phase's own (a bench result
-// has the whole run's), so the CPU form is left out.
-func ProfileTaxShape(profile string) (TaxShape, bool) {
-	if profile == "db-commit" {
-		return TaxShape{Phase: "direct-4k", IOPS: []string{"direct-4k read_iops", "direct-4k write_iops"}, BytesPerIO: 4096, QueueDepth: 1}, true
-	}
-	return TaxShape{}, false
-}
-
 // Tax is the expected encryption tax of every side with more encryption
 // layers than the first, set against the overhead observed.
 type Tax struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/units"
@@ -42,11 +43,8 @@ func tax(t *testing.T, sides []comparison.Side, limit cryptotax.Limit) *comparis
 		t.Fatal(err)
 	}
 	layers := comparison.StorageLayers(sides)
-	shape, ok := comparison.ProfileTaxShape(sides[0].FactValue("profile"))
-	in := comparison.TaxInput{Limit: limit, Layers: layers, NoShape: "no shape"}
-	if ok {
-		in.Shape = &shape
-	}
+	// The profile's declared shape (db-commit's direct-4k phase).
+	in := comparison.TaxInput{Limit: limit, Layers: layers, NoShape: "no shape", Shape: experiment.Declared(sides[0].FactValue("profile")).Shape}
 	if err := comparison.AssessTax(res, in); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +125,7 @@ func TestAssessTax(t *testing.T) {
 	// Another profile: no shape, and the tax says why rather than guessing.
 	other := []comparison.Side{sides[0], sides[1]}
 	other[0].Facts = []comparison.Fact{{Key: "profile", Value: "search-index"}}
-	if _, ok := comparison.ProfileTaxShape("search-index"); ok {
+	if experiment.Declared("search-index").Shape != nil {
 		t.Error("search-index has a tax shape")
 	}
 	if r := tax(t, other, cryptotax.Limit{BytesPerSecPerCore: 1e9}); r.Tax.NotComputed != "no shape" || len(r.Tax.Sides) != 0 {

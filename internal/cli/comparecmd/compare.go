@@ -24,7 +24,6 @@ import (
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
-	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // Target is one --target NAME=DIR.
@@ -204,15 +203,15 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return usageErr(err)
 		}
 	}
-	opts := comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence}
-	if m, ok := profile.MetricsOf(comparison.CommonProfile(sides)); ok {
-		opts.Primary, opts.Guards = profile.Rows(m.Primary), profile.Rows(m.Guards)
-	}
-	res, err := comparison.Compare(sides, opts)
+	// The verdict on the profile's declared metrics; the tax on the first
+	// side's fixed-size I/O phase (docs/lab.md, "The tax line").
+	d := experiment.Declared(comparison.CommonProfile(sides))
+	d.Shape = experiment.Declared(sides[0].FactValue("profile")).Shape
+	tax := &comparison.TaxSource{Layers: comparison.StorageLayers(sides), Cipher: func() (comparison.TaxInput, error) {
+		return taxCipher(ctx, env.FS, o.CipherLimit)
+	}}
+	res, err := comparison.ForProfile(sides, d, comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence}, tax)
 	if err != nil {
-		return usageErr(err)
-	}
-	if err := addTax(ctx, env.FS, res, sides, o.CipherLimit); err != nil {
 		return usageErr(err)
 	}
 	if o.HTML != "" {
@@ -226,31 +225,26 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	return nil
 }
 
-// addTax adds the expected encryption tax when the profile has a
-// fixed-size I/O phase and some side has more encryption layers on its
-// target than the first (docs/lab.md, "The tax line"). Other comparisons
-// measure nothing, and their output stays deterministic. A cipher measured
-// now speaks for the results only if they ran on this CPU: the tax says so.
-func addTax(ctx context.Context, fs hostfs.FS, res *comparison.Result, sides []comparison.Side, cipherFile string) error {
-	layers := comparison.StorageLayers(sides)
-	shape, ok := comparison.ProfileTaxShape(sides[0].FactValue("profile"))
-	if !ok || !comparison.NeedsTax(layers) {
-		return nil
-	}
-	in := comparison.TaxInput{Layers: layers, Shape: &shape, Caveat: "cipher measured now on this machine: valid for results from this CPU"}
+// taxCipher is the cipher's cost for the tax, asked only when the profile
+// has a fixed-size I/O phase and some side has more encryption layers on
+// its target than the first: other comparisons measure nothing, and their
+// output stays deterministic. A cipher measured now speaks for the results
+// only if they ran on this CPU: the tax says so.
+func taxCipher(ctx context.Context, fs hostfs.FS, cipherFile string) (comparison.TaxInput, error) {
+	in := comparison.TaxInput{Caveat: "cipher measured now on this machine: valid for results from this CPU"}
 	if cipherFile != "" {
 		c, _, err := experiment.ReadCipherLimit(cipherFile)
 		if err != nil {
-			return fmt.Errorf("--cipher-limit: %w", err)
+			return in, fmt.Errorf("--cipher-limit: %w", err)
 		}
 		in.Limit = cryptotax.Limit{BytesPerSecPerCore: c.BytesPerSecPerCore, Source: c.What}
 		in.Caveat = "cipher from " + cipherFile + ": valid for results from the CPU it was measured on"
 	} else {
 		r, err := cipherlimit.Measure(ctx, fs, cipherlimit.Options{Duration: 300 * time.Millisecond, PerCoreOnly: true})
 		if err != nil {
-			return fmt.Errorf("encryption tax: %w", err)
+			return in, fmt.Errorf("encryption tax: %w", err)
 		}
 		in.Limit = cryptotax.Limit{BytesPerSecPerCore: r.PerCore, Source: r.What}
 	}
-	return comparison.AssessTax(res, in)
+	return in, nil
 }

@@ -381,14 +381,16 @@ func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparis
 		return nil, fmt.Errorf("no variant could run on this kernel (%s): choose others with --variants", strings.Join(why, "; "))
 	}
 	prof := c.prof
-	// The verdict is on the profile's declared primary metrics: a bench
-	// profile's own; for a fio job, its IOPS (at a fixed queue depth the
-	// same information as its mean latency, Little's law).
-	opts := comparison.Options{Primary: []string{"IOPS"}}
-	if m, ok := profile.MetricsOf(prof.Bench); ok {
-		opts.Primary, opts.Guards = profile.Rows(m.Primary), profile.Rows(m.Guards)
-	}
-	r, err := comparison.Compare(sides, opts)
+	tax := &comparison.TaxSource{Layers: layers, Cipher: func() (comparison.TaxInput, error) {
+		what := c.limit.What
+		if c.limit.Kernel != nil && !strings.Contains(what, c.limit.Kernel.Driver) {
+			// The user-space bound stands in for the kernel's driver, which
+			// the tax is still about: name it.
+			what += "; the kernel's xts(aes) driver is " + c.limit.Kernel.Driver
+		}
+		return comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: c.limit.PerCore, Source: what}, Cores: c.limit.Cores}, nil
+	}}
+	r, err := comparison.ForProfile(sides, declared(prof), comparison.Options{}, tax)
 	if err != nil {
 		return nil, err
 	}
@@ -405,25 +407,21 @@ func cryptResult(c cryptSetup, sides []comparison.Side, layers []int) (*comparis
 		r.IcountShift = &c.figures.Shift
 	}
 	r.NotRun = c.notRun
-	what := c.limit.What
-	if c.limit.Kernel != nil && !strings.Contains(what, c.limit.Kernel.Driver) {
-		// The user-space bound stands in for the kernel's driver, which
-		// the tax is still about: name it.
-		what += "; the kernel's xts(aes) driver is " + c.limit.Kernel.Driver
-	}
-	in := comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: c.limit.PerCore, Source: what}, Cores: c.limit.Cores, Layers: layers}
-	switch {
-	case prof.Bench == "":
-		in.Shape = &comparison.TaxShape{IOPS: []string{"IOPS"}, CPU: "CPU", BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth}
-	default:
-		if shape, ok := comparison.ProfileTaxShape(prof.Bench); ok {
-			in.Shape = &shape
-		} else {
-			in.NoShape = fmt.Sprintf("profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)", prof.Name)
-		}
-	}
-	if err := comparison.AssessTax(r, in); err != nil {
-		return nil, err
-	}
 	return r, nil
+}
+
+// declared is what the verdict and the tax are on: a bench profile's own
+// declaration; for a lab job, the IOPS of its table (cryptlab.JobRun: at a
+// fixed queue depth the same information as its mean latency, Little's
+// law) and its one I/O shape.
+func declared(prof *Profile) comparison.Declared {
+	if prof.Bench == "" {
+		return comparison.Declared{Primary: []string{"IOPS"},
+			Shape: &comparison.TaxShape{IOPS: []string{"IOPS"}, CPU: "CPU", BytesPerIO: float64(prof.BlockSize), QueueDepth: prof.IODepth}}
+	}
+	d := experiment.Declared(prof.Bench)
+	if d.Shape == nil {
+		d.NoShape = fmt.Sprintf("profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)", prof.Name)
+	}
+	return d
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
-	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
 // Side names: the first side is the baseline of the comparison.
@@ -55,8 +54,8 @@ func Measure(ctx context.Context, a *apply.Applier, e fix.Entry, o Options) (p *
 	if o.Runs == 0 {
 		o.Runs = DefaultRuns(o.Alpha)
 	}
-	m, ok := profile.MetricsOf(o.Workload.Profile)
-	if !ok {
+	d := experiment.Declared(o.Workload.Profile)
+	if len(d.Primary) == 0 {
 		return nil, fmt.Errorf("profile %q declares no primary metric to decide on", o.Workload.Profile)
 	}
 	tg, err := NewToggle(a, e)
@@ -100,7 +99,7 @@ func Measure(ctx context.Context, a *apply.Applier, e fix.Entry, o Options) (p *
 	for _, s := range out.Sides {
 		p.Sides = append(p.Sides, s.Comparison)
 	}
-	p.Result, err = comparison.Compare(p.Sides, comparison.Options{Alpha: o.Alpha, Primary: profile.Rows(m.Primary), Guards: profile.Rows(m.Guards)})
+	p.Result, err = comparison.ForProfile(p.Sides, d, comparison.Options{Alpha: o.Alpha}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", e.ID, e.Subject, err)
 	}
