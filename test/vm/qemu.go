@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/cli/labcmd"
+	"github.com/slowpath/slowpath/internal/lab/cryptbench"
 )
 
 // Console markers between the guest's /init and ParseConsole, each on a
@@ -145,8 +145,8 @@ var IcountArgs = []string{"-icount", fmt.Sprintf("shift=%d,sleep=off", IcountShi
 const IcountShift = 0
 
 // IcountParam on the guest kernel command line tells slowpath in the guest
-// that it runs under IcountArgs (labcmd.IcountShift reads it).
-var IcountParam = fmt.Sprintf("%s=%d", labcmd.IcountParam, IcountShift)
+// that it runs under IcountArgs (cryptbench.IcountShift reads it).
+var IcountParam = fmt.Sprintf("%s=%d", cryptbench.IcountParam, IcountShift)
 
 // Cmdline is the guest kernel command line.
 // no_timer_check: under TCG on a loaded host the IO-APIC timer check of

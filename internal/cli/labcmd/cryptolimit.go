@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/lab/cryptbench"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
 
@@ -43,7 +44,7 @@ that 'lab crypt' prints.`,
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			figures := DetectFigures(env.FS, o.Emulated, o.IcountShift)
+			figures := cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift)
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
@@ -66,12 +67,12 @@ that 'lab crypt' prints.`,
 	f.StringVar(&o.Limit.Method, "method", "", "af_alg or user-space (default: af_alg where the kernel has it)")
 	f.StringVar(&o.Format, "format", "text", "text or json")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
-	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+IcountParam+"=N on the kernel command line)")
+	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
 }
 
 // WriteLimit prints a crypto-limit result.
-func WriteLimit(w io.Writer, r *cipherlimit.Result, figures Figures) {
+func WriteLimit(w io.Writer, r *cipherlimit.Result, figures cryptbench.Figures) {
 	fmt.Fprintf(w, "slowpath lab crypto-limit: %s, %d-bit key, %d-byte sectors\n", r.Algorithm, r.KeyBits, r.SectorSize)
 	if l := figures.Label(); l != "" {
 		fmt.Fprintf(w, "%s\n", l)

@@ -3,30 +3,19 @@ package labcmd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/collect/host"
-	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
-	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/report/comparereport"
-	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
 
 func testEnv() (*clienv.Env, *bytes.Buffer, *bytes.Buffer) {
@@ -86,43 +75,6 @@ func TestCryptRefusals(t *testing.T) {
 	}
 }
 
-// TestChooseBacking: db-commit's default ramdisk grows with the CPUs (2
-// commit jobs of 32 MiB per CPU, up to 64 jobs) and is refused, naming the
-// way out, when memory is short or a given backing is too small; the fio
-// profiles keep ram:1G and fit any backing.
-func TestChooseBacking(t *testing.T) {
-	db, fioProf := findProfile("db-commit"), findProfile("randrw-4k")
-	for _, tc := range []struct {
-		given string
-		p     *Profile
-		cpus  int
-		mem   uint64
-		want  string // the backing, or
-		err   string // the refusal
-	}{
-		{"", db, 2, 24 << 30, "ram:256M", ""},    // 64 + 4 × 32 = 192 MiB, + 1/8, in 64 MiB steps
-		{"", db, 1, 0, "ram:192M", ""},           // 128 MiB: the 1-vCPU VM
-		{"", db, 64, 256 << 30, "ram:2432M", ""}, // 64 + 64 × 32 = 2112 MiB: outgrows ram:1G
-		{"", db, 64, 2 << 30, "", "profile db-commit writes up to 2112 MiB on this machine (a 64m database region and 32m for each of 64 commit jobs, 2 per CPU): a ramdisk of 2432M would take more than half of the 2048 MiB of memory available: use --backing file:PATH:2432M"},
-		{"", fioProf, 64, 24 << 30, "ram:1G", ""},
-		{"", fioProf, 2, 1 << 30, "", "--profile randrw-4k with a smaller --backing ram:SIZE"},
-		{"ram:1G", db, 16, 0, "", "profile db-commit writes up to 1088 MiB on this machine (a 64m database region and 32m for each of 32 commit jobs, 2 per CPU) and --backing ram:1G has 1024 MiB: use --backing ram:1280M"},
-		{"ram:32M", fioProf, 64, 0, "ram:32M", ""},
-		{"file:/var/tmp/c.img:4G", db, 64, 0, "file:/var/tmp/c.img:4G", ""},
-	} {
-		b, err := chooseBacking(tc.given, tc.p, tc.cpus, tc.mem)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q %s %d CPUs: err %v, want %q", tc.given, tc.p.Name, tc.cpus, err, tc.err)
-		case tc.err == "" && (err != nil || b.String() != tc.want):
-			t.Errorf("%q %s %d CPUs: %v, %v; want %s", tc.given, tc.p.Name, tc.cpus, b, err, tc.want)
-		}
-	}
-	if mem := memAvailable(hostfs.Default()); mem == 0 {
-		t.Error("MemAvailable of this machine unknown")
-	}
-}
-
 // TestRefusalsOfTheBinary runs the real command: not root (as nobody via
 // setpriv), and a kernel without device-mapper (this machine's).
 func TestRefusalsOfTheBinary(t *testing.T) {
@@ -162,188 +114,6 @@ func TestCryptoLimitText(t *testing.T) {
 	for _, want := range []string{"xts(aes), 512-bit key, 512-byte sectors", "user-space bound, not the kernel", "one core:", "all cores (", "cipher time per 4 KiB"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out)
-		}
-	}
-}
-
-// TestDetectFigures: an icount shift on the kernel command line (or the
-// flag) makes the figures a model, which wins over the emulated CPU it also
-// runs on; a garbled or absent parameter leaves the CPU check.
-func TestDetectFigures(t *testing.T) {
-	const tcg = "processor\t: 0\nmodel name\t: QEMU TCG CPU version 2.5+\n"
-	const epyc = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\n"
-	for _, tc := range []struct {
-		name, cmdline, cpuinfo string
-		flagEmulated           bool
-		flagShift              int
-		want                   Figures
-		label                  string
-	}{
-		{"icount from cmdline", "console=ttyS0 quiet slowpath.icount_shift=0 rdinit=/init\n", tcg, false, -1, Figures{Kind: "icount-model", Shift: 0}, "instruction-count model (qemu -icount shift=0: guest time is 1 ns per guest instruction), not a measurement"},
-		{"shift 3", "slowpath.icount_shift=3", tcg, false, -1, Figures{Kind: "icount-model", Shift: 3}, "shift=3: guest time is 8 ns per guest instruction"},
-		{"flag", "console=ttyS0", tcg, false, 2, Figures{Kind: "icount-model", Shift: 2}, "shift=2"},
-		{"garbled shift", "slowpath.icount_shift=x slowpath.icount_shift=11", tcg, false, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
-		{"tcg without icount", "console=ttyS0", tcg, false, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
-		{"emulated flag", "", epyc, true, -1, Figures{Kind: "emulated"}, "functional (emulated CPU)"},
-		{"real CPU", "BOOT_IMAGE=/vmlinuz root=/dev/vda1", epyc, false, -1, Figures{Kind: "measured"}, ""},
-		{"no proc files", "", "", false, -1, Figures{Kind: "measured"}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tc.cmdline != "" {
-				os.WriteFile(filepath.Join(dir, "cmdline"), []byte(tc.cmdline), 0o644)
-			}
-			if tc.cpuinfo != "" {
-				os.WriteFile(filepath.Join(dir, "cpuinfo"), []byte(tc.cpuinfo), 0o644)
-			}
-			got := DetectFigures(hostfs.FS{Proc: dir}, tc.flagEmulated, tc.flagShift)
-			if got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-			if l := got.Label(); tc.label == "" && l != "" || !strings.Contains(l, tc.label) {
-				t.Errorf("label %q, want %q", l, tc.label)
-			}
-		})
-	}
-}
-
-// labSides are lab crypt's sides after a randrw-4k matrix of 4 runs, each
-// run a bench result of the lab job as the engine returns it (figures and
-// where the time went): plain, default dm-crypt (queueing in kcryptd),
-// no_workqueue (about the cipher's cost) and crypt on crypt, with a little
-// spread between runs.
-func labSides() ([]comparison.Side, []int) {
-	mk := func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
-		s := comparison.Side{Name: name, Sources: []string{path}}
-		for i, f := range []float64{1, 1.004, 0.997, 1.002} {
-			c := 1 + 0.01*float64(i)
-			res := &benchresult.Result{Profile: "lab:randrw-4k", Figures: []benchresult.Figure{
-				{Name: "read_iops", Phase: "lab", Value: iops * f / 2, Unit: benchresult.UnitIOPS},
-				{Name: "read_p99", Phase: "lab", Value: p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
-				{Name: "write_p99", Phase: "lab", Value: 1.2 * p99 / f * 1e9, Unit: benchresult.UnitNanoseconds},
-				{Name: "total_iops", Value: iops * f, Unit: benchresult.UnitIOPS},
-			}, WhereTime: &benchresult.WhereTime{Threads: []benchresult.ThreadGroup{
-				{Group: benchresult.GroupWorkload, CPUs: (cpu - kcpu) * c},
-				{Group: benchresult.GroupKcryptd, CPUs: kcpu * c * 0.9},
-				{Group: benchresult.GroupKsoftirqd, CPUs: kcpu * c * 0.1},
-			}}}
-			s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", name, i+1), res))
-		}
-		return s
-	}
-	sides := []comparison.Side{
-		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
-		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
-		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
-		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 12e3, 1.7e-3, 1.8, 1.1),
-	}
-	layers := []int{0, 1, 1, 2}
-	for i := range sides {
-		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
-	}
-	return sides, layers
-}
-
-func labResult(t *testing.T, figures Figures) (*comparison.Result, []comparison.Side) {
-	t.Helper()
-	prof := findProfile("randrw-4k")
-	sides, layers := labSides()
-	r, err := cryptResult(cryptSetup{prof: prof, backing: "ram:1G", backingPath: "/dev/ram0", cryptVersion: "v1.24.0", runs: 4, runtime: 10 * time.Second,
-		figures: figures, limit: &cipherlimit.Result{What: "the kernel's xts-aes-aesni through AF_ALG", PerCore: 1.41e9, Cores: 2, Kernel: &cipherlimit.Implementation{Driver: "xts-aes-aesni"}},
-		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}}},
-		sides, layers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, sides
-}
-
-// TestCryptGolden: lab crypt's one result in every format, with the
-// setup, the label of an instruction-count model, the variant the kernel
-// could not run and the tax (testdata/golden/lab-crypt-randrw-4k.*).
-func TestCryptGolden(t *testing.T) {
-	r, sides := labResult(t, Figures{Kind: "icount-model", Shift: 0})
-	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
-		var b bytes.Buffer
-		if err := comparereport.Write(&b, r, f.format); err != nil {
-			t.Fatal(err)
-		}
-		golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k."+f.ext), b.Bytes())
-		for _, want := range []string{"IOPS", "crypto CPU", "write p99", "high_priority", "Encryption", "not a measurement"} {
-			if !strings.Contains(strings.ToLower(b.String()), strings.ToLower(want)) {
-				t.Errorf("%s lacks %q", f.format, want)
-			}
-		}
-	}
-	var b bytes.Buffer
-	if err := htmlreport.WriteCompare(&b, r, sides); err != nil {
-		t.Fatal(err)
-	}
-	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k.html"), htmlreport.ElideLibrary(b.Bytes()))
-
-	// The tax: default and stacked queue far above the cipher,
-	// no_workqueue costs about what the cipher does; with the CPU form from
-	// the CPU rows.
-	tax := r.Tax
-	if tax == nil || len(tax.Sides) != 3 {
-		t.Fatalf("tax %+v", tax)
-	}
-	for _, s := range tax.Sides {
-		if s.ObservedCPUPerGiB == nil || s.Ratio == nil {
-			t.Errorf("%s: no CPU form or ratio: %+v", s.Name, s)
-		}
-	}
-	if tax.Sides[0].Verdict != cryptotax.VerdictFarAbove || tax.Sides[1].Verdict != cryptotax.VerdictCipher || tax.Sides[2].LayersMore != 2 {
-		t.Errorf("tax sides %+v", tax.Sides)
-	}
-}
-
-// TestCryptRefusesNoVariant: with no variant that ran there is nothing to
-// compare; the error names the reasons and what to do.
-func TestCryptRefusesNoVariant(t *testing.T) {
-	sides, _ := labSides()
-	_, err := cryptResult(cryptSetup{prof: findProfile("randrw-4k"), limit: &cipherlimit.Result{PerCore: 1e9},
-		notRun: []comparison.NotRun{{Name: "high_priority", Reason: "needs v1.26.0"}}}, sides[:1], []int{0})
-	if err == nil || !strings.Contains(err.Error(), "high_priority: needs v1.26.0") || !strings.Contains(err.Error(), "--variants") {
-		t.Errorf("err %v", err)
-	}
-}
-
-// TestCryptJSONSaysWhatFiguresAre: the JSON carries the kind of figures and
-// the label next to the comparison's own fields.
-func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
-	for _, tc := range []struct {
-		f    Figures
-		want map[string]any
-	}{
-		{Figures{Kind: "icount-model"}, map[string]any{"figures": "icount-model", "icount_shift": 0.0}},
-		{Figures{Kind: "emulated"}, map[string]any{"figures": "emulated", "figures_note": host.EmulatedLabel}},
-		{Figures{Kind: "measured"}, map[string]any{"figures": "measured"}},
-	} {
-		r, _ := labResult(t, tc.f)
-		var b bytes.Buffer
-		if err := comparereport.Write(&b, r, "json"); err != nil {
-			t.Fatal(err)
-		}
-		var got map[string]any
-		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
-			t.Fatal(err)
-		}
-		if got["format_version"] != float64(comparison.JSONVersion) || got["encryption_tax"] == nil || got["not_run"] == nil {
-			t.Errorf("%s: comparison fields not inlined: %s", tc.f.Kind, b.String())
-		}
-		for k, v := range tc.want {
-			if got[k] != v {
-				t.Errorf("%s: %s = %v, want %v", tc.f.Kind, k, got[k], v)
-			}
-		}
-		_, hasShift := got["icount_shift"]
-		_, hasNote := got["figures_note"]
-		if hasShift != (tc.f.Kind == "icount-model") || hasNote != (tc.f.Kind != "measured") {
-			t.Errorf("%s: %s", tc.f.Kind, b.String())
-		}
-		if tc.f.Kind == "icount-model" && !strings.Contains(got["figures_note"].(string), "not a measurement") {
-			t.Errorf("model note: %v", got["figures_note"])
 		}
 	}
 }

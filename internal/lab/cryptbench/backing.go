@@ -1,0 +1,101 @@
+package cryptbench
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/lab/cryptlab"
+	"github.com/slowpath/slowpath/internal/workload/profile"
+)
+
+// defaultRAM is the ramdisk of the fio profiles, which run over the whole
+// device and fit any size.
+const defaultRAM = 1 << 30
+
+// profileSpace is what a bench profile writes (planned for this machine
+// on a stand-in device: the plan is where its size is decided) on this machine at scale 1
+// (db-commit: a 64 MiB database region and 32 MiB per commit job, 2 jobs
+// per CPU), with a sentence saying so; 0 for the fio profiles.
+func profileSpace(p *Profile, numCPU int) (uint64, string) {
+	if p.IO != nil {
+		return 0, ""
+	}
+	plan, err := profile.New(p.Workload, profile.Params{Scale: 1, Runtime: time.Second, Dir: os.TempDir(), Device: "/dev/null", NumCPU: numCPU})
+	if err != nil {
+		return 0, ""
+	}
+	why := fmt.Sprintf("profile %s writes up to %d MiB on this machine", p.Name, plan.SpaceBytes>>20)
+	if n := plan.Settings["commit_jobs_n"]; n != "" {
+		why += fmt.Sprintf(" (a %s database region and %s for each of %s commit jobs, 2 per CPU)", plan.Settings["direct_file"], plan.Settings["wal_size"], n)
+	}
+	return plan.SpaceBytes, why
+}
+
+// fitSize is a backing size for need bytes, as --backing spells it: an
+// eighth to spare, rounded up to 64 MiB.
+func fitSize(need uint64) string {
+	const step = 64 << 20
+	n := (need + need/8 + step - 1) / step * step
+	if n%(1<<30) == 0 {
+		return fmt.Sprintf("%dG", n>>30)
+	}
+	return fmt.Sprintf("%dM", n>>20)
+}
+
+// ChooseBacking is the lab's device: the one given, refused when the
+// profile's files do not fit it, or by default a ramdisk of 1G (fio
+// profiles) or sized to the profile's files, refused when it would take
+// more than half of the available memory (memAvail bytes, 0 if unknown).
+// Every refusal names the --backing and --profile that would do.
+func ChooseBacking(given string, p *Profile, numCPU int, memAvail uint64) (cryptlab.Backing, error) {
+	need, why := profileSpace(p, numCPU)
+	if given != "" {
+		b, err := cryptlab.ParseBacking(given)
+		if err != nil {
+			return b, err
+		}
+		if need > uint64(b.Size) {
+			bigger := "ram:" + fitSize(need)
+			if b.Kind == "file" {
+				bigger = "file:" + b.Path + ":" + fitSize(need)
+			}
+			return b, fmt.Errorf("%s and --backing %s has %d MiB: use --backing %s (or leave --backing out: the default ramdisk is sized to the profile), or --profile randrw-4k, whose fio job fits any backing",
+				why, given, b.Size>>20, bigger)
+		}
+		return b, nil
+	}
+	size := fmt.Sprint(defaultRAM>>30, "G")
+	if need > 0 {
+		size = fitSize(need)
+	}
+	b, err := cryptlab.ParseBacking("ram:" + size)
+	if err != nil {
+		return b, err
+	}
+	if memAvail > 0 && uint64(b.Size) > memAvail/2 {
+		what := fmt.Sprintf("profile %s", p.Name)
+		if why != "" {
+			what = why
+		}
+		return b, fmt.Errorf("%s: a ramdisk of %s would take more than half of the %d MiB of memory available: use --backing file:PATH:%s (a file on a disk with that much free space), or --profile randrw-4k with a smaller --backing ram:SIZE",
+			what, size, memAvail>>20, size)
+	}
+	return b, nil
+}
+
+// MemAvailable is MemAvailable from /proc/meminfo in bytes, 0 if unknown.
+func MemAvailable(fs hostfs.FS) uint64 {
+	pfs, err := procfs.NewFS(fs.Proc)
+	if err != nil {
+		return 0
+	}
+	mi, err := pfs.Meminfo()
+	if err != nil || mi.MemAvailableBytes == nil {
+		return 0
+	}
+	return *mi.MemAvailableBytes
+}

@@ -1,0 +1,206 @@
+// Package cryptbench is `slowpath lab crypt`: one workload run on a
+// throwaway device (cryptlab) plain and under each dm-crypt variant,
+// interleaved by the experiment engine, judged by the one verdict step
+// (comparison.ForProfile) with the expected encryption tax from this CPU's
+// cipher. Its catalogue (Profiles) is read from the profile registry; the
+// command (internal/cli/labcmd) only wires flags to Run and renders.
+package cryptbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/collect/cloud"
+	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/lab/cryptlab"
+	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/workload/fio"
+)
+
+// Options are one lab crypt run's.
+type Options struct {
+	FS       hostfs.FS
+	Version  string // slowpath's, recorded in each run's result
+	Profile  *Profile
+	Backing  cryptlab.Backing
+	Variants []cryptlab.Variant
+	Runs     int
+	Runtime  time.Duration
+	Figures  Figures
+	Log      func(format string, args ...any)
+}
+
+// Run measures the cipher, sets the lab up, runs the matrix and tears the
+// lab down whatever happened; it returns the comparison and its sides. A
+// cancelled ctx ends the runs, and the lab is still torn down.
+func Run(ctx context.Context, o Options) (*comparison.Result, []comparison.Side, error) {
+	if _, err := exec.LookPath("fio"); err != nil {
+		return nil, nil, fio.ErrNotFound
+	}
+	limit, err := cipherlimit.Measure(ctx, o.FS, cipherlimit.Options{Duration: 300 * time.Millisecond})
+	if err != nil {
+		return nil, nil, fmt.Errorf("crypto-limit: %w", err)
+	}
+	lab, err := cryptlab.Setup(ctx, cryptlab.Options{Backing: o.Backing, Variants: o.Variants, Sys: o.FS.Sys, Proc: o.FS.Proc, Log: o.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	r, sides, runErr := matrix(ctx, o, lab, limit)
+	closeErr := lab.Close()
+	if err := errors.Join(runErr, closeErr); err != nil {
+		if ctx.Err() != nil && closeErr == nil {
+			return nil, nil, fmt.Errorf("interrupted; lab %s torn down", lab.ID)
+		}
+		return nil, nil, err
+	}
+	return r, sides, nil
+}
+
+// matrix runs the profile on every side of a set-up lab and returns the
+// comparison.
+func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimit.Result) (*comparison.Result, []comparison.Side, error) {
+	prof, figures := o.Profile, o.Figures
+	if err := lab.Prefill(); err != nil {
+		return nil, nil, err
+	}
+	// Every variant is a side whose target is its mapping; the plain side
+	// is the backing device beneath them.
+	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Created: true}}}
+	layers := []int{0}
+	var notRun []comparison.NotRun
+	for _, m := range lab.Mappings {
+		if m.Unsupported != "" {
+			notRun = append(notRun, comparison.NotRun{Name: m.Variant.Name, Reason: m.Unsupported})
+			continue
+		}
+		n := 1
+		if m.Variant.Stacked {
+			n = 2
+		}
+		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Created: true}})
+		layers = append(layers, n)
+	}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+	}
+	if len(sides) < 2 {
+		_, err := Result(Setup{Profile: prof, NotRun: notRun, Limit: limit}, nil, nil)
+		return nil, nil, err
+	}
+	// The cipher was measured once before the lab was set up: no run
+	// measures it again.
+	cipher := limit.Cipher("lab crypt")
+	out, err := experiment.Run(ctx, experiment.Experiment{
+		Workload: experiment.Workload{Profile: prof.Workload, Runtime: o.Runtime},
+		Sides:    sides,
+		Runs:     o.Runs,
+		Env: experiment.Env{FS: o.FS, Version: o.Version, Cloud: cloud.Options{Cloud: "none"},
+			Cipher: cipher, CipherEmulated: figures.Kind != "measured"},
+		Progress: func(r experiment.RunInfo) { o.Log("%s", r) },
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var cs []comparison.Side
+	for i, so := range out.Sides {
+		s := so.Comparison
+		if prof.IO != nil {
+			// A lab job's table: IOPS, p99s and CPU (cryptlab.JobRun),
+			// not every figure of the bench result.
+			s.Runs = nil
+			for n, res := range so.Results {
+				s.Runs = append(s.Runs, cryptlab.JobRun(fmt.Sprintf("%s-%d", so.Name, n+1), res))
+			}
+			s.Facts = sides[i].Facts
+		} else {
+			for n, res := range so.Results {
+				cryptlab.AddCPU(&s.Runs[n], res)
+			}
+		}
+		s.Sources = []string{sides[i].Target.Device}
+		cs = append(cs, s)
+	}
+	r, err := Result(Setup{Profile: prof, Backing: lab.Backing.String(), BackingPath: lab.BackingPath, CryptVersion: lab.CryptVersion.String(),
+		Runs: o.Runs, Runtime: o.Runtime, Figures: figures, NotRun: notRun, Limit: limit}, cs, layers)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, cs, nil
+}
+
+// Setup is what lab crypt knows beyond its sides' runs.
+type Setup struct {
+	Profile                            *Profile
+	Backing, BackingPath, CryptVersion string
+	Runs                               int
+	Runtime                            time.Duration
+	Figures                            Figures
+	NotRun                             []comparison.NotRun
+	Limit                              *cipherlimit.Result
+}
+
+// Result is lab crypt's one result: the comparison of the sides (plain
+// first; layers are each side's encryption layers), with the setup, what
+// the figures are, the variants the kernel could not run and the expected
+// encryption tax, for every renderer.
+func Result(c Setup, sides []comparison.Side, layers []int) (*comparison.Result, error) {
+	if len(sides) < 2 {
+		var why []string
+		for _, n := range c.NotRun {
+			why = append(why, n.Name+": "+n.Reason)
+		}
+		return nil, fmt.Errorf("no variant could run on this kernel (%s): choose others with --variants", strings.Join(why, "; "))
+	}
+	prof := c.Profile
+	d := declared(prof)
+	tax := &comparison.TaxSource{Layers: layers, Cipher: func() (comparison.TaxInput, error) {
+		what := c.Limit.What
+		if c.Limit.Kernel != nil && !strings.Contains(what, c.Limit.Kernel.Driver) {
+			// The user-space bound stands in for the kernel's driver, which
+			// the tax is still about: name it.
+			what += "; the kernel's xts(aes) driver is " + c.Limit.Kernel.Driver
+		}
+		return comparison.TaxInput{Limit: cryptotax.Limit{BytesPerSecPerCore: c.Limit.PerCore, Source: what}, Cores: c.Limit.Cores}, nil
+	}}
+	r, err := comparison.ForProfile(sides, d, comparison.Options{}, tax)
+	if err != nil {
+		return nil, err
+	}
+	r.Title = "slowpath lab crypt"
+	r.Setup = []comparison.Fact{
+		{Key: "profile", Value: fmt.Sprintf("%s (%s)", prof.Name, prof.Description)},
+		{Key: "backing", Value: fmt.Sprintf("%s (%s)", c.Backing, c.BackingPath)},
+		{Key: "dm-crypt target", Value: c.CryptVersion},
+		{Key: "runs", Value: fmt.Sprintf("%d × %v per side, interleaved", c.Runs, c.Runtime)},
+		{Key: "crypto CPU", Value: "CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)"},
+	}
+	r.Figures, r.FiguresNote = c.Figures.Kind, c.Figures.Label()
+	if c.Figures.Kind == "icount-model" {
+		r.IcountShift = &c.Figures.Shift
+	}
+	r.NotRun = c.NotRun
+	return r, nil
+}
+
+// declared is what the verdict and the tax are on: a bench profile's own
+// declaration; for a lab job, the IOPS of its table (cryptlab.JobRun: at a
+// fixed queue depth the same information as its mean latency, Little's
+// law) and its one I/O shape.
+func declared(prof *Profile) comparison.Declared {
+	if prof.IO != nil {
+		return comparison.Declared{Primary: []string{"IOPS"},
+			Shape: &comparison.TaxShape{IOPS: []string{"IOPS"}, CPU: "CPU", BytesPerIO: float64(prof.IO.BytesPerIO), QueueDepth: prof.IO.QueueDepth}}
+	}
+	d := experiment.Declared(prof.Workload)
+	if d.Shape == nil {
+		d.NoShape = fmt.Sprintf("profile %s has no fixed-size I/O phase to measure (the fio profiles and db-commit have one)", prof.Name)
+	}
+	return d
+}
