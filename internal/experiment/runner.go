@@ -61,7 +61,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	res := &benchresult.Result{SlowpathVersion: env.Version, Profile: w.Profile, Started: start.UTC(), Environment: envFacts,
 		Parameters: benchresult.Parameters{Scale: w.Scale, RuntimeNS: int64(w.Runtime), Target: tg.given, TargetKind: tg.kind,
 			Settings: plan.Settings}}
-	if plan.Profile == profile.SearchIndex {
+	if plan.IndexLoads() {
 		res.Parameters.SlowLoadNS = int64(w.SlowLoad)
 	}
 	if w.JobFile != nil {

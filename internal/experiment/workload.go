@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
@@ -53,49 +50,15 @@ type Workload struct {
 }
 
 // ParseWorkload turns a profile argument into a Workload with default
-// sizes: fio:PATH reads the job file, checks that it can be confined to
-// the run's directory and names the profile fio:BASE. An unknown name
-// wraps profile.ErrUnknown.
+// sizes (profile.Resolve): fio:PATH reads the job file, checks that it can
+// be confined to the run's directory and names the profile fio:BASE;
+// replay:DIR loads the capture. An unknown name wraps profile.ErrUnknown.
 func ParseWorkload(arg string) (Workload, error) {
-	if !profile.Known(arg) {
-		return Workload{}, fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, arg, strings.Join(profile.Names(), ", "))
-	}
-	w := Workload{Profile: arg}
-	if dir, ok := profile.ReplayDir(arg); ok {
-		// The capture directory's base name names the profile in the
-		// result, as a job file's does.
-		w.Profile = strings.TrimSuffix(arg, dir) + filepath.Base(filepath.Clean(dir))
-		if err := benchresult.ValidProfile(w.Profile); err != nil {
-			return Workload{}, err
-		}
-		src, err := replay.Load(dir)
-		if err != nil {
-			return Workload{}, fmt.Errorf("profile %s: %w", arg, err)
-		}
-		w.Capture = src
-		return w, nil
-	}
-	if !strings.HasPrefix(arg, profile.FioPrefix) {
-		return w, nil
-	}
-	path := strings.TrimPrefix(arg, profile.FioPrefix)
-	// The job file's base name becomes the profile's name in the result,
-	// reports and bench export's run.sh: a label, checked first.
-	w.Profile = profile.FioPrefix + filepath.Base(path)
-	if err := benchresult.ValidProfile(w.Profile); err != nil {
+	a, err := profile.Resolve(arg)
+	if err != nil {
 		return Workload{}, err
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Workload{}, fmt.Errorf("profile %s: %w", arg, err)
-	}
-	// Refused before anything is created or run: a job file that cannot
-	// be confined to the run's directory (docs/bench.md).
-	if _, err := fio.CheckJobFile(b, ""); err != nil {
-		return Workload{}, fmt.Errorf("profile %s: %w", arg, err)
-	}
-	w.JobFile = b
-	return w, nil
+	return Workload{Profile: a.Name, JobFile: a.JobFile, Capture: a.Capture}, nil
 }
 
 // withDefaults fills zero fields and checks the rest.

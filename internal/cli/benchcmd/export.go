@@ -268,7 +268,7 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 	for _, k := range sortedKeys(plan.Settings) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, plan.Settings[k])
 	}
-	if plan.Profile == profile.SearchIndex {
+	if plan.IndexLoads() {
 		b.WriteString("\nIndex loads: while the writers write, each finished file (`writers.*` at its full size) is evicted from the page cache and read once, at most 4 per second; run.sh times each with `dd` and lists them in `results/loads.txt` (slowpath maps the file and touches every page instead).\n")
 	}
 	if res != nil {

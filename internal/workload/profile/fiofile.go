@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
@@ -45,6 +46,27 @@ func (fioFile) Plan(name string, p Params) (*Plan, error) {
 	}
 	return &Plan{Profile: name, Settings: map[string]string{"job_file": strings.TrimPrefix(name, FioPrefix)},
 		Phases: []PhasePlan{{Name: "fio", JobFile: p.JobFile, Expected: p.Runtime}}}, nil
+}
+
+// resolve reads the job file and checks that it can be confined to the
+// run's directory, before anything is created or run (docs/bench.md). The
+// job file's base name becomes the profile's name in the result, reports
+// and bench export's run.sh: a label, checked first.
+func (fioFile) resolve(arg string) (Arg, error) {
+	path := strings.TrimPrefix(arg, FioPrefix)
+	a := Arg{Name: FioPrefix + filepath.Base(path)}
+	if err := benchresult.ValidProfile(a.Name); err != nil {
+		return Arg{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Arg{}, fmt.Errorf("profile %s: %w", arg, err)
+	}
+	if _, err := fio.CheckJobFile(b, ""); err != nil {
+		return Arg{}, fmt.Errorf("profile %s: %w", arg, err)
+	}
+	a.JobFile = b
+	return a, nil
 }
 
 func (fioFile) Figures(phases []benchresult.Phase, _ *benchresult.LoadTimes) []benchresult.Figure {

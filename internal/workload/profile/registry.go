@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
 // A Profile is one kind of bench workload: what it declares (Spec), how it
@@ -168,6 +169,37 @@ func (s Spec) usage() string {
 		return s.Usage
 	}
 	return s.Name
+}
+
+// Arg is a profile argument resolved before anything runs: the name a
+// result carries, and what the name's argument held.
+type Arg struct {
+	// Name is the profile's name in results, reports and exports: a
+	// family's argument cut to its base name (fio:job.fio, replay:cap).
+	Name string
+	// JobFile is a fio:FILE profile's job file, Capture a replay's loaded
+	// capture; the Params of New.
+	JobFile []byte
+	Capture *replay.Source
+}
+
+// argResolver is a family whose argument names something to read and
+// check before anything runs (a job file, a capture directory).
+type argResolver interface {
+	resolve(arg string) (Arg, error)
+}
+
+// Resolve checks a --profile argument and reads what its argument names.
+// An unknown name wraps ErrUnknown.
+func Resolve(arg string) (Arg, error) {
+	p, ok := Lookup(arg)
+	if !ok {
+		return Arg{}, fmt.Errorf("%w %q: use one of %s", ErrUnknown, arg, strings.Join(Names(), ", "))
+	}
+	if r, ok := p.(argResolver); ok {
+		return r.resolve(arg)
+	}
+	return Arg{Name: arg}, nil
 }
 
 // ErrUnknown is wrapped by New for a profile name it does not know.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,22 @@ func ReplayDir(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// resolve loads the capture; the capture directory's base name names the
+// profile in the result, as a job file's does.
+func (replayProfile) resolve(arg string) (Arg, error) {
+	dir, _ := ReplayDir(arg)
+	a := Arg{Name: strings.TrimSuffix(arg, dir) + filepath.Base(filepath.Clean(dir))}
+	if err := benchresult.ValidProfile(a.Name); err != nil {
+		return Arg{}, err
+	}
+	src, err := replay.Load(dir)
+	if err != nil {
+		return Arg{}, fmt.Errorf("profile %s: %w", arg, err)
+	}
+	a.Capture = src
+	return a, nil
 }
 
 func (replayProfile) Figures(phases []benchresult.Phase, _ *benchresult.LoadTimes) []benchresult.Figure {

@@ -158,6 +158,10 @@ func latency(l fio.Latency) *benchresult.Latency {
 	return out
 }
 
+// IndexLoads reports whether the plan runs the native index loader
+// (search-index): its loads are timed against a slow-load threshold.
+func (pl *Plan) IndexLoads() bool { return pl.loader }
+
 // LoadTimes summarises the loader's loads (search-index only).
 func (pl *Plan) LoadTimes(loads []benchresult.Load) *benchresult.LoadTimes {
 	if !pl.loader {
