@@ -34,13 +34,17 @@ type Options struct {
 	Runs     int
 	Runtime  time.Duration
 	Figures  Figures
-	Log      func(format string, args ...any)
+	// Log gets the lab's progress lines (setup, each run, teardown).
+	Log func(format string, args ...any)
 }
 
 // Run measures the cipher, sets the lab up, runs the matrix and tears the
 // lab down whatever happened; it returns the comparison and its sides. A
 // cancelled ctx ends the runs, and the lab is still torn down.
 func Run(ctx context.Context, o Options) (*comparison.Result, []comparison.Side, error) {
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
 	if _, err := exec.LookPath("fio"); err != nil {
 		return nil, nil, fio.ErrNotFound
 	}
