@@ -2,7 +2,6 @@ package cryptbench
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -16,24 +15,27 @@ import (
 // device and fit any size.
 const defaultRAM = 1 << 30
 
-// profileSpace is what a bench profile writes (planned for this machine
-// on a stand-in device: the plan is where its size is decided) on this machine at scale 1
-// (db-commit: a 64 MiB database region and 32 MiB per commit job, 2 jobs
-// per CPU), with a sentence saying so; 0 for the fio profiles.
+// profileSpace is what a bench profile writes on this machine at scale 1
+// on a device, with a sentence saying so (its plan decides both: planned
+// here on a stand-in path, never opened); 0 for the lab jobs, which run
+// over the whole device and fit any size.
 func profileSpace(p *Profile, numCPU int) (uint64, string) {
 	if p.IO != nil {
 		return 0, ""
 	}
-	plan, err := profile.New(p.Workload, profile.Params{Scale: 1, Runtime: time.Second, Dir: os.TempDir(), Device: "/dev/null", NumCPU: numCPU})
+	plan, err := profile.New(p.Workload, profile.Params{Scale: 1, Runtime: time.Second, Device: standIn, NumCPU: numCPU})
 	if err != nil {
 		return 0, ""
 	}
 	why := fmt.Sprintf("profile %s writes up to %d MiB on this machine", p.Name, plan.SpaceBytes>>20)
-	if n := plan.Settings["commit_jobs_n"]; n != "" {
-		why += fmt.Sprintf(" (a %s database region and %s for each of %s commit jobs, 2 per CPU)", plan.Settings["direct_file"], plan.Settings["wal_size"], n)
+	if plan.SpaceNote != "" {
+		why += " (" + plan.SpaceNote + ")"
 	}
 	return plan.SpaceBytes, why
 }
+
+// standIn is the device a profile is planned on to size the backing.
+const standIn = "/dev/sizing-only"
 
 // fitSize is a backing size for need bytes, as --backing spells it: an
 // eighth to spare, rounded up to 64 MiB.

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -61,6 +62,7 @@ func (dbCommit) Plan(_ string, p Params) (*Plan, error) {
 		Settings: map[string]string{"direct_file": size(fileSize), "direct_bs": "4k", "direct_rwmixread": "50", "commit_bs": "8k",
 			"wal_size": size(walSize), "commit_jobs_n": strconv.Itoa(n)},
 		SpaceBytes: uint64(fileSize + int64(n)*walSize),
+		SpaceNote:  fmt.Sprintf("a %s database region and %s for each of %d commit jobs, 2 per CPU", size(fileSize), size(walSize), n),
 		Phases: []PhasePlan{
 			{Name: "direct-4k", JobFile: render(direct), Expected: p.Runtime + layoutTime(fileSize), logs: []string{"direct"}},
 			{Name: "commit-1", JobFile: render(commit(1)), Expected: p.Runtime + layoutTime(walSize), logs: []string{"commit"}},

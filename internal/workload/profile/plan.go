@@ -52,8 +52,11 @@ type Plan struct {
 	Profile  string
 	Settings map[string]string
 	Phases   []PhasePlan
-	// SpaceBytes is what the run writes at most: the free-space check.
+	// SpaceBytes is what the run writes at most: the free-space check,
+	// and lab crypt's backing size. SpaceNote says what it is made of,
+	// where that depends on the machine.
 	SpaceBytes uint64
+	SpaceNote  string
 	// Recorder, when set, records the block trace of a replay (the
 	// replay's fidelity); the caller sets it before Run.
 	Recorder BlockRecorder
