@@ -2,9 +2,10 @@ package cryptbench
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -19,11 +20,15 @@ const IcountParam = "slowpath.icount_shift"
 // IcountShift returns N from IcountParam=N in /proc/cmdline, or -1 when
 // the parameter is absent or not a shift qemu accepts (0-10).
 func IcountShift(fs hostfs.FS) int {
-	b, err := os.ReadFile(fs.ProcPath("cmdline"))
+	pfs, err := procfs.NewFS(fs.Proc)
 	if err != nil {
 		return -1
 	}
-	for _, f := range strings.Fields(string(b)) {
+	args, err := pfs.CmdLine()
+	if err != nil {
+		return -1
+	}
+	for _, f := range args {
 		if v, ok := strings.CutPrefix(f, IcountParam+"="); ok {
 			if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= 10 {
 				return n
