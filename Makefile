@@ -1,8 +1,19 @@
 # slowpath — see README.md. Every target installs what it needs from Debian.
 GO        ?= go
 BIN       := bin/slowpath
-VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/slowpath/slowpath/internal/cli.Version=$(VERSION)
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+# The commit's date, not the clock's, so a rebuild of a commit is identical.
+BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
+BUILD_USER ?= $(shell id -un)@$(shell hostname)
+# prometheus/common/version's variables: `slowpath version` prints them.
+VPKG      := github.com/prometheus/common/version
+LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
+             -X $(VPKG).BuildDate=$(BUILD_DATE) -X $(VPKG).BuildUser=$(BUILD_USER)
+# Static (no cgo, no glibc): the same binary runs on any distribution and
+# in the FROM-scratch image.
+STATIC    := CGO_ENABLED=0
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 5s
 # bash with pipefail, so `| tee` does not hide a failing go test.
@@ -17,7 +28,7 @@ TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmset
 all: build
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
 
 # The main job: diagnose this host.
 run: build
