@@ -21,14 +21,20 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables
 
-.PHONY: all build run test unit lint fuzz bench generate deps-test clean vm
+.PHONY: all build image run test unit lint fuzz bench generate deps-test clean vm
 
 all: build
 
 build:
 	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+
+# The container image (Containerfile: FROM scratch and the static binary)
+# as an OCI archive: podman load -i bin/slowpath-image.tar
+image: build
+	./scripts/install-deps.sh podman runc
+	./scripts/image.sh $(BIN) bin/slowpath-image.tar $(VERSION) $(REVISION)
 
 # The main job: diagnose this host.
 run: build
