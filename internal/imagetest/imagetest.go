@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -43,15 +44,24 @@ func Build(t testing.TB) *Image {
 		"-ldflags", "-X github.com/prometheus/common/version.Version="+Version, "-o", im.Binary, "./cmd/slowpath")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	start := time.Now()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("static build: %v\n%s", err, out)
 	}
+	t.Logf("static build: %.1f s", time.Since(start).Seconds())
+	start = time.Now()
 	archive := filepath.Join(dir, "slowpath-image.tar")
 	if out, err := exec.Command(filepath.Join(root, "scripts/image.sh"), im.Binary, archive, Version).CombinedOutput(); err != nil {
 		t.Fatalf("scripts/image.sh: %v\n%s", err, out)
 	}
+	t.Logf("scripts/image.sh: %.1f s", time.Since(start).Seconds())
 
-	store := filepath.Join(dir, "podman")
+	// Short: conmon's sockets live under it, and a t.TempDir path leaves
+	// its exit notice unread (each container's end then waits 20 s).
+	store, err := os.MkdirTemp("", "podman")
+	if err != nil {
+		t.Fatal(err)
+	}
 	shell := func(fn string) {
 		if out, err := exec.Command("bash", "-c", `. "$1" && `+fn+` "$2"`, "bash",
 			filepath.Join(root, "scripts/podman-private.sh"), store).CombinedOutput(); err != nil {
@@ -65,7 +75,9 @@ func Build(t testing.TB) *Image {
 		if out, err := im.Podman("ps", "-aq"); err != nil || len(bytes.TrimSpace(out)) > 0 {
 			t.Errorf("containers left when the test ended: %s (%v)", out, err)
 		}
+		start := time.Now()
 		shell("podman_private_done")
+		t.Logf("podman store removed: %.1f s", time.Since(start).Seconds())
 		if _, err := os.Stat(store); err == nil {
 			t.Errorf("podman store %s left", store)
 		}
@@ -77,15 +89,22 @@ func Build(t testing.TB) *Image {
 		}
 		for k, names := range after.sets {
 			for n := range names {
+				// podman names its network namespaces netns-UUID;
+				// other tests of the run make and remove their own.
+				if k == "network namespaces" && !strings.HasPrefix(n, "netns-") {
+					continue
+				}
 				if !before.sets[k][n] {
 					t.Errorf("%s: %s added while the image ran", k, n)
 				}
 			}
 		}
 	})
+	start = time.Now()
 	if out, err := im.Podman("load", "-q", "-i", archive); err != nil {
 		t.Fatalf("podman load: %v\n%s", err, out)
 	}
+	t.Logf("podman load: %.1f s", time.Since(start).Seconds())
 	return im
 }
 
