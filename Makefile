@@ -21,9 +21,9 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd
 
-.PHONY: all build image run test unit lint fuzz bench generate deps-test clean vm
+.PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm
 
 all: build
 
@@ -36,6 +36,12 @@ image: build
 	./scripts/install-deps.sh podman runc
 	./scripts/image.sh $(BIN) bin/slowpath-image.tar $(VERSION) $(REVISION)
 
+# Static linux/amd64 and linux/arm64 tarballs, .deb and .rpm (nfpm), and
+# sha256sums.txt in bin/release (scripts/release.sh; docs/install.md).
+release:
+	rm -rf bin/release
+	LDFLAGS='$(LDFLAGS)' ./scripts/release.sh bin/release $(VERSION)
+
 # The main job: diagnose this host.
 run: build
 	./$(BIN) doctor
@@ -44,8 +50,9 @@ deps-test:
 	./scripts/install-deps.sh $(TEST_DEPS)
 
 # Everything, as CI runs it. Privileged and VM tests fail (not skip) here.
-test: deps-test lint build
-	SLOWPATH_STRICT=1 $(GO) test -count=1 -timeout 25m ./...
+# packaging's tests check the release made here.
+test: deps-test lint build release
+	SLOWPATH_STRICT=1 SLOWPATH_RELEASE_DIR=$(CURDIR)/bin/release $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
 # The qemu VM lab alone (test/vm; see docs/testing.md): every kernel of
