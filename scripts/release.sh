@@ -14,10 +14,11 @@ ldflags="${LDFLAGS:-"-X github.com/prometheus/common/version.Version=$version"} 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}
 NFPM=${NFPM:-go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0}
 # Debian and RPM versions start with a digit: v1.2.3 is 1.2.3, a commit
-# (git describe without a tag) is 0.0.0~COMMIT.
+# (git describe without a tag, even one that starts with a digit) is
+# 0.0.0~COMMIT, below any release.
 case $version in
-v[0-9]*) pkgversion=${version#v} ;;
-[0-9]*) pkgversion=$version ;;
+v[0-9]*.*) pkgversion=${version#v} ;;
+[0-9]*.*) pkgversion=$version ;;
 *) pkgversion=0.0.0~$version ;;
 esac
 pkgversion=${pkgversion//-/.}
