@@ -1,8 +1,19 @@
 # slowpath — see README.md. Every target installs what it needs from Debian.
 GO        ?= go
 BIN       := bin/slowpath
-VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/slowpath/slowpath/internal/cli.Version=$(VERSION)
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+# The commit's date, not the clock's, so a rebuild of a commit is identical.
+BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
+BUILD_USER ?= $(shell id -un)@$(shell hostname)
+# prometheus/common/version's variables: `slowpath version` prints them.
+VPKG      := github.com/prometheus/common/version
+LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
+             -X $(VPKG).BuildDate=$(BUILD_DATE) -X $(VPKG).BuildUser=$(BUILD_USER)
+# Static (no cgo, no glibc): the same binary runs on any distribution and
+# in the FROM-scratch image.
+STATIC    := CGO_ENABLED=0
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 5s
 # bash with pipefail, so `| tee` does not hide a failing go test.
@@ -10,14 +21,26 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter
+TEST_DEPS := fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd
 
-.PHONY: all build run test unit lint fuzz bench generate deps-test clean vm
+.PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm
 
 all: build
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+
+# The container image (Containerfile: FROM scratch and the static binary)
+# as an OCI archive: podman load -i bin/slowpath-image.tar
+image: build
+	./scripts/install-deps.sh podman runc
+	./scripts/image.sh $(BIN) bin/slowpath-image.tar $(VERSION) $(REVISION)
+
+# Static linux/amd64 and linux/arm64 tarballs, .deb and .rpm (nfpm), and
+# sha256sums.txt in bin/release (scripts/release.sh; docs/install.md).
+release:
+	rm -rf bin/release
+	LDFLAGS='$(LDFLAGS)' ./scripts/release.sh bin/release $(VERSION)
 
 # The main job: diagnose this host.
 run: build
@@ -27,8 +50,9 @@ deps-test:
 	./scripts/install-deps.sh $(TEST_DEPS)
 
 # Everything, as CI runs it. Privileged and VM tests fail (not skip) here.
-test: deps-test lint build
-	SLOWPATH_STRICT=1 $(GO) test -count=1 -timeout 25m ./...
+# packaging's tests check the release made here.
+test: deps-test lint build release
+	SLOWPATH_STRICT=1 SLOWPATH_RELEASE_DIR=$(CURDIR)/bin/release $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
 # The qemu VM lab alone (test/vm; see docs/testing.md): every kernel of

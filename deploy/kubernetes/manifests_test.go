@@ -48,6 +48,8 @@ func decodeStrict(t *testing.T, kind string, y []byte) any {
 		obj = &corev1.Service{}
 	case "ConfigMap":
 		obj = &corev1.ConfigMap{}
+	case "Secret":
+		obj = &corev1.Secret{}
 	case "DaemonSet":
 		obj = &appsv1.DaemonSet{}
 	case "ServiceMonitor":

@@ -19,10 +19,8 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/cli/labcmd"
 	"github.com/slowpath/slowpath/internal/cli/netcmd"
+	"github.com/slowpath/slowpath/internal/cli/versioncmd"
 )
-
-// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
-var Version = "dev"
 
 // NewRootCmd builds the command tree around env.
 func NewRootCmd(env *clienv.Env) *cobra.Command {
@@ -33,6 +31,8 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		SilenceErrors: true,
 		Version:       env.Version,
 	}
+	// --version prints what `slowpath version` does (the Makefile's stamp).
+	root.SetVersionTemplate(versioncmd.Current().Text())
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	// node_exporter's flag names, so operators need not learn new ones.
@@ -52,13 +52,14 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		diffcmd.NewCmdDiff(env, nil),
 		labcmd.NewCmdLab(env),
 		capturecmd.NewCmdCapture(env, nil),
+		versioncmd.NewCmdVersion(env),
 	)
 	return root
 }
 
 // Main runs slowpath with args and returns the process exit code.
 func Main(args []string) int {
-	env := clienv.Default(Version)
+	env := clienv.Default(versioncmd.Current().Version)
 	return Run(env, args)
 }
 

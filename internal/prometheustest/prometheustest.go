@@ -47,6 +47,25 @@ func Start(t testing.TB, targets []Target) *Server {
 // StartRules is Start with rule files, evaluated every second.
 func StartRules(t testing.TB, targets []Target, ruleFiles ...string) *Server {
 	t.Helper()
+	return start(t, targets, nil, ruleFiles)
+}
+
+// Auth is how Prometheus scrapes a target that serves HTTPS with basic
+// auth: the CA that signed its certificate, the name to verify it against
+// (tls_config.server_name), and the credentials.
+type Auth struct {
+	CAFile, ServerName string
+	Username, Password string
+}
+
+// StartAuth is Start scraping over HTTPS with auth.
+func StartAuth(t testing.TB, targets []Target, auth Auth) *Server {
+	t.Helper()
+	return start(t, targets, &auth, nil)
+}
+
+func start(t testing.TB, targets []Target, auth *Auth, ruleFiles []string) *Server {
+	t.Helper()
 	bin := testenv.RequireTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	var cfg strings.Builder
@@ -57,7 +76,16 @@ func StartRules(t testing.TB, targets []Target, ruleFiles ...string) *Server {
 			fmt.Fprintf(&cfg, "  - %q\n", f)
 		}
 	}
-	cfg.WriteString("scrape_configs:\n  - job_name: slowpath\n    static_configs:\n")
+	cfg.WriteString("scrape_configs:\n  - job_name: slowpath\n")
+	if auth != nil {
+		pw := filepath.Join(dir, "password")
+		if err := os.WriteFile(pw, []byte(auth.Password), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&cfg, "    scheme: https\n    tls_config:\n      ca_file: %q\n      server_name: %q\n", auth.CAFile, auth.ServerName)
+		fmt.Fprintf(&cfg, "    basic_auth:\n      username: %q\n      password_file: %q\n", auth.Username, pw)
+	}
+	cfg.WriteString("    static_configs:\n")
 	for _, tg := range targets {
 		fmt.Fprintf(&cfg, "      - targets: [%q]\n", tg.Addr)
 		if len(tg.Labels) > 0 {

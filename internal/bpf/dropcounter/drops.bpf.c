@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
 // Counts dropped packets in the kernel, keyed by (reason, location,
 // ifindex, kernel stack id), from the BTF tracepoint skb:kfree_skb.
@@ -21,7 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // Minimal CO-RE views of kernel structs: field offsets are relocated
 // against the running kernel's BTF at load time.

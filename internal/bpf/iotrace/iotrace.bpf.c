@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
 //
 // Records the I/O of selected threads on one filesystem, and the block
 // requests on the devices beneath it, into a ring buffer (slowpath capture,
@@ -25,7 +25,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 typedef __u32 dev_t;
 typedef __u64 sector_t;

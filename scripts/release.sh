@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Writes slowpath's release into OUT: static linux/amd64 and linux/arm64
+# binaries as tarballs (binary, LICENSE, README, man pages, completions,
+# the systemd unit), .deb and .rpm packages (nfpm), and sha256sums.txt.
+#   scripts/release.sh OUT VERSION
+# LDFLAGS (the Makefile's version stamp) and SOURCE_DATE_EPOCH (default:
+# the commit's date) come from the environment; GOARCHES narrows the
+# architectures.
+set -euo pipefail
+out=$1 version=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+# Stripped (-s -w): Debian policy, and a third smaller.
+ldflags="${LDFLAGS:-"-X github.com/prometheus/common/version.Version=$version"} -s -w"
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}
+NFPM=${NFPM:-go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0}
+# Debian and RPM versions start with a digit: v1.2.3 is 1.2.3, a commit
+# (git describe without a tag, even one that starts with a digit) is
+# 0.0.0~COMMIT, below any release.
+case $version in
+v[0-9]*.*) pkgversion=${version#v} ;;
+[0-9]*.*) pkgversion=$version ;;
+*) pkgversion=0.0.0~$version ;;
+esac
+pkgversion=${pkgversion//-/.}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$root"
+
+share=$work/share
+go run ./scripts/gendocs "$share"
+gzip -9n "$share"/man/man1/*.1
+printf 'slowpath (%s-1) unstable; urgency=medium\n\n  * Release %s.\n\n -- slowpath authors <slowpath@users.noreply.github.com>  %s\n' \
+	"$pkgversion" "$version" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n >"$share/changelog.Debian.gz"
+
+for arch in ${GOARCHES:-amd64 arm64}; do
+	name=slowpath-$version.linux-$arch
+	dir=$work/$name
+	mkdir -p "$dir"
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$dir/slowpath" ./cmd/slowpath
+	cp LICENSE README.md packaging/slowpath-agent.service "$dir/"
+	cp -r "$share/man" "$share/completions" "$dir/"
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+		-C "$work" -czf "$out/$name.tar.gz" "$name"
+	# nfpm expands the environment in some fields only: fill in all.
+	sed -e "s|\${PKG_VERSION}|$pkgversion|; s|\${ARCH}|$arch|; s|\${BIN}|$dir/slowpath|" \
+		-e "s|\${SHARE}|$share|; s|\${ROOT}|$root|" packaging/nfpm.yaml >"$work/nfpm-$arch.yaml"
+	for p in deb rpm; do
+		$NFPM pkg -f "$work/nfpm-$arch.yaml" -p "$p" -t "$out/" >/dev/null
+	done
+done
+cd "$out"
+sha256sum -- *.tar.gz *.deb *.rpm >sha256sums.txt
