@@ -124,6 +124,13 @@ type Cell struct {
 	// Change is "better", "worse" or "" (not significant after the
 	// adjustment, no direction, or first side).
 	Change string `json:"change,omitempty"`
+	// RunsToDecide is set when no outcome of these runs could be
+	// significant for the row's role (too few runs for the U test, or for
+	// Holm over the side's secondary rows: a family of 3 needs p 0.017,
+	// which 4+4 runs cannot give): the runs per side, equal sides, that
+	// could; -1 when more than 50 would. Verdict is then "too few runs",
+	// never "no significant difference".
+	RunsToDecide int `json:"runs_to_decide,omitempty"`
 }
 
 // Row is one metric across sides.
@@ -267,6 +274,9 @@ func Compare(sides []Side, o Options) (*Result, error) {
 		Primary: []string{}, Guards: []string{}, Correction: CorrectionHolm, Verdicts: []SideVerdict{}}
 	r.MinRuns = stats.MinRunsForVerdict(o.Alpha)
 	r.MinRunsForInterval = stats.MinRunsForInterval(o.Confidence)
+	if err := sameProfile(sides); err != nil {
+		return nil, err
+	}
 	names := map[string]bool{}
 	for _, s := range sides {
 		if len(s.Runs) == 0 {
@@ -433,7 +443,53 @@ func adjust(r *Result, i int) SideVerdict {
 		set(secondary[k], a)
 	}
 	v.Secondary = len(secondary)
+	undecidable(r, i, len(secondary))
 	return v
+}
+
+// undecidable marks the cells of column i that no outcome of their runs
+// could make significant for their role, with the runs per side that
+// could. Which cells those are depends only on run counts and the family
+// size, not on values, and their adjusted p stays: the statistics are
+// unchanged, only "~" (the test looked and found nothing) becomes "too
+// few runs" where the test could not have found anything.
+func undecidable(r *Result, i, family int) {
+	// With more runs the secondary rows that have too few now join the
+	// family: count them for the runs needed.
+	all := 0
+	for k := range r.Rows {
+		if r.Rows[k].Role == RoleSecondary && r.Rows[k].Cells[i].Comparison != nil {
+			all++
+		}
+	}
+	tooFew := stats.TooFewRuns
+	for k := range r.Rows {
+		row := &r.Rows[k]
+		c := &row.Cells[i]
+		if c.Comparison == nil {
+			continue
+		}
+		_, ok := testable(c)
+		switch {
+		case !ok && row.Role == RoleSecondary:
+			c.RunsToDecide = runsFor(r.Alpha / float64(max(all, 1)))
+		case !ok:
+			c.RunsToDecide = runsFor(r.Alpha)
+		case row.Role == RoleSecondary && float64(family)*c.Comparison.MinP > r.Alpha:
+			c.RunsToDecide = runsFor(r.Alpha / float64(all))
+			c.Verdict = &tooFew
+			c.Change = ""
+		}
+	}
+}
+
+// runsFor is the runs per side (equal sides) whose smallest U-test p is at
+// most alpha; -1 when more than 50 would be.
+func runsFor(alpha float64) int {
+	if n := stats.MinRunsForVerdict(alpha); n > 0 {
+		return n
+	}
+	return -1
 }
 
 // metricNames lists every metric any side measured: by metricRank, then in
@@ -535,6 +591,27 @@ func CommonProfile(sides []Side) string {
 		}
 	}
 	return sides[0].Profile
+}
+
+// sameProfile refuses sides whose results ran different bench profiles:
+// their metrics have different names, and a table of dashes would say
+// nothing. A side whose profile is unknown (an older result) is let be.
+func sameProfile(sides []Side) error {
+	first := -1
+	for i, s := range sides {
+		if s.Profile == "" {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if s.Profile != sides[first].Profile {
+			return fmt.Errorf("side %q ran profile %q but side %q ran %q: compare results of one profile",
+				sides[first].Name, sides[first].Profile, s.Name, s.Profile)
+		}
+	}
+	return nil
 }
 
 // envDiffs lists the facts whose values differ between sides, in the order

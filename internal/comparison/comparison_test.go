@@ -85,7 +85,7 @@ func TestTwoRunsPerSideGiveNoVerdict(t *testing.T) {
 	if c.Comparison.Verdict != stats.TooFewRuns || c.Change != "" {
 		t.Errorf("%+v change %q, want too few runs and no verdict", c.Comparison, c.Change)
 	}
-	if d := FormatDelta(c); d != "too few runs (2+2)" {
+	if d := FormatDelta(c); d != "cannot decide: needs 5 runs per side" || c.RunsToDecide != 5 {
 		t.Errorf("delta %q", d)
 	}
 }
@@ -107,7 +107,7 @@ func TestOneRunHasNoIntervalNorClaim(t *testing.T) {
 			}
 		}
 		c := cell(t, res, m, 1)
-		if c.Change != "" || FormatDelta(c) != "too few runs (1+1)" {
+		if c.Change != "" || FormatDelta(c) != "cannot decide: needs 5 runs per side" {
 			t.Errorf("%s: change %q delta %q, want no claim", m, c.Change, FormatDelta(c))
 		}
 	}

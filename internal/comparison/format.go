@@ -25,9 +25,11 @@ func FormatCell(c Cell, unit string) string {
 }
 
 // FormatDelta prints a cell's change against the first side with its
-// verdict after the row's adjustment: "+20.0% (p=0.008)", "~ (p=0.310)",
-// "too few runs (2+2)", or "-" when either side lacks the metric. When the
-// adjustment changed p, both are shown: "~ (p=0.008, Holm p=0.190)".
+// verdict after the row's adjustment: "+20.0% (p=0.008)", "~ (p=0.310)"
+// (the test could have found a difference and did not), "cannot decide:
+// needs 5 runs per side (p=0.029)" (no outcome of these runs could be
+// significant after the row's correction), or "-" when either side lacks
+// the metric. When the adjustment changed p, both are shown.
 func FormatDelta(c Cell) string {
 	cmp := c.Comparison
 	if cmp == nil {
@@ -49,12 +51,30 @@ func FormatDelta(c Cell) string {
 		}
 		return fmt.Sprintf("%s (%s)", d, p)
 	case stats.TooFewRuns:
-		return fmt.Sprintf("too few runs (%d+%d)", cmp.N1, cmp.N2)
+		// The runs each side has are in the column heads; the raw p says
+		// how far the runs went, the adjusted one is in the JSON.
+		s := "cannot decide: " + RunsNeeded(c.RunsToDecide)
+		if c.AdjustedP != nil {
+			s += " (" + formatP(cmp.P) + ")"
+		}
+		return s
 	case stats.NoDifference:
 		return fmt.Sprintf("~ (%s)", p)
 	default:
 		return "-"
 	}
+}
+
+// RunsNeeded says how many runs per side would decide a cell
+// (Cell.RunsToDecide).
+func RunsNeeded(n int) string {
+	switch {
+	case n > 0:
+		return fmt.Sprintf("needs %d runs per side", n)
+	case n < 0:
+		return "needs more than 50 runs per side"
+	}
+	return "needs more runs"
 }
 
 func formatP(p float64) string {
@@ -86,6 +106,18 @@ func VerdictLine(v SideVerdict) string {
 	return s
 }
 
+// Verdicts are the sides' verdicts on the primary metrics, one line each,
+// for above the table; none when no primary metric was declared.
+func Verdicts(r *Result) []string {
+	var lines []string
+	for _, v := range r.Verdicts {
+		if v.Outcome != OutcomeNoPrimary {
+			lines = append(lines, VerdictLine(v))
+		}
+	}
+	return lines
+}
+
 // Legend says what the table's statistics are, from the result itself (the
 // alpha, confidence and run counts used), so a reader knows what "~",
 // "adjusted" and "too few runs" mean without the docs.
@@ -96,11 +128,6 @@ func Legend(r *Result) []string {
 			strings.Join(r.Primary, ", then "), r.Alpha))
 	} else {
 		lines = append(lines, "No primary metric declared for these results: no overall verdict, every row is secondary.")
-	}
-	for _, v := range r.Verdicts {
-		if v.Outcome != OutcomeNoPrimary {
-			lines = append(lines, "  "+VerdictLine(v))
-		}
 	}
 	if len(r.Guards) > 0 {
 		lines = append(lines, fmt.Sprintf("Guards %s: each at alpha %g uncorrected, so a harm is not corrected away.", strings.Join(r.Guards, ", "), r.Alpha))
@@ -113,7 +140,7 @@ func Legend(r *Result) []string {
 	if r.MinRuns == 0 {
 		verdict = "more than 50 runs per side at this alpha"
 	}
-	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": no significant difference; with equal sides a verdict needs %s (%s).",
+	lines = append(lines, fmt.Sprintf("Other rows are secondary: Holm-corrected over the rows each side could test (%s); \"adjusted p\" is the corrected one, the verdict is on it. \"~\": the test could have found a difference and did not; \"cannot decide\": no outcome of these runs could be significant for the row after its correction, and the cell says how many runs per side could; with equal sides an uncorrected verdict needs %s (%s).",
 		strings.Join(fam, ", "), verdict, runCounts(r)))
 	need := fmt.Sprintf("%d runs per side", r.MinRunsForInterval)
 	if r.MinRunsForInterval == 0 {

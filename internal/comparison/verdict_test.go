@@ -139,7 +139,8 @@ func TestFixedSequenceAdjustedP(t *testing.T) {
 }
 
 // Holm over ten secondary rows: one separated at p = 0.0079 is adjusted to
-// 10·0.0079 = 0.079 and loses its verdict; the table shows both.
+// 10·0.0079 = 0.079 and loses its verdict; the table shows both, and that
+// 5+5 runs cannot decide any row of a family of ten (6 per side can).
 func TestSecondaryRowsHolmCorrected(t *testing.T) {
 	a, b := map[string][]float64{}, map[string][]float64{}
 	for i := range 10 {
@@ -156,10 +157,10 @@ func TestSecondaryRowsHolmCorrected(t *testing.T) {
 	if c.Comparison.Verdict != stats.Significant || c.AdjustedP == nil || *c.AdjustedP < 10*raw-1e-12 || *c.AdjustedP > 10*raw+1e-12 {
 		t.Fatalf("ma: raw %+v adjusted %v, want 10×%v", c.Comparison, c.AdjustedP, raw)
 	}
-	if *c.Verdict != stats.NoDifference || c.Change != "" {
-		t.Errorf("ma: verdict %v change %q after Holm, want no difference", *c.Verdict, c.Change)
+	if *c.Verdict != stats.TooFewRuns || c.Change != "" || c.RunsToDecide != 6 {
+		t.Errorf("ma: verdict %v change %q runs to decide %d after Holm, want too few runs, 6", *c.Verdict, c.Change, c.RunsToDecide)
 	}
-	if d := FormatDelta(c); d != "~ (p=0.008, adjusted p=0.079)" {
+	if d := FormatDelta(c); d != "cannot decide: needs 6 runs per side (p=0.008)" {
 		t.Errorf("delta %q", d)
 	}
 	if r.Verdicts[0].Outcome != OutcomeNoPrimary || r.Correction != CorrectionHolm {
@@ -175,19 +176,98 @@ func TestLegendIsComputed(t *testing.T) {
 		o    Options
 		want []string
 	}{
-		{Options{Primary: []string{"lat"}}, []string{"Verdict on the primary metrics lat:", "b vs a: too few runs", "with equal sides a verdict needs 4 runs per side (here 5 and 2 runs)", "95% confidence interval, which needs 6 runs per side (no side has them)"}},
-		{Options{Alpha: 0.1, Confidence: 0.9}, []string{"No primary metric declared", "a verdict needs 3 runs per side", "90% confidence interval, which needs 5 runs per side (a only)"}},
-		{Options{Alpha: 1e-40}, []string{"a verdict needs more than 50 runs per side at this alpha"}},
+		{Options{Primary: []string{"lat"}}, []string{"Verdict on the primary metrics lat:", "b vs a: too few runs", "with equal sides an uncorrected verdict needs 4 runs per side (here 5 and 2 runs)", "95% confidence interval, which needs 6 runs per side (no side has them)"}},
+		{Options{Alpha: 0.1, Confidence: 0.9}, []string{"No primary metric declared", "an uncorrected verdict needs 3 runs per side", "90% confidence interval, which needs 5 runs per side (a only)"}},
+		{Options{Alpha: 1e-40}, []string{"an uncorrected verdict needs more than 50 runs per side at this alpha"}},
 	} {
 		r, err := Compare([]Side{a, b}, tc.o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Join(Legend(r), "\n")
+		got := strings.Join(append(Verdicts(r), Legend(r)...), "\n")
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("options %+v: legend lacks %q:\n%s", tc.o, w, got)
 			}
 		}
+	}
+}
+
+// "~" only where the test could have found a difference: the issue's
+// example, 4+4 runs and three secondary rows, cannot reach 0.05/3 (the
+// smallest p is 0.029), so every secondary row says it cannot decide and
+// that 5 per side would; with 5+5 runs (smallest p 0.008, times 3 is 0.024)
+// a row that does not differ is "~".
+func TestCannotDecideIsNotNoDifference(t *testing.T) {
+	four := func(v []float64) []float64 { return v[:4] }
+	for _, tc := range []struct {
+		name   string
+		cut    func([]float64) []float64
+		want   stats.Verdict
+		runs   int
+		prefix string
+	}{
+		{"4+4", four, stats.TooFewRuns, 5, "cannot decide: needs 5 runs per side (p=0.029)"},
+		{"5+5", func(v []float64) []float64 { return v }, stats.NoDifference, 0, "~ (p="},
+	} {
+		a := sideOf("a", map[string][]float64{"x": tc.cut(low), "y": tc.cut(low), "z": tc.cut(low)})
+		b := sideOf("b", map[string][]float64{"x": tc.cut(high), "y": tc.cut(high), "z": tc.cut(low)})
+		r, err := Compare([]Side{a, b}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := "x"
+		if tc.want == stats.NoDifference {
+			row = "z"
+		}
+		c := rowOf(t, r, row).Cells[1]
+		if c.Verdict == nil || *c.Verdict != tc.want || c.RunsToDecide != tc.runs || !strings.HasPrefix(FormatDelta(c), tc.prefix) {
+			t.Errorf("%s: row %s verdict %v runs to decide %d delta %q, want %v, %d, %q", tc.name, row, c.Verdict, c.RunsToDecide, FormatDelta(c), tc.want, tc.runs, tc.prefix)
+		}
+		if r.Verdicts[0].Secondary != 3 {
+			t.Errorf("%s: family %d, want 3", tc.name, r.Verdicts[0].Secondary)
+		}
+	}
+}
+
+// Results of different profiles are refused with both names.
+func TestDifferentProfilesRefused(t *testing.T) {
+	a, b := sideOf("a", map[string][]float64{"x": low}), sideOf("b", map[string][]float64{"x": high})
+	a.Profile, b.Profile = "db-commit", "search-index"
+	_, err := Compare([]Side{a, b}, Options{})
+	if err == nil || !strings.Contains(err.Error(), `"db-commit"`) || !strings.Contains(err.Error(), `"search-index"`) {
+		t.Errorf("err %v, want both profiles named", err)
+	}
+	b.Profile = ""
+	if _, err := Compare([]Side{a, b}, Options{}); err != nil {
+		t.Errorf("a side of unknown profile: %v", err)
+	}
+}
+
+// --fail-on: worse trips on a worse verdict or guard, different on either
+// direction, and neither on a side that could not be decided.
+func TestFailsGate(t *testing.T) {
+	a := sideOf("a", map[string][]float64{"lat": low})
+	for _, tc := range []struct {
+		b                []float64
+		worse, different bool
+	}{
+		{high, true, true},       // latency up: worse
+		{low, false, false},      // same
+		{high[:2], false, false}, // too few runs: no decided verdict
+	} {
+		r, err := Compare([]Side{a, sideOf("b", map[string][]float64{"lat": tc.b})}, Options{Primary: []string{"lat"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for gate, want := range map[string]bool{GateWorse: tc.worse, GateDifferent: tc.different, GateNone: false} {
+			got, why, err := r.Fails(gate)
+			if err != nil || got != want || (got && !strings.Contains(why, "b vs a")) {
+				t.Errorf("b %v gate %s: %v %q %v, want %v", tc.b, gate, got, why, err, want)
+			}
+		}
+	}
+	if _, _, err := (&Result{}).Fails("bogus"); err == nil {
+		t.Error("unknown gate accepted")
 	}
 }

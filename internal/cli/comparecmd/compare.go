@@ -36,6 +36,7 @@ type Options struct {
 	HTML       string
 	Alpha      float64
 	Confidence float64
+	FailOn     string // comparison.Gates: exit 1 when the comparison trips it
 	// Interleaved runs.
 	Profile string
 	Targets []string
@@ -59,10 +60,15 @@ bench on each target itself, in process, interleaved (A B B A ...) --runs
 times (one line of progress per run on stderr).
 
 Per metric it prints each side's median, the change against the first side and
-whether it is significant (Mann-Whitney U over runs at --alpha): "~" when not,
-"too few runs" when no verdict is possible with that many runs. The environment
+whether it is significant (Mann-Whitney U over runs at --alpha, corrected for
+multiple rows): "~" when the test could have found a difference and did not,
+"cannot decide ... needs N per side" when no outcome of these runs could be
+significant. Results of different bench profiles are refused. The environment
 facts that differ between sides are listed below. --html FILE also writes a
-self-contained HTML report with charts. See docs/compare.md.`,
+self-contained HTML report with charts. See docs/compare.md.
+
+Exit status: 0, or 1 when --fail-on worse (a side's verdict worse, or a guard
+worse) or --fail-on different (either direction) is met, 2 on error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Sides = args
 			if runF != nil {
@@ -76,6 +82,7 @@ self-contained HTML report with charts. See docs/compare.md.`,
 	f.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report to `FILE`")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the Mann-Whitney U test")
 	f.Float64Var(&o.Confidence, "confidence", 0.95, "confidence level of the intervals")
+	f.StringVar(&o.FailOn, "fail-on", comparison.GateNone, "exit 1 when a side is significantly `WHAT`: worse, different or none")
 	f.StringVar(&o.Profile, "profile", "", "bench `PROFILE` to run on every --target (interleaved runs)")
 	f.StringArrayVar(&o.Targets, "target", nil, "`NAME=DIR` to bench (repeat; with --profile)")
 	f.IntVar(&o.Runs, "runs", 5, "runs per target with --target (a verdict at alpha 0.05 needs 4)")
@@ -94,6 +101,9 @@ func (o *Options) validate() ([]Target, error) {
 	case "text", "markdown", "md", "json":
 	default:
 		return nil, fmt.Errorf("unknown --format %q: use text, markdown or json", o.Format)
+	}
+	if _, _, err := (&comparison.Result{}).Fails(o.FailOn); err != nil {
+		return nil, fmt.Errorf("--fail-on: %w", err)
 	}
 	if !(o.Alpha > 0 && o.Alpha < 1) {
 		return nil, fmt.Errorf("--alpha %v outside (0, 1)", o.Alpha)
@@ -221,6 +231,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	if err := comparereport.Write(env.Stdout, res, o.Format); err != nil {
 		return usageErr(err)
+	}
+	if fail, why, _ := res.Fails(o.FailOn); fail {
+		return &clienv.ExitError{Code: clienv.ExitFindings, Err: errors.New(why)}
 	}
 	return nil
 }

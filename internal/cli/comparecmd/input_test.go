@@ -164,3 +164,37 @@ func TestTempDirRemoved(t *testing.T) {
 		t.Errorf("left in TMPDIR: %v (%s)", ents, out)
 	}
 }
+
+// The issue's example: the secondary rows of 4+4 runs over three rows say
+// they cannot decide, never "~"; --fail-on worse exits 1 on the worse
+// verdict, --fail-on different too, none and the default exit 0; a typo in
+// the gate and results of two profiles are refused (exit 2) with the names.
+func TestFailOnAndUndecided(t *testing.T) {
+	plain, luks := fixture("db-plain", 4), fixture("db-luks", 4)
+	limit := "--cipher-limit=" + filepath.Join(resultsDir, "crypto-limit.json")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{plain, luks, limit}, clienv.ExitOK, "direct-4k read_iops"},
+		{[]string{plain, luks, limit, "--fail-on", "none"}, clienv.ExitOK, "Verdict: db-luks vs db-plain: worse"},
+		{[]string{plain, luks, limit, "--fail-on", "worse"}, clienv.ExitFindings, "--fail-on worse: db-luks vs db-plain: worse"},
+		{[]string{plain, luks, limit, "--fail-on", "different"}, clienv.ExitFindings, "--fail-on different"},
+		{[]string{plain, luks, limit, "--fail-on", "slower"}, clienv.ExitUsage, `unknown gate "slower"`},
+		{[]string{plain, fixture("plain", 4)}, clienv.ExitUsage, `side "db-plain" ran profile "db-commit" but side "plain" ran "search-index"`},
+	} {
+		code, out, errOut := runCompare(t, tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s%s", tc.args[2:], code, tc.code, tc.want, out, errOut)
+		}
+		if code == clienv.ExitUsage {
+			continue
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "direct-4k read_iops") && (strings.Contains(line, "~") || !strings.Contains(line, "cannot decide: needs 5 runs per side")) {
+				t.Errorf("undecidable row: %q", line)
+			}
+		}
+	}
+}

@@ -30,9 +30,10 @@ func Write(w io.Writer, r *comparison.Result, format string) error {
 	}
 }
 
-// header says what the table's statistics are and the verdicts
-// (comparison.Legend), computed from the result.
-func header(r *comparison.Result) []string { return comparison.Legend(r) }
+// method says what the table's statistics are (comparison.Legend),
+// computed from the result; it follows the table, which the verdicts
+// (comparison.Verdicts) precede.
+func method(r *comparison.Result) []string { return comparison.Legend(r) }
 
 func sideTitle(s comparison.SideInfo) string {
 	t := fmt.Sprintf("%s (%d run", s.Name, s.Runs)
@@ -54,8 +55,8 @@ func writeText(w io.Writer, r *comparison.Result) error {
 		}
 	}
 	writeTextSetup(b, r)
-	for _, l := range header(r) {
-		fmt.Fprintf(b, "%s\n", l)
+	for _, l := range comparison.Verdicts(r) {
+		fmt.Fprintf(b, "Verdict: %s\n", l)
 	}
 	fmt.Fprintln(b)
 	tw := table.New(b)
@@ -79,6 +80,10 @@ func writeText(w io.Writer, r *comparison.Result) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	fmt.Fprintf(b, "\nMethod:\n")
+	for _, l := range method(r) {
+		fmt.Fprintf(b, "  %s\n", l)
 	}
 	fmt.Fprintf(b, "\nEnvironment differences:\n")
 	if len(r.Environment) == 0 {
@@ -154,12 +159,12 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	}
 	fmt.Fprintln(b)
 	writeMarkdownSetup(b, r)
-	// One list item per line of the legend, a side's verdict nested.
-	for _, l := range header(r) {
-		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
-		fmt.Fprintf(b, "%s- %s\n", indent, mdEscape(strings.TrimSpace(l)))
+	if v := comparison.Verdicts(r); len(v) > 0 {
+		for _, l := range v {
+			fmt.Fprintf(b, "- **Verdict:** %s\n", mdEscape(l))
+		}
+		fmt.Fprintln(b)
 	}
-	fmt.Fprintln(b)
 	head := []string{"metric"}
 	sep := []string{"---"}
 	for i, s := range r.Sides {
@@ -184,6 +189,10 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 			}
 		}
 		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	fmt.Fprintf(b, "\n## Method\n\n")
+	for _, l := range method(r) {
+		fmt.Fprintf(b, "- %s\n", mdEscape(l))
 	}
 	fmt.Fprintf(b, "\n## Environment differences\n\n")
 	if len(r.Environment) == 0 {

@@ -62,10 +62,14 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 	}
 	p := Page{Title: title, Subtitle: strings.Join(names, " vs ")}
 	results := setupBlocks(r)
-	for _, l := range comparison.Legend(r) {
-		results = append(results, Block{Text: strings.TrimSpace(l)})
+	for _, l := range comparison.Verdicts(r) {
+		results = append(results, Block{Text: "Verdict: " + l})
 	}
-	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: append(results, Block{Table: resultTable(r)})})
+	results = append(results, Block{Table: resultTable(r)})
+	for _, l := range comparison.Legend(r) {
+		results = append(results, Block{Text: l})
+	}
+	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: results})
 	if cdfs := cdfBlocks(sides); len(cdfs) > 0 {
 		p.Sections = append(p.Sections, Section{Heading: "Latency distributions", Blocks: cdfs})
 	}
