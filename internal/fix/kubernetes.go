@@ -89,8 +89,9 @@ type (
 // sysctl and ethtool run; hostNetwork puts it in the node's network
 // namespace, where these sysctls live. A ring is only set on a node that
 // has that interface. dm-crypt flags and cloud changes are not node tuning
-// that a pod should redo at every start: the annotation lists them. With
-// nothing to apply, the output is an empty v1 List.
+// that a pod should redo at every start: comments above the objects and
+// the annotation list them, each with why. With nothing to apply, the
+// output is an empty v1 List, the comments still saying what was left out.
 func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	if o.Namespace == "" {
 		o.Namespace = "kube-system"
@@ -101,25 +102,48 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	var script []string
 	var left []string
 	for _, e := range p.Entries {
+		on := fmt.Sprintf("%s on %s", e.ID, e.Subject)
+		node := len(e.Steps) > 0
 		for _, s := range e.Steps {
 			if c := s.Change.NodeCommand(); c != "" {
 				script = append(script, c)
 			} else {
-				left = append(left, fmt.Sprintf("%s on %s: %s", e.ID, e.Subject, StepCommand(s)))
+				node = false
+				left = append(left, fmt.Sprintf("%s: %s change, not node tuning a pod should redo at every start: %s", on, s.Change.Kind(), StepCommand(s)))
+			}
+		}
+		// The DaemonSet itself is what persists node tuning; a file of an
+		// entry it does not carry is left out.
+		for _, f := range e.Files {
+			if !node {
+				left = append(left, fmt.Sprintf("%s: persistent file %s, not node tuning: %s", on, f.Path, f.Why))
 			}
 		}
 		for _, m := range e.Manual {
-			left = append(left, fmt.Sprintf("%s on %s: %s", e.ID, e.Subject, m))
+			left = append(left, fmt.Sprintf("%s: run by hand (asks for the passphrase, key file or token): %s", on, m))
 		}
 		for _, c := range e.Cloud {
-			left = append(left, fmt.Sprintf("%s on %s: cloud: %s", e.ID, e.Subject, strings.Join(c.Commands, "; ")))
+			left = append(left, fmt.Sprintf("%s: cloud change (%s), not made from a node: %s: %s", on, c.Provider, c.What, strings.Join(c.Commands, "; ")))
 		}
 		if e.NotApplicable != "" {
-			left = append(left, fmt.Sprintf("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable))
+			left = append(left, fmt.Sprintf("%s: not applicable here: %s", on, e.NotApplicable))
+		}
+	}
+	// What the objects leave out is said in comments above them, so that
+	// an empty List never reads as "nothing to fix".
+	var head strings.Builder
+	if len(left) > 0 {
+		head.WriteString("# slowpath fix: not in these Kubernetes objects (use --format shell for the whole plan):\n")
+		for _, l := range left {
+			comment(&head, "- "+l)
 		}
 	}
 	if len(script) == 0 {
-		return yaml.Marshal(k8sList{APIVersion: "v1", Kind: "List", Items: []any{}})
+		if len(left) == 0 {
+			head.WriteString("# slowpath fix: nothing to fix: no finding has a host-level fix.\n")
+		}
+		b, err := yaml.Marshal(k8sList{APIVersion: "v1", Kind: "List", Items: []any{}})
+		return append([]byte(head.String()), b...), err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "slowpath-node-tuning", "app.kubernetes.io/managed-by": "slowpath"}
 	ds := k8sDaemonSet{APIVersion: "apps/v1", Kind: "DaemonSet",
@@ -148,5 +172,6 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	v := k8sVolume{Name: "host"}
 	v.HostPath.Path, v.HostPath.Type = "/", "Directory"
 	ps.Volumes = []k8sVolume{v}
-	return yaml.Marshal(ds)
+	b, err := yaml.Marshal(ds)
+	return append([]byte(head.String()), b...), err
 }

@@ -159,3 +159,60 @@ func TestShellHeredocDelimiter(t *testing.T) {
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
+
+// TestNothingDroppedInSilence: a format that cannot express part of the
+// plan names it, with why. On every fixture the Kubernetes output lists
+// each step it does not run, each manual and cloud command, and points to
+// --format shell; the txtar lists each runtime change of an entry without
+// files, each manual and cloud command. The Azure fixture, whose fixes
+// are all dm-crypt and cloud, is an empty List that still names them.
+func TestNothingDroppedInSilence(t *testing.T) {
+	for _, name := range fixtureHosts(t) {
+		p := fixturePlan(t, name, Options{})
+		k, err := Kubernetes(p, KubernetesOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Files(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kube, files []string
+		for _, e := range p.Entries {
+			for _, s := range e.Steps {
+				if s.Change.NodeCommand() == "" {
+					kube = append(kube, s.Command)
+				}
+				if len(e.Files) == 0 {
+					files = append(files, s.Command)
+				}
+			}
+			kube, files = append(kube, e.Manual...), append(files, e.Manual...)
+			for _, c := range e.Cloud {
+				kube, files = append(kube, c.Commands...), append(files, c.Commands...)
+			}
+		}
+		for _, w := range kube {
+			if !strings.Contains(string(k), w) {
+				t.Errorf("%s: kubernetes output drops %q:\n%s", name, w, k)
+			}
+		}
+		if len(kube) > 0 && !strings.Contains(string(k), "use --format shell") {
+			t.Errorf("%s: kubernetes output does not point to --format shell:\n%s", name, k)
+		}
+		for _, w := range files {
+			if !strings.Contains(string(f), w) {
+				t.Errorf("%s: files output drops %q:\n%s", name, w, f)
+			}
+		}
+	}
+	k, err := Kubernetes(fixturePlan(t, "azure-e16dv5-eah-luks", Options{}), KubernetesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"items: []", "dmcrypt.workqueue on /dev/mapper/data: crypt change", "storage.stacked-encryption on /mnt/data: cloud change (azure)"} {
+		if !strings.Contains(string(k), w) {
+			t.Errorf("azure kubernetes lacks %q:\n%s", w, k)
+		}
+	}
+}

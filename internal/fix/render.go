@@ -137,8 +137,8 @@ func dir(p string) string {
 
 // Files renders the persistent artifacts as a txtar archive: one section
 // per file, named by its absolute path. The comment lists what is not a
-// whole file (crypttab options, manual and cloud commands, entries that
-// do not apply).
+// whole file (runtime changes, crypttab options, manual and cloud
+// commands, entries that do not apply).
 //
 // txtar has no escaping: a file name is the rest of its "-- NAME --" line
 // and a data line of that shape starts a new file. So every comment line is
@@ -154,6 +154,12 @@ func Files(p *Plan) ([]byte, error) {
 	for _, e := range p.Entries {
 		if e.NotApplicable != "" {
 			line("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable)
+		}
+		for _, s := range e.Steps {
+			if len(e.Files) > 0 {
+				break // the entry's files are its persistent form
+			}
+			line("%s on %s: runtime %s change, not a file (use --format shell or fix --apply): %s", e.ID, e.Subject, s.Change.Kind(), StepCommand(s))
 		}
 		for _, f := range e.Files {
 			if f.Kind == "crypttab" {

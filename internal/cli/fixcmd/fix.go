@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -131,6 +133,17 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return usageErr(err)
 	}
 	if o.Rollback {
+		// A missing state file records nothing: saying "rollback done"
+		// would hide a wrong --state or a rollback already made.
+		state := o.StatePath
+		if state == "" {
+			state = apply.DefaultStatePath
+		}
+		if _, err := os.Stat(state); errors.Is(err, fs.ErrNotExist) {
+			return usageErr(fmt.Errorf("rollback: no state file %s: nothing slowpath applied is recorded there (already rolled back, or --state names another file)", state))
+		} else if err != nil {
+			return usageErr(fmt.Errorf("rollback: %w", err))
+		}
 		a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
 		if err != nil {
 			return usageErr(err)

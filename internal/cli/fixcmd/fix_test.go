@@ -85,6 +85,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"fix", "--from", accelnet, "--format", "yaml"}, `unknown --format "yaml"`},
 		{[]string{"fix", "--from", accelnet, "--only", "net.nope"}, "--only net.nope: no such check"},
 		{[]string{"fix", "--rollback", "--apply"}, "cannot be combined"},
+		// A state file that is not there records nothing: not "rollback done".
+		{[]string{"fix", "--rollback", "--state", "/nonexistent/missing.json"}, "rollback: no state file /nonexistent/missing.json: nothing slowpath applied is recorded there"},
 		{[]string{"fix", "--from", "/nonexistent/s.json"}, "no such file"},
 		{[]string{"fix", "--from", accelnet, "--watch", "-1s"}, "must not be negative"},
 		// One sample, or two too close, cannot verify anything.
