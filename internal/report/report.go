@@ -77,6 +77,12 @@ func notCollected(e snapshot.CollectError) string {
 // Options control rendering.
 type Options struct {
 	Color bool // ANSI colour; only on a TTY and never with NO_COLOR
+	// FailOn is doctor's --fail-on, for the exit status the text's summary
+	// puts in words; 0 is the command's default, warning.
+	FailOn check.Severity
+	// From is the snapshot doctor read (--from), so the next command the
+	// summary gives works on it; empty for the live host.
+	From string
 }
 
 // Write renders r in the named format: text, json or markdown.

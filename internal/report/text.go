@@ -70,7 +70,67 @@ func writeText(w io.Writer, r *Report, o Options) error {
 			t.wrap("  ", fmt.Sprintf("%s: %s (%s)", e.Collector, notCollected(e), e.Kind))
 		}
 	}
+	writeSummaryText(t, r, o)
 	return t.w.Flush()
+}
+
+// GlossaryURL is where every term the reports print is explained.
+const GlossaryURL = "https://github.com/slowpath/slowpath/blob/main/docs/glossary.md"
+
+// writeSummaryText ends the report with what to do: the findings counted
+// by severity, the next command and the exit status in words.
+func writeSummaryText(t *textWriter, r *Report, o Options) {
+	t.heading("Summary")
+	t.printf("\n")
+	failOn := o.FailOn
+	if failOn == 0 {
+		failOn = check.Warning
+	}
+	counts := map[check.Severity]int{}
+	unknown, fixable := 0, 0
+	for _, f := range r.Findings {
+		switch f.Status {
+		case check.Fail:
+			counts[f.Severity]++
+			if f.Remediation != "" {
+				fixable++
+			}
+		case check.Unknown:
+			unknown++
+		}
+	}
+	var parts []string
+	for _, s := range []check.Severity{check.Critical, check.Warning, check.Info} {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+	}
+	line := "Findings: " + strings.Join(parts, ", ")
+	if unknown > 0 {
+		line += fmt.Sprintf("; %d could not be decided (unknown)", unknown)
+	}
+	t.wrap("  ", line+".")
+	from := ""
+	if o.From != "" {
+		from = " --from " + o.From
+	}
+	switch {
+	case fixable > 0:
+		t.wrap("  ", fmt.Sprintf("Next: slowpath fix%s prints the plan for the %d finding(s) with a fix; on the host itself slowpath fix --apply makes its runtime changes with verification and rollback (docs/fix.md).", from, fixable))
+	case len(r.Findings) > 0:
+		t.wrap("  ", "Next: measure what the path costs: slowpath bench PROFILE --dir DIR on it (slowpath bench lists the profiles; docs/bench.md).")
+	default:
+		t.wrap("  ", "Next: nothing to do.")
+	}
+	worst := check.Worst(r.Findings)
+	threshold := "--fail-on " + failOn.String()
+	if failOn > check.Critical {
+		threshold = "--fail-on none"
+	}
+	if worst != 0 && worst >= failOn {
+		t.wrap("  ", fmt.Sprintf("Exit status 1: a %s finding is at or above %s (0: none is; 2: an error).", worst, threshold))
+	} else {
+		t.wrap("  ", fmt.Sprintf("Exit status 0: no finding is at or above %s (1: one is; 2: an error).", threshold))
+	}
+	t.wrap("  ", "Terms (encryption layers, kernel-cpu, cloud facts, ...): "+GlossaryURL)
 }
 
 func (t *textWriter) severity(s check.Severity) string {

@@ -88,7 +88,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Format == "html" {
 		err = htmlreport.WriteDoctor(env.Stdout, r)
 	} else {
-		err = report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color()})
+		err = report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color(), FailOn: failOn, From: o.From})
 	}
 	if err != nil {
 		return usageErr(err)
