@@ -3,10 +3,13 @@
 package diffcmd
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -84,15 +87,61 @@ func run(env *clienv.Env, o *Options) error {
 func WriteText(w io.Writer, nameA, nameB string, ds []nodediff.Difference) error {
 	fmt.Fprintf(w, "A: %s\nB: %s\n\n", nameA, nameB)
 	if len(ds) == 0 {
-		_, err := fmt.Fprintln(w, "No differences in what slowpath models (findings, storage, encryption, crypto, cloud, rings, sysctls, kernel).")
+		_, err := fmt.Fprintln(w, "No differences in what slowpath models\n(findings, storage, encryption, crypto, cloud, rings, sysctls, kernel).")
 		return err
 	}
-	tw := table.New(w)
-	tw.Row("AREA", "WHAT", "A", "B")
+	var cols [4]int
 	for _, d := range ds {
-		tw.Row(d.Area.String(), d.Item, dash(d.A), dash(d.B))
+		for i, c := range []string{d.Area.String(), d.Item, dash(d.A), dash(d.B)} {
+			cols[i] = max(cols[i], utf8.RuneCountInString(c))
+		}
 	}
-	return tw.Flush()
+	if cols[0]+cols[1]+cols[2]+cols[3]+3*2 <= Width {
+		tw := table.New(w)
+		tw.Row("AREA", "WHAT", "A", "B")
+		for _, d := range ds {
+			tw.Row(d.Area.String(), d.Item, dash(d.A), dash(d.B))
+		}
+		return tw.Flush()
+	}
+	// Too wide for one line each (a storage path of five layers is 150
+	// columns a side): one block per difference, A and B below its name,
+	// wrapped at spaces.
+	b := bufio.NewWriter(w)
+	for i, d := range ds {
+		if i > 0 {
+			fmt.Fprintln(b)
+		}
+		fmt.Fprintf(b, "%-*s  %s\n", cols[0], d.Area.String(), d.Item)
+		for _, side := range []struct{ name, v string }{{"A", d.A}, {"B", d.B}} {
+			for _, l := range wrap(dash(side.v), Width-5) {
+				fmt.Fprintf(b, "  %s  %s\n", side.name, l)
+				side.name = " "
+			}
+		}
+	}
+	return b.Flush()
+}
+
+// Width is the widest line diff's text prints.
+const Width = 100
+
+// wrap breaks s at spaces into lines of at most n runes; a word longer
+// than n stays whole.
+func wrap(s string, n int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > n {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(out, line)
 }
 
 func dash(s string) string {

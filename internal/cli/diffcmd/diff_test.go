@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/diffcmd"
@@ -55,6 +56,12 @@ func TestDiffGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = strings.ReplaceAll(strings.ReplaceAll(got, a, pair[0]+".tar.gz"), b, pair[1]+".tar.gz")
+			// Every line fits 100 columns, however long a storage path.
+			for _, l := range strings.Split(got, "\n") {
+				if n := utf8.RuneCountInString(l); n > diffcmd.Width {
+					t.Errorf("line of %d columns, want at most %d: %q", n, diffcmd.Width, l)
+				}
+			}
 			golden.Compare(t, filepath.Join("testdata", pair[0]+"_vs_"+pair[1]+".txt"), []byte(got))
 		})
 	}
@@ -69,8 +76,10 @@ func TestDiffOrder(t *testing.T) {
 	}
 	lines := strings.Split(got, "\n")
 	var rows []string
-	for _, l := range lines[4:] {
-		if l != "" {
+	for _, l := range lines[3:] {
+		// A table row, or a block's first line (the one-block-per-
+		// difference form when the table would be too wide).
+		if l != "" && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "AREA") {
 			rows = append(rows, l)
 		}
 	}
