@@ -35,11 +35,6 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 	root.SetVersionTemplate(versioncmd.Current().Text())
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	// node_exporter's flag names, so operators need not learn new ones.
-	pf := root.PersistentFlags()
-	pf.StringVar(&env.FS.Proc, "path.procfs", env.FS.Proc, "procfs mountpoint")
-	pf.StringVar(&env.FS.Sys, "path.sysfs", env.FS.Sys, "sysfs mountpoint")
-	pf.StringVar(&env.FS.Root, "path.rootfs", env.FS.Root, "root filesystem mountpoint")
 	root.AddCommand(
 		doctorcmd.NewCmdDoctor(env, nil),
 		collectcmd.NewCmdCollect(env, nil),
@@ -54,6 +49,7 @@ func NewRootCmd(env *clienv.Env) *cobra.Command {
 		capturecmd.NewCmdCapture(env, nil),
 		versioncmd.NewCmdVersion(env),
 	)
+	conventions(root, env) // conventions.go
 	return root
 }
 
@@ -67,7 +63,8 @@ func Main(args []string) int {
 func Run(env *clienv.Env, args []string) int {
 	root := NewRootCmd(env)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
+	err = usageLine(cmd, err)
 	if err == nil {
 		return clienv.ExitOK
 	}

@@ -118,10 +118,25 @@ func Encode(w io.Writer, s *Snapshot) error {
 	return enc.Encode(s)
 }
 
+// Stdin is what Load reads for the path "-"; tests replace it.
+var Stdin io.Reader = os.Stdin
+
+// ErrNotSnapshot is wrapped by Load's error for a slowpath file of another
+// kind (a bench result), named so the user knows which command reads it.
+var ErrNotSnapshot = errors.New("not a snapshot")
+
 // Load reads a snapshot from a .json file or a .tar.gz archive written by
-// WriteArchive. The format is recognised by content, not by name.
+// WriteArchive, or from Stdin when path is "-" (as `collect -o -` writes
+// stdout). The format is recognised by content, not by name.
 func Load(path string) (*Snapshot, error) {
-	b, err := os.ReadFile(path)
+	var b []byte
+	var err error
+	if path == "-" {
+		path = "stdin"
+		b, err = io.ReadAll(io.LimitReader(Stdin, 256<<20))
+	} else {
+		b, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
@@ -130,6 +145,14 @@ func Load(path string) (*Snapshot, error) {
 		s, err = readArchive(bytes.NewReader(b))
 	} else {
 		s, err = Decode(bytes.NewReader(b))
+	}
+	if err != nil {
+		var other struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(b, &other) == nil && other.Kind == "slowpath-bench-result" {
+			return nil, fmt.Errorf("load snapshot %s: %w: this is a bench result (use slowpath compare to compare results; doctor and fix read what slowpath collect writes)", path, ErrNotSnapshot)
+		}
 	}
 	if errors.Is(err, ErrVersion) {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)

@@ -74,7 +74,12 @@ It evicts only its own files from the page cache. docs/bench.md describes the
 result file.
 
 Exit status: 0 done, 2 usage or runtime error or interrupted.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("give one profile (%d given): use one of %s", len(args), strings.Join(profile.Names, ", "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Profile = args[0]
 			if runF != nil {

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// TestInputConventions: argument errors print the usage line and the
+// valid values, unknown help topics, shells and subcommands exit 2, and a
+// bench result given to doctor is named as one.
+func TestInputConventions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"bench"}, []string{"give one profile (0 given): use one of search-index, db-commit", "usage: slowpath bench PROFILE --dir DIR"}},
+		{[]string{"diff", "a"}, []string{"accepts 2 arg(s), received 1", "usage: slowpath diff A.tar.gz B.tar.gz"}},
+		{[]string{"doctor", "--bogus"}, []string{"unknown flag: --bogus", "usage: slowpath doctor"}},
+		{[]string{"help", "nosuch"}, []string{`unknown help topic "nosuch": use one of`, "doctor"}},
+		{[]string{"completion", "tcsh"}, []string{`unknown shell "tcsh": use one of bash, fish, powershell, zsh`}},
+		{[]string{"lab", "nosuch"}, []string{`unknown command "nosuch" for "slowpath lab": use one of crypt, crypto-limit`}},
+		{[]string{"doctor", "--from", "../../testdata/results/plain-1.json"}, []string{"this is a bench result (use slowpath compare"}},
+		{[]string{"diff", "--path.procfs", "/proc", "a", "b"}, []string{"unknown flag: --path.procfs"}},
+	} {
+		code, _, stderr := run(t, tc.args...)
+		if code != clienv.ExitUsage {
+			t.Errorf("%v: exit %d, want 2: %s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+	}
+	for _, args := range [][]string{{"help", "doctor"}, {"help", "net", "drops"}, {"completion", "bash"}, {"lab"}} {
+		if code, _, stderr := run(t, args...); code != clienv.ExitOK {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// TestDoctorFromStdin: "-" is stdin, as `collect -o -` writes stdout.
+func TestDoctorFromStdin(t *testing.T) {
+	f, err := os.Open("../../testdata/hosts/plain-host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := snapshot.Stdin
+	snapshot.Stdin = f
+	t.Cleanup(func() { snapshot.Stdin = old })
+	code, out, stderr := run(t, "doctor", "--from", "-", "--format", "json")
+	if code != clienv.ExitOK || !strings.Contains(out, `"kernel": "6.1.0-28-cloud-amd64"`) {
+		t.Errorf("exit %d, stderr %s, out:\n%.300s", code, stderr, out)
+	}
+}
+
+// TestPathFlagsOnlyWhereUsed: --path.* are on the commands that read the
+// host's trees (and their subcommands), on no other.
+func TestPathFlagsOnlyWhereUsed(t *testing.T) {
+	root := NewRootCmd(&clienv.Env{FS: hostfs.Default(), Version: "test"})
+	var walk func(c *cobra.Command, uses bool)
+	walk = func(c *cobra.Command, uses bool) {
+		for _, s := range c.Commands() {
+			u := uses || (c == root && slices.Contains(pathFlagCommands, s.Name()))
+			has := s.PersistentFlags().Lookup("path.procfs") != nil || s.InheritedFlags().Lookup("path.procfs") != nil
+			if has != u {
+				t.Errorf("%s: --path.procfs present %v, want %v", s.CommandPath(), has, u)
+			}
+			walk(s, u)
+		}
+	}
+	walk(root, false)
+	for _, name := range []string{"diff", "compare", "fleet", "lab"} {
+		if slices.Contains(pathFlagCommands, name) {
+			t.Errorf("%s takes --path.*", name)
+		}
+	}
+}
