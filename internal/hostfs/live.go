@@ -53,7 +53,7 @@ func (m *LiveSources) Type() string { return "auto|on|off" }
 
 // FlagUsage is the help text of --live-sources, shared by every command
 // that takes it.
-const FlagUsage = "use the sources this host's kernel answers whatever the roots (ethtool, netlink, DM and fscrypt ioctls, instance metadata): auto (only when --path.* are this host's /proc, /sys and /), on (the tree is this host's, e.g. a DaemonSet with the host's /proc, /sys and network), off"
+const FlagUsage = "use the sources this host's kernel answers whatever the roots (ethtool, netlink, DM and fscrypt ioctls, instance metadata): auto (only when --path.* are this host's /proc, /sys and /), on (the tree is this host's, e.g. a DaemonSet with the host's /proc, /sys and network), off (none of them)"
 
 // ErrNotLive marks a live-only source that was not used because the roots
 // are not this host's. Classify calls it KindSkipped.

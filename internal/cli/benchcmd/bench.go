@@ -67,6 +67,9 @@ Profiles:
                     per commit, 1 and N jobs
   telemetry-ingest  64 KiB appends with a checkpoint fsync every 8 MiB
   fio:FILE          any fio job file (relative paths), run and reported the same way
+  replay:DIR        a capture (slowpath capture) replayed on its captured schedule
+                    by slowpath's own replayer (docs/replay.md)
+  replay-afap:DIR   the same capture, each thread's operations back to back, by fio
 
 Bench creates one subdirectory in DIR and removes it on success, error,
 SIGINT and SIGTERM (an interrupted run still prints and saves what it measured).

@@ -51,7 +51,8 @@ positional and vectored forms, fsync, fdatasync, sync_file_range, fadvise,
 madvise, mmap, opens with O_DIRECT/O_SYNC, page-cache misses of mapped files),
 and as ground truth every block request on the devices beneath that mount,
 with flags and latency. It writes a capture directory that 'slowpath bench
-replay:DIR' replays with fio.
+replay:DIR' replays on its captured schedule with slowpath's own replayer
+('replay-afap:DIR': back to back, with fio; docs/replay.md).
 
 No file content, file name or path is recorded: files are f0001..., the
 mount is a device number, threads are numbers. Memory stays bounded: events stream to

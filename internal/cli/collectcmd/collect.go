@@ -33,7 +33,8 @@ func NewCmdCollect(env *clienv.Env, runF func(context.Context, *Options) error) 
 		Use:   "collect -o FILE",
 		Short: "Save a snapshot of this host (storage, network, cloud) for analysis elsewhere",
 		Long: `Collect reads /proc, /sys, device-mapper and instance metadata and writes a
-snapshot: a .tar.gz archive (or .json when FILE ends in .json). Key material in
+snapshot: a .tar.gz archive when FILE ends in .tar.gz or .tgz, JSON under any
+other name, or JSON on stdout with -o - (doctor --from - reads it). Key material in
 dm-crypt tables is removed before anything is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,7 +46,7 @@ dm-crypt tables is removed before anything is written.`,
 			return run(cmd.Context(), env, o)
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the snapshot to `FILE` (.tar.gz or .json); - for JSON on stdout")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the snapshot to `FILE` (.tar.gz or .tgz: an archive; any other name: JSON); - for JSON on stdout")
 	_ = cmd.MarkFlagRequired("output")
 	AddCollectFlags(cmd.Flags(), &o.Collect)
 	return cmd

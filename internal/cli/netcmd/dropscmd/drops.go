@@ -96,7 +96,7 @@ See docs/drops.md.`,
 	f.IntVar(&o.Top, "top", 3, "kernel functions to show per reason in text output")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "create `FILE` once the tracer is attached (for scripts)")
 	f.StringVar(&o.Record, "record", "", "also write the raw in-kernel counters, with the symbols they need, to `FILE` (JSON)")
-	f.StringVar(&o.Replay, "replay", "", "report from a capture written by --record instead of tracing this host")
+	f.StringVar(&o.Replay, "replay", "", "report from the capture `FILE` written by --record instead of tracing this host")
 	return cmd
 }
 

@@ -68,7 +68,7 @@ prints one JSON object per interval (see docs/json.md). --format json or
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between samples")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: until interrupted)")
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (one object per interval) or auto (a table on a terminal, JSON lines when piped)")
-	f.StringVar(&o.Netns, "netns", "", "watch inside the named network namespace (as `ip netns exec NAME` would)")
+	f.StringVar(&o.Netns, "netns", "", "watch inside the network namespace `NAME` (as ip netns exec NAME would)")
 	return cmd
 }
 
