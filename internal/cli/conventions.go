@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,6 +72,22 @@ func conventions(root *cobra.Command, env *clienv.Env) {
 		}
 	}
 	groups(root)
+	// A wrong number of arguments: cobra's message, then the usage line.
+	var args func(*cobra.Command)
+	args = func(c *cobra.Command) {
+		for _, s := range c.Commands() {
+			if a := s.Args; a != nil {
+				s.Args = func(cmd *cobra.Command, v []string) error {
+					if err := a(cmd, v); err != nil {
+						return usage(cmd, err)
+					}
+					return nil
+				}
+			}
+			args(s)
+		}
+	}
+	args(root)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usage(cmd, err) })
 }
 
@@ -90,14 +105,4 @@ func subcommands(c *cobra.Command) string {
 		}
 	}
 	return strings.Join(n, ", ")
-}
-
-// usageLine adds the usage line of the command that failed to an error
-// that is not already an ExitError (cobra's argument-count errors).
-func usageLine(cmd *cobra.Command, err error) error {
-	var ee *clienv.ExitError
-	if err == nil || cmd == nil || errors.As(err, &ee) {
-		return err
-	}
-	return usage(cmd, err)
 }

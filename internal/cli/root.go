@@ -63,8 +63,7 @@ func Main(args []string) int {
 func Run(env *clienv.Env, args []string) int {
 	root := NewRootCmd(env)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
-	err = usageLine(cmd, err)
+	err := root.Execute()
 	if err == nil {
 		return clienv.ExitOK
 	}

@@ -18,9 +18,14 @@ import (
 
 // Plan is every fix for one host, in the order of its findings (worst first).
 type Plan struct {
-	Kernel  string  `json:"kernel"`
-	Entries []Entry `json:"entries"`
+	// FormatVersion is the version of the plan's JSON (docs/json.md).
+	FormatVersion int     `json:"format_version"`
+	Kernel        string  `json:"kernel"`
+	Entries       []Entry `json:"entries"`
 }
+
+// PlanVersion is the version of Plan's JSON shape.
+const PlanVersion = 1
 
 // Entry is the fix for one finding.
 type Entry struct {
@@ -68,7 +73,7 @@ func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, er
 			return nil, fmt.Errorf("--only %s: no such check (see docs/checks.md)", id)
 		}
 	}
-	p := &Plan{Entries: []Entry{}}
+	p := &Plan{FormatVersion: PlanVersion, Entries: []Entry{}}
 	if s != nil && s.Host != nil {
 		p.Kernel = s.Host.KernelRelease
 	}

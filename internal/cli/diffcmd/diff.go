@@ -5,7 +5,6 @@ package diffcmd
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -76,9 +75,11 @@ func run(env *clienv.Env, o *Options) error {
 		if ds == nil {
 			ds = []nodediff.Difference{}
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"a": o.A, "b": o.B, "differences": ds})
+		return clienv.EncodeJSON(env.Stdout, 1, struct {
+			A           string                `json:"a"`
+			B           string                `json:"b"`
+			Differences []nodediff.Difference `json:"differences"`
+		}{o.A, o.B, ds}, true)
 	}
 	return WriteText(env.Stdout, o.A, o.B, ds)
 }

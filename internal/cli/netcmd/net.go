@@ -5,7 +5,6 @@ package netcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,9 +82,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return usageErr(err)
 	}
 	if o.Format == "json" {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
+		return clienv.EncodeJSON(env.Stdout, 1, m, true)
 	}
 	return report.WriteNetwork(env.Stdout, m, report.Options{Color: env.Color()})
 }

@@ -173,9 +173,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		}
 	}
 	if o.Format == "json" {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return clienv.EncodeJSON(env.Stdout, 1, rep, true)
 	}
 	// A table on a terminal; tab-separated rows when piped.
 	return dropreport.WriteText(env.Stdout, rep, dropreport.TextOptions{TopFunctions: o.Top, Tabs: !env.StdoutTTY})

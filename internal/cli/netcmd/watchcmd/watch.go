@@ -5,7 +5,6 @@ package watchcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,7 +210,7 @@ func newPrinter(env *clienv.Env, format string) *printer {
 func (p *printer) print(iv Interval) error {
 	switch {
 	case p.format == "json":
-		return json.NewEncoder(p.w).Encode(iv)
+		return clienv.EncodeJSON(p.w, 1, iv, false)
 	case p.tty:
 		return p.table(iv)
 	default:
