@@ -56,7 +56,7 @@ func TestBenchHelpListsEveryProfile(t *testing.T) {
 	if code != clienv.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, p := range profile.Names {
+	for _, p := range profile.Names() {
 		if !strings.Contains(out, "  "+p+" ") {
 			t.Errorf("bench --help does not list profile %s:\n%s", p, out)
 		}

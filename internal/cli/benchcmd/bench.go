@@ -79,7 +79,7 @@ result file.
 Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("give one profile (%d given): use one of %s", len(args), strings.Join(profile.Names, ", "))
+				return fmt.Errorf("give one profile (%d given): use one of %s", len(args), strings.Join(profile.Names(), ", "))
 			}
 			return nil
 		},
