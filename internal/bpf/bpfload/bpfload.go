@@ -6,6 +6,7 @@ package bpfload
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -41,33 +42,76 @@ const (
 // tracing program: CAP_BPF and CAP_PERFMON (5.8+), or CAP_SYS_ADMIN which
 // covers both. what starts the message: "loading the eBPF drop tracer".
 func CheckPrivileges(what string) error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
+	eff, err := effective()
+	if err != nil {
+		return err
 	}
-	m := missing([2]uint32{data[0].Effective, data[1].Effective})
+	m := missing(eff)
 	if len(m) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%s needs %s (or CAP_SYS_ADMIN): run as root or grant them, e.g. setcap cap_bpf,cap_perfmon+ep slowpath", what, strings.Join(m, " and "))
 }
 
+// effective is this process's effective capability set as capget(2)'s two
+// 32-bit words.
+func effective() ([2]uint32, error) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return [2]uint32{}, fmt.Errorf("read capabilities: %w", err)
+	}
+	return [2]uint32{data[0].Effective, data[1].Effective}, nil
+}
+
+// HasSysAdmin says whether this process holds CAP_SYS_ADMIN, which
+// mounting needs (a private tracefs, package tracefs).
+func HasSysAdmin() bool {
+	eff, err := effective()
+	return err == nil && has(eff, capSysAdmin)
+}
+
+func has(effective [2]uint32, c uint) bool { return effective[c/32]&(1<<(c%32)) != 0 }
+
 // missing lists the capabilities lacking in an effective set given as capget(2)'s two
 // 32-bit words.
 func missing(effective [2]uint32) []string {
-	has := func(c uint) bool { return effective[c/32]&(1<<(c%32)) != 0 }
-	if has(capSysAdmin) {
+	if has(effective, capSysAdmin) {
 		return nil
 	}
 	var m []string
-	if !has(capBPF) {
+	if !has(effective, capBPF) {
 		m = append(m, "CAP_BPF")
 	}
-	if !has(capPerfmon) {
+	if !has(effective, capPerfmon) {
 		m = append(m, "CAP_PERFMON")
 	}
 	return m
+}
+
+// License is the licence every slowpath eBPF program declares (the C
+// sources' SEC("license")): dual, and GPL-compatible for the kernel, which
+// the GPL-only helpers they call (bpf_get_stackid, bpf_probe_read_kernel)
+// require.
+const License = "Dual MIT/GPL"
+
+// CheckLicense says which programs of spec do not declare License, so a
+// regenerated object that lost it fails its package's test.
+func CheckLicense(spec *ebpf.CollectionSpec) error {
+	if len(spec.Programs) == 0 {
+		return errors.New("no programs in the object")
+	}
+	var bad []string
+	for name, p := range spec.Programs {
+		if p.License != License {
+			bad = append(bad, fmt.Sprintf("program %s: licence %q", name, p.License))
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("%s, want %s", strings.Join(bad, "; "), License)
+	}
+	return nil
 }
 
 // RemoveMemlock lifts RLIMIT_MEMLOCK: kernels before 5.11 charge BPF

@@ -69,3 +69,17 @@ func TestSetConstantsUnknown(t *testing.T) {
 		t.Errorf("no constants: %v", err)
 	}
 }
+
+func TestCheckLicense(t *testing.T) {
+	ok := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"a": {License: License}, "b": {License: License}}}
+	if err := CheckLicense(ok); err != nil {
+		t.Errorf("all dual: %v", err)
+	}
+	bad := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"a": {License: License}, "b": {License: "MIT"}}}
+	if err := CheckLicense(bad); err == nil || !strings.Contains(err.Error(), `program b: licence "MIT"`) {
+		t.Errorf("one MIT: %v", err)
+	}
+	if err := CheckLicense(&ebpf.CollectionSpec{}); err == nil {
+		t.Error("no programs: no error")
+	}
+}

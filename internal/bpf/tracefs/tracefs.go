@@ -20,6 +20,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/slowpath/slowpath/internal/bpf/bpfload"
 )
 
 // Canonical is where the kernel provides a mount point for tracefs
@@ -67,7 +69,7 @@ func Do(dir string, logf func(string), fn func(dir string) error) error {
 	if dir != "" {
 		return fmt.Errorf("%w (looked at %s)", err, dir)
 	}
-	if !hasSysAdmin() {
+	if !bpfload.HasSysAdmin() {
 		return fmt.Errorf("%w; slowpath mounts a private one itself when it has CAP_SYS_ADMIN, which it lacks", ErrNotMounted)
 	}
 	return onOwnThread(func() error { return private(logf, fn) })
@@ -118,16 +120,4 @@ func private(logf func(string), fn func(string) error) error {
 		logf("tracefs is not mounted on this host: mounted a private one at " + Canonical + " that only slowpath's loading thread sees; it is gone once the programs are attached")
 	}
 	return fn(Canonical)
-}
-
-// capSysAdmin is CAP_SYS_ADMIN (include/uapi/linux/capability.h).
-const capSysAdmin = 21
-
-func hasSysAdmin() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	return data[0].Effective&(1<<capSysAdmin) != 0
 }
