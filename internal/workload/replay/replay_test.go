@@ -43,6 +43,10 @@ func TestValidate(t *testing.T) {
 		{"zero length", func(t *Trace) { t.Threads[0].Ops[0].Length = 0 }, "read of 0 bytes"},
 		{"huge length", func(t *Trace) { t.Threads[0].Ops[0].Length = MaxOpLength + 1 }, "at most"},
 		{"offset overflow", func(t *Trace) { t.Threads[0].Ops[0].Offset = 1<<63 - 10 }, "below 2^63"},
+		{"advice only", func(t *Trace) {
+			t.Threads[0].Ops = []Op{{Kind: Fadvise, Advice: 4, At: time.Millisecond}}
+		}, "no read, write or sync"},
+		{"no operations", func(t *Trace) { t.Threads[0].Ops = nil }, "no read, write or sync"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := good()

@@ -151,6 +151,11 @@ func (t *Trace) Validate() error {
 			}
 		}
 	}
+	// Advice alone is nothing to replay or to measure, and the export
+	// would be an fio job file without jobs.
+	if len(t.Streams()) == 0 {
+		return bad("no read, write or sync in any thread: capture a workload that does I/O")
+	}
 	return nil
 }
 
