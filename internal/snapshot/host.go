@@ -27,6 +27,23 @@ type Host struct {
 	// is a live-only source) or when the measurement failed (see
 	// Manifest.Errors, collector "host.cipher").
 	Cipher *CipherLimit `json:"cipher,omitempty"`
+	// OS is the distribution, from os-release(5); nil when neither
+	// /etc/os-release nor /usr/lib/os-release could be read.
+	OS *OS `json:"os,omitempty"`
+	// Tuners are other programs that change kernel settings on their own
+	// (bpftune, tuned, slowpath's node-tuning DaemonSet), as seen in the
+	// process table and their files; empty when none was seen.
+	Tuners []Tuner `json:"tuners,omitempty"`
+}
+
+// OS is what os-release(5) says the distribution is. Platforms that
+// build dm-crypt volumes themselves (Bottlerocket, Talos, Flatcar, Fedora
+// CoreOS) each have their own setting for its flags; the findings name it.
+type OS struct {
+	ID         string `json:"id"`                   // bottlerocket, talos, flatcar, fedora, debian
+	VersionID  string `json:"version_id,omitempty"` // 1.36.0
+	VariantID  string `json:"variant_id,omitempty"` // aws-k8s-1.31 (Bottlerocket), coreos (FCOS)
+	PrettyName string `json:"pretty_name,omitempty"`
 }
 
 // CipherLimit is one core's AES-XTS throughput, as
@@ -68,4 +85,44 @@ type CryptoAlg struct {
 	Module   string `json:"module,omitempty"`
 	Priority int    `json:"priority"`
 	Type     string `json:"type,omitempty"`
+}
+
+// Tuner is another program that sets kernel knobs on its own. An A/B of a
+// knob it drives measures the tuner, not the change, and a value slowpath
+// persists may be set back by it: fix refuses such knobs and
+// net.tuner-conflict names them.
+type Tuner struct {
+	// Name is bpftune, tuned or slowpath-node-tuning (the DaemonSet that
+	// `slowpath fix --format kubernetes` writes, by the marker it leaves).
+	Name string `json:"name"`
+	// PID is a running process of it (0: none seen, e.g. tuned stopped
+	// with an active profile left behind).
+	PID int `json:"pid,omitempty"`
+	// Seen are the files that showed it: /proc/812/comm,
+	// /etc/tuned/active_profile, /run/slowpath/node-tuning.
+	Seen []string `json:"seen"`
+	// Profile is tuned's active profile line (one name or several).
+	Profile string `json:"profile,omitempty"`
+	// Sysctls are the sysctls its configuration sets (tuned's merged
+	// [sysctl] units, the DaemonSet's marker). bpftune's come from what
+	// each of its tuners drives, which analysis knows, not from files.
+	Sysctls []TunerSysctl `json:"sysctls,omitempty"`
+	// Rings are the NIC ring settings its configuration makes.
+	Rings []TunerRing `json:"rings,omitempty"`
+	// Plugins are bpftune's tuners found in its library directory
+	// (net_buffer_tuner, tcp_buffer_tuner, ...); empty when not read.
+	Plugins []string `json:"plugins,omitempty"`
+}
+
+// TunerSysctl is one sysctl a tuner sets, as its configuration spells it.
+type TunerSysctl struct {
+	Key   string `json:"key"` // dotted: net.core.netdev_max_backlog
+	Value string `json:"value,omitempty"`
+}
+
+// TunerRing is one ring setting: tuned's [net] ring= option for the
+// devices its unit matches ("" or "*": every interface).
+type TunerRing struct {
+	Devices string `json:"devices,omitempty"`
+	Value   string `json:"value"` // rx 4096 tx 4096
 }

@@ -101,6 +101,80 @@ func ValidateHost(prefix string, h *Host) error {
 			return err
 		}
 	}
+	if err := validateOS(prefix+".os", h.OS); err != nil {
+		return err
+	}
+	for i := range h.Tuners {
+		if err := validateTuner(fmt.Sprintf("%s.tuners[%d]", prefix, i), &h.Tuners[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const srcOSRelease = "os-release(5)"
+
+// validateOS: os-release(5) limits ID, VERSION_ID and VARIANT_ID to
+// 0-9, a-z, ".", "_" and "-" (VERSION_ID also A-Z in practice, e.g. "rolling").
+func validateOS(p string, o *OS) error {
+	if o == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		p, v     string
+		optional bool
+	}{{".id", o.ID, false}, {".version_id", o.VersionID, true}, {".variant_id", o.VariantID, true}} {
+		if f.v == "" && f.optional {
+			continue
+		}
+		if f.v == "" || len(f.v) > maxEnumish || strings.IndexFunc(f.v, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '~' || r == '+')
+		}) >= 0 {
+			return invalidString(p+f.p, f.v, "not an os-release word", "want 0-9, a-z, '.', '_', '-', at most 128 bytes", srcOSRelease)
+		}
+	}
+	return checkText(p+".pretty_name", o.PrettyName, maxLine, false)
+}
+
+func validateTuner(p string, t *Tuner) error {
+	if err := checkEnum(p+".name", t.Name, "bpftune", "tuned", "slowpath-node-tuning"); err != nil {
+		return err
+	}
+	if t.PID < 0 || t.PID > 1<<22 {
+		return invalidNumber(p+".pid", t.PID, "not a pid", "want 0 (none running) to 4194304", "include/linux/threads.h PID_MAX_LIMIT")
+	}
+	if len(t.Seen) == 0 {
+		return invalidString(p+".seen", "", "is empty", "a tuner is seen in some file", srcSlowpath)
+	}
+	for i, s := range t.Seen {
+		if err := checkAbsPath(fmt.Sprintf("%s.seen[%d]", p, i), s); err != nil {
+			return err
+		}
+	}
+	if err := checkText(p+".profile", t.Profile, maxLine, false); err != nil {
+		return err
+	}
+	for i, s := range t.Sysctls {
+		if err := checkSysctlKey(fmt.Sprintf("%s.sysctls[%d].key", p, i), s.Key); err != nil {
+			return err
+		}
+		if err := checkText(fmt.Sprintf("%s.sysctls[%d].value", p, i), s.Value, maxLine, false); err != nil {
+			return err
+		}
+	}
+	for i, r := range t.Rings {
+		if err := checkText(fmt.Sprintf("%s.rings[%d].devices", p, i), r.Devices, maxLine, false); err != nil {
+			return err
+		}
+		if err := checkText(fmt.Sprintf("%s.rings[%d].value", p, i), r.Value, maxLine, false); err != nil {
+			return err
+		}
+	}
+	for i, s := range t.Plugins {
+		if err := checkToken(fmt.Sprintf("%s.plugins[%d]", p, i), s, maxEnumish, false); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -1,7 +1,8 @@
-// Package host collects kernel release, boot and machine id, CPU flags, DMI identity and crypto
-// drivers into snapshot.Host. Each reader lives in a file named after the
-// kernel file it reads; a missing file is recorded in the manifest and the
-// rest is still collected.
+// Package host collects kernel release, boot and machine id, CPU flags, DMI
+// identity, crypto drivers, the distribution (os-release) and other tuners
+// into snapshot.Host. Each reader lives in a file named after the file it
+// reads; a missing file is recorded in the manifest and the rest is still
+// collected.
 package host
 
 import (
@@ -18,4 +19,6 @@ func Collect(fs hostfs.FS, s *snapshot.Snapshot) {
 	collectCPUInfo(fs, h, s)
 	collectDMI(fs, h, s)
 	collectCrypto(fs, h, s)
+	collectOSRelease(fs, h, s)
+	collectTuners(fs, h, s)
 }

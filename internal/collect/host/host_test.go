@@ -43,6 +43,7 @@ func TestCollectAzure(t *testing.T) {
 			{Name: "aes", Driver: "aes-generic", Module: "kernel", Priority: 100, Type: "cipher"},
 			{Name: "xts(aes)", Driver: "xts-aes-aesni", Module: "aesni_intel", Priority: 401, Type: "skcipher"},
 		},
+		OS: &snapshot.OS{ID: "ubuntu", VersionID: "24.04", PrettyName: "Ubuntu 24.04.1 LTS"},
 	}
 	if diff := cmp.Diff(want, s.Host); diff != "" {
 		t.Errorf("host (-want +got):\n%s", diff)
@@ -64,6 +65,7 @@ func TestCollectBrokenHost(t *testing.T) {
 		"host.crypto error proc/crypto",
 		"host.dmi missing sys/class/dmi/id",
 		"host.kernel missing proc/sys/kernel/arch",
+		"host.os missing usr/lib/os-release",
 	}
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
 		testenv.Unavailable(t, "cpuinfo parse differs by architecture; the fixture is x86")
@@ -83,6 +85,8 @@ func TestCollectEmptyRoot(t *testing.T) {
 		"host.dmi missing sys/class/dmi/id",
 		"host.kernel missing proc/sys/kernel/arch",
 		"host.kernel missing proc/sys/kernel/osrelease",
+		"host.os missing usr/lib/os-release",
+		"host.tuners missing proc",
 	}
 	if diff := cmp.Diff(want, hostfstest.ErrorLines(&s, fs.Root)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s\n%+v", diff, s.Manifest.Errors)
