@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/quote"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -99,35 +101,11 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	if o.Image == "" {
 		o.Image = "docker.io/library/busybox:1.36"
 	}
-	var script []string
-	var left []string
-	for _, e := range p.Entries {
-		on := fmt.Sprintf("%s on %s", e.ID, e.Subject)
-		node := len(e.Steps) > 0
-		for _, s := range e.Steps {
-			if c := s.Change.NodeCommand(); c != "" {
-				script = append(script, c)
-			} else {
-				node = false
-				left = append(left, fmt.Sprintf("%s: %s change, not node tuning a pod should redo at every start: %s", on, s.Change.Kind(), StepCommand(s)))
-			}
-		}
-		// The DaemonSet itself is what persists node tuning; a file of an
-		// entry it does not carry is left out.
-		for _, f := range e.Files {
-			if !node {
-				left = append(left, fmt.Sprintf("%s: persistent file %s, not node tuning: %s", on, f.Path, f.Why))
-			}
-		}
-		for _, m := range e.Manual {
-			left = append(left, fmt.Sprintf("%s: run by hand (asks for the passphrase, key file or token): %s", on, m))
-		}
-		for _, c := range e.Cloud {
-			left = append(left, fmt.Sprintf("%s: cloud change (%s), not made from a node: %s: %s", on, c.Provider, c.What, strings.Join(c.Commands, "; ")))
-		}
-		if e.NotApplicable != "" {
-			left = append(left, fmt.Sprintf("%s: not applicable here: %s", on, e.NotApplicable))
-		}
+	var script, marker []string
+	node, left := nodeTuning(p)
+	for _, s := range node {
+		script = append(script, s.Change.NodeCommand())
+		marker = append(marker, markerLine(s.Change))
 	}
 	// What the objects leave out is said in comments above them, so that
 	// an empty List never reads as "nothing to fix".
@@ -145,6 +123,7 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 		b, err := yaml.Marshal(k8sList{APIVersion: "v1", Kind: "List", Items: []any{}})
 		return append([]byte(head.String()), b...), err
 	}
+	script = append(script, markerCommand(marker))
 	labels := map[string]string{"app.kubernetes.io/name": "slowpath-node-tuning", "app.kubernetes.io/managed-by": "slowpath"}
 	ds := k8sDaemonSet{APIVersion: "apps/v1", Kind: "DaemonSet",
 		Metadata: k8sMeta{Name: "slowpath-node-tuning", Namespace: o.Namespace, Labels: labels}}
@@ -174,4 +153,67 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	ps.Volumes = []k8sVolume{v}
 	b, err := yaml.Marshal(ds)
 	return append([]byte(head.String()), b...), err
+}
+
+// NodeTuningMarker is the node file the DaemonSet's init container writes
+// after tuning: one "sysctl KEY=VALUE" or "ring IFACE rx N" line per
+// setting. The collector reads it (internal/collect/host tuners.go), so
+// doctor and fix know the DaemonSet owns these knobs on that node. /run
+// is emptied at boot, when the init container writes it again.
+const NodeTuningMarker = "/run/slowpath/node-tuning"
+
+func markerLine(c Change) string {
+	switch c := c.(type) {
+	case Sysctl:
+		return fmt.Sprintf("sysctl %s=%d", c.Key, c.To)
+	case Ring:
+		return fmt.Sprintf("ring %s rx %d", c.Interface, c.RX)
+	}
+	return "# " + c.Kind()
+}
+
+func markerCommand(lines []string) string {
+	q := make([]string, 0, len(lines)+1)
+	q = append(q, quote.Shell("# written by the slowpath-node-tuning DaemonSet (slowpath fix --format kubernetes)"))
+	for _, l := range lines {
+		q = append(q, quote.Shell(l))
+	}
+	return fmt.Sprintf("mkdir -p /run/slowpath && printf '%%s\\n' %s > %s", strings.Join(q, " "), NodeTuningMarker)
+}
+
+// nodeTuning splits a plan into the steps that are node tuning (sysctls,
+// rings: what a DaemonSet or a tuned profile redoes at every start) and,
+// for everything else, a line saying what was left out and why.
+func nodeTuning(p *Plan) ([]Step, []string) {
+	var node []Step
+	var left []string
+	for _, e := range p.Entries {
+		on := fmt.Sprintf("%s on %s", e.ID, e.Subject)
+		isNode := len(e.Steps) > 0
+		for _, s := range e.Steps {
+			if s.Change.NodeCommand() != "" {
+				node = append(node, s)
+			} else {
+				isNode = false
+				left = append(left, fmt.Sprintf("%s: %s change, not node tuning redone at every start: %s", on, s.Change.Kind(), StepCommand(s)))
+			}
+		}
+		// The DaemonSet or profile itself is what persists node tuning; a
+		// file of an entry it does not carry is left out.
+		for _, f := range e.Files {
+			if !isNode {
+				left = append(left, fmt.Sprintf("%s: persistent file %s, not node tuning: %s", on, f.Path, f.Why))
+			}
+		}
+		for _, m := range e.Manual {
+			left = append(left, fmt.Sprintf("%s: run by hand (asks for the passphrase, key file or token): %s", on, m))
+		}
+		for _, c := range e.Cloud {
+			left = append(left, fmt.Sprintf("%s: cloud change (%s), not made from a node: %s: %s", on, c.Provider, c.What, strings.Join(c.Commands, "; ")))
+		}
+		if e.NotApplicable != "" {
+			left = append(left, fmt.Sprintf("%s: not applicable here: %s", on, e.NotApplicable))
+		}
+	}
+	return node, left
 }

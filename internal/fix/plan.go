@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/tunermodel"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -19,9 +20,12 @@ import (
 // Plan is every fix for one host, in the order of its findings (worst first).
 type Plan struct {
 	// FormatVersion is the version of the plan's JSON (docs/json.md).
-	FormatVersion int     `json:"format_version"`
-	Kernel        string  `json:"kernel"`
-	Entries       []Entry `json:"entries"`
+	FormatVersion int    `json:"format_version"`
+	Kernel        string `json:"kernel"`
+	// TunedProfile is tuned's active profile on the host, when the
+	// snapshot saw one: --format tuned includes it.
+	TunedProfile string  `json:"tuned_profile,omitempty"`
+	Entries      []Entry `json:"entries"`
 }
 
 // PlanVersion is the version of Plan's JSON shape.
@@ -76,6 +80,11 @@ func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, er
 	p := &Plan{FormatVersion: PlanVersion, Entries: []Entry{}}
 	if s != nil && s.Host != nil {
 		p.Kernel = s.Host.KernelRelease
+		for _, t := range s.Host.Tuners {
+			if t.Name == "tuned" {
+				p.TunedProfile = t.Profile
+			}
+		}
 	}
 	for _, f := range findings {
 		if f.Fix == nil || f.Status != check.Fail {
@@ -108,6 +117,10 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			why = append(why, fmt.Sprintf("this kernel has no %s (%s is missing)", c.Key, sysctlPath(c.Key)))
 			continue
 		}
+		if owner := ownedBy(tunermodel.SysctlClaims(snapshotHost(s), c.Key)); owner != "" {
+			why = append(why, owner)
+			continue
+		}
 		sysctls = append(sysctls, c)
 		st := Step{Change: Sysctl(c)}
 		st.Command = StepCommand(st)
@@ -128,6 +141,10 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			continue
 		case r.RX > r.RXMax:
 			why = append(why, fmt.Sprintf("%s's %s driver allows at most %d RX descriptors, fewer than %d", r.Interface, orUnknown(r.Driver), r.RXMax, r.RX))
+			continue
+		}
+		if owner := ownedBy(tunermodel.RingClaims(snapshotHost(s), r.Interface)); owner != "" {
+			why = append(why, owner)
 			continue
 		}
 		st := Step{Change: Ring(r)}
@@ -168,6 +185,33 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 		e.NotApplicable = "partly: " + strings.Join(why, "; ")
 	}
 	return e
+}
+
+func snapshotHost(s *snapshot.Snapshot) *snapshot.Host {
+	if s == nil {
+		return nil
+	}
+	return s.Host
+}
+
+// ownedBy says why a knob another tuner drives is refused: an A/B of it
+// would measure the tuner, not the change, and the tuner may set it back.
+// A tuned profile whose daemon is not running does not move the knob
+// now, so it does not refuse (net.tuner-conflict still reports it);
+// slowpath's DaemonSet sets its knobs at every pod start, running or not.
+func ownedBy(claims []tunermodel.Claim) string {
+	for _, c := range claims {
+		if !c.Running() && c.Tuner != "slowpath-node-tuning" {
+			continue
+		}
+		who := c.Tuner
+		if c.PID != 0 {
+			who = fmt.Sprintf("%s (pid %d)", c.Tuner, c.PID)
+		}
+		return fmt.Sprintf("%s is driven by %s, seen at %s: %s; a change of it would be measured against %s and may be set back by it. "+
+			"To let slowpath change it: %s", c.Knob, who, c.Seen, c.Why, c.Tuner, c.Exclude)
+	}
+	return ""
 }
 
 func orUnknown(s string) string {

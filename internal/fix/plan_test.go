@@ -53,7 +53,7 @@ func fixtureHosts(t *testing.T) []string {
 
 // TestGoldenPlans renders the plan of every fixture host in every format.
 func TestGoldenPlans(t *testing.T) {
-	ext := map[string]string{"shell": "sh", "files": "txtar", "kubernetes": "yaml", "json": "json"}
+	ext := map[string]string{"shell": "sh", "files": "txtar", "kubernetes": "yaml", "tuned": "tuned.conf", "json": "json"}
 	for _, name := range fixtureHosts(t) {
 		t.Run(name, func(t *testing.T) {
 			p := fixturePlan(t, name, Options{})

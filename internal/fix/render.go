@@ -12,7 +12,7 @@ import (
 )
 
 // Formats are the plan renderings.
-var Formats = []string{"shell", "files", "kubernetes", "json"}
+var Formats = []string{"shell", "files", "kubernetes", "tuned", "json"}
 
 // Write renders p in format, the Kubernetes objects with default options.
 func Write(w io.Writer, p *Plan, format string) error {
@@ -34,6 +34,13 @@ func WriteWith(w io.Writer, p *Plan, format string, k KubernetesOptions) error {
 		return err
 	case "kubernetes":
 		b, err := Kubernetes(p, k)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "tuned":
+		b, err := Tuned(p)
 		if err != nil {
 			return err
 		}

@@ -122,6 +122,46 @@ func CrypttabOption(s string) (string, error) {
 	return s, nil
 }
 
+// TunedDevice returns s as the devices= value of a tuned unit that must
+// select exactly the device s. tuned splits the value at commas, takes a
+// leading ! as "not", matches each item with fnmatch (*, ? and [) and
+// expands ${...} variables in every option (tuned/plugins/base.py,
+// tuned/profiles/variables.py); its INI reader strips surrounding white
+// space and takes # and ; as comments at a line's start. None of these has
+// an escape, so a name holding one of , ! * ? [ ] $ # ; % or a control
+// character, white space at either end, or the empty string is refused.
+func TunedDevice(s string) (string, error) {
+	const format = "tuned devices value"
+	if s == "" {
+		return "", &UnsafeError{Format: format, Value: s, Why: "is empty, which tuned reads as every device"}
+	}
+	if strings.TrimSpace(s) != s {
+		return "", &UnsafeError{Format: format, Value: s, Why: "has white space at an end, which tuned's INI reader strips"}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var why string
+		switch {
+		case c < 0x20 || c == 0x7f:
+			why = "is a control character, which would end or corrupt the line"
+		case c == ',':
+			why = "separates tuned's device list and has no escape"
+		case c == '!':
+			why = "negates a device in tuned's device list"
+		case c == '*' || c == '?' || c == '[' || c == ']':
+			why = "is an fnmatch pattern in tuned's device list and has no escape"
+		case c == '$' || c == '%':
+			why = "starts a tuned variable or INI interpolation"
+		case c == '#' || c == ';':
+			why = "may be taken as a comment by tuned's INI reader"
+		}
+		if why != "" {
+			return "", unsafeAt(format, s, i, why)
+		}
+	}
+	return s, nil
+}
+
 // SysctlKey returns s as the key of an /etc/sysctl.d line (sysctl.d(5):
 // "key = value") and of `sysctl -w`: dot-separated segments of letters,
 // digits, _ and - (not first). systemd-sysctl gives a leading - the meaning

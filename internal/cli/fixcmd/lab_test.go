@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +91,7 @@ func TestFixBacklogDrops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	flood := startFlood(t, ctx, l)
+	refusedWhileBpftuneRuns(t, ctx, bin, dir)
 
 	// A snapshot taken during the flood: the backlog drops rising.
 	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
@@ -144,9 +146,9 @@ func startFlood(t *testing.T, ctx context.Context, l *netlab.Lab) <-chan error {
 	t.Helper()
 	flood := make(chan error, 1)
 	go func() {
-		// Long enough for the snapshot, the 2 s window before the change
-		// and the 2 s one after it.
-		res, err := l.Flood(ctx, 20*time.Second, netlab.FloodOptions{})
+		// Long enough for the refused apply, the snapshot, the 2 s window
+		// before the change and the 2 s one after it.
+		res, err := l.Flood(ctx, 25*time.Second, netlab.FloodOptions{})
 		t.Logf("flood: %+v", res)
 		flood <- err
 	}()
@@ -168,6 +170,54 @@ func startFlood(t *testing.T, ctx context.Context, l *netlab.Lab) <-chan error {
 		if time.Now().After(wait) {
 			t.Fatal("no backlog drops 15 s into the flood at netdev_max_backlog=16")
 		}
+	}
+}
+
+// refusedWhileBpftuneRuns: with bpftune running, `fix --apply` refuses
+// netdev_max_backlog, which bpftune's net_buffer_tuner drives, names the
+// tuner and how to exclude the knob, and changes nothing. The stand-in is
+// this machine's sleep(1) copied to a file named bpftune: the kernel names
+// the process after the file (its comm), which is what the collector
+// reads on a real host (/proc/PID/comm = "bpftune").
+func refusedWhileBpftuneRuns(t *testing.T, ctx context.Context, bin, dir string) {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	standIn := filepath.Join(dir, "bpftune")
+	if err := os.WriteFile(standIn, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tuner := exec.Command(standIn, "120")
+	if err := tuner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		tuner.Process.Kill()
+		tuner.Wait()
+	}()
+	snap := filepath.Join(dir, "with-bpftune.json")
+	state := filepath.Join(dir, "with-bpftune-state.json")
+	if code, _, stderr := run(t, ctx, bin, "collect", "--cloud", "none", "--net-interval", "1s", "-o", snap); code != 0 {
+		t.Fatalf("collect exited %d: %s", code, stderr)
+	}
+	code, plan, stderr := run(t, ctx, bin, "fix", "--apply", "--from", snap, "--only", "net.backlog-drops",
+		"--watch", "2s", "--cloud", "none", "--state", state)
+	t.Logf("fix --apply beside bpftune: exit %d\n%s\n%s", code, plan, stderr)
+	want := fmt.Sprintf("net.core.netdev_max_backlog is driven by bpftune (pid %d)", tuner.Process.Pid)
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "net_buffer_tuner.so") {
+		t.Errorf("fix --apply beside bpftune does not refuse naming it and how to exclude the knob: want %q", want)
+	}
+	if v := readBacklog(t); v != 16 {
+		t.Errorf("fix --apply beside bpftune changed netdev_max_backlog to %d", v)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("fix --apply beside bpftune wrote a state file: %v", err)
 	}
 }
 
