@@ -188,6 +188,11 @@ type Identity struct {
 	// NVMeNSID is the namespace id of an NVMe disk (nsid); 0 when unknown.
 	// Azure's remote NVMe controller puts the OS disk at 1, data disks at 2+.
 	NVMeNSID int `json:"nvme_nsid,omitempty"`
+	// NVMeTransport is the transport of an NVMe disk's controller: pcie
+	// for a local drive; tcp, rdma or fc for NVMe over Fabrics, where the
+	// target (often SPDK: Longhorn v2, OpenEBS Mayastor) may encrypt in
+	// user space, out of the kernel's sight. Empty when unknown.
+	NVMeTransport string `json:"nvme_transport,omitempty"`
 	// Serial is deliberately not collected: it identifies hardware and no
 	// cloud's identity rule needs it to tell a disk's role.
 }

@@ -369,5 +369,7 @@ func validateIdentity(p string, id *Identity) error {
 	if id.NVMeNSID < 0 || id.NVMeNSID >= maxUint32 {
 		return invalidNumber(p+".nvme_nsid", id.NVMeNSID, "not a namespace id", "want 0 (unknown) or 1 to 4294967294", "NVMe base specification, namespace identifiers")
 	}
-	return nil
+	// nvmf_transport_ops.name is a short word (tcp, rdma, fc, loop); pcie
+	// and apple-nvme are the local controllers' (nvme_ctrl_ops.name).
+	return checkToken(p+".nvme_transport", id.NVMeTransport, maxWord, true)
 }

@@ -51,12 +51,18 @@ func statuses(run func(*check.Input) []check.Finding, in *check.Input) []string 
 func TestFixtures(t *testing.T) {
 	checks := map[string]func(*check.Input) []check.Finding{
 		"net.ring-undersized": ringUndersized, "net.backlog-drops": backlogDrops, "net.time-squeeze": timeSqueeze,
-		"net.socket-rcvbuf": socketRcvbuf, "net.no-drop-reasons": noDropReasons,
+		"net.socket-rcvbuf": socketRcvbuf, "net.no-drop-reasons": noDropReasons, "net.tuner-conflict": tunerConflict,
 	}
 	want := map[string]map[string][]string{
 		"net-azure-accelnet": {
 			"net.ring-undersized": {"enP30832s1=fail"}, "net.backlog-drops": {"softnet=fail"},
 			"net.time-squeeze": {"softnet=fail"},
+		},
+		// The same host with bpftune and tuned running: the findings stay,
+		// and the tuners that own their knobs are named.
+		"net-tuned-bpftune": {
+			"net.ring-undersized": {"enP30832s1=fail"}, "net.backlog-drops": {"softnet=fail"},
+			"net.time-squeeze": {"softnet=fail"}, "net.tuner-conflict": {"bpftune=fail", "tuned=fail"},
 		},
 		"net-aws-ena":           {"net.socket-rcvbuf": {"sockets=fail"}},
 		"net-virtio-one-sample": {"net.backlog-drops": {"softnet=unknown"}, "net.time-squeeze": {"softnet=unknown"}, "net.no-drop-reasons": {"kernel=fail"}},

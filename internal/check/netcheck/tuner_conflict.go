@@ -82,8 +82,8 @@ func conflictFinding(claims []tunermodel.Claim) check.Finding {
 			obs += ": sets " + c.Value
 		}
 		ev = append(ev, check.Evidence{Source: c.Seen, Key: c.Knob, Observed: obs, Expected: "one tuner per setting"})
-		if !slices.Contains(excludes, c.Exclude) {
-			excludes = append(excludes, c.Exclude)
+		if ex := bullet(c.Exclude, 72); !slices.Contains(excludes, ex) {
+			excludes = append(excludes, ex)
 		}
 	}
 	f := check.Finding{
@@ -101,7 +101,23 @@ func conflictFinding(claims []tunermodel.Claim) check.Finding {
 		f.Summary = fmt.Sprintf("%s is not running, but its active profile sets %s, which slowpath tunes: when it starts (at boot) it sets them to its values, "+
 			"over what slowpath fix persists.", c0.Tuner, strings.Join(knobs, ", "))
 	}
-	f.Remediation = "Keep one tuner per setting. To let slowpath change them:\n- " + strings.Join(excludes, "\n- ") +
-		"\nOr keep the tuner and write slowpath's values in its own configuration (slowpath fix --format tuned for tuned)."
+	f.Remediation = "Keep one tuner per setting. To let slowpath change them:\n" + strings.Join(excludes, "\n") +
+		"\nOr keep the tuner and write slowpath's values into its configuration\n(slowpath fix --format tuned writes a tuned profile)."
 	return f
+}
+
+// bullet words s into a "- " item of lines at most width wide (a longer
+// word stands alone), so the text report need not break it mid-word.
+func bullet(s string, width int) string {
+	var b strings.Builder
+	line := "-"
+	for _, w := range strings.Fields(s) {
+		if len(line)+1+len(w) > width && line != "-" && line != " " {
+			b.WriteString(line + "\n")
+			line = " "
+		}
+		line += " " + w
+	}
+	b.WriteString(line)
+	return b.String()
 }

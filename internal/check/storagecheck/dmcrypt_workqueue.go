@@ -65,12 +65,12 @@ func runWorkqueue(in *check.Input) []check.Finding {
 				References: []string{refWorkqueue}})
 			continue
 		}
-		out = append(out, workqueueFinding(u, sp, rel))
+		out = append(out, workqueueFinding(in, u, sp, rel))
 	}
 	return out
 }
 
-func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
+func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.Finding {
 	kind, name := "non-rotational", "the device below"
 	if sp.dev != nil {
 		name = sysName(sp.dev)
@@ -93,14 +93,29 @@ func workqueueFinding(u *cryptUse, sp speed, rel string) check.Finding {
 	if !u.layer.Crypt.NoWriteWorkqueue {
 		missing = append(missing, "no_write_workqueue")
 	}
+	rem := workqueueRemediation(u.layer)
+	refs := []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab}
+	if p, prefs := platformWorkqueue(in, u.layer, missing); p != "" {
+		// Talos has no shell to run cryptsetup in: its machine
+		// configuration is the one place; elsewhere the platform's way
+		// comes first, the command for this node after it.
+		if platformOf(in) == platformTalos {
+			rem = p
+		} else {
+			rem = p + "\n" + rem
+		}
+		refs = append(refs, prefs...)
+		ev = append(ev, check.Evidence{Source: "/etc/os-release", Key: "ID", Observed: in.Snapshot.Host.OS.ID,
+			Expected: "the platform's own setting keeps the flags"})
+	}
 	return check.Finding{
 		Subject: u.Subject(),
 		Summary: fmt.Sprintf("dm-crypt %s on %s storage (%s) runs without %s: every I/O is queued to kcryptd workqueues, "+
 			"which on fast devices can cost more than the cipher itself (see the kernel commit and Cloudflare's measurements).",
 			u.layer.Name, kind, name, strings.Join(missing, " and ")),
 		Evidence:    ev,
-		Remediation: workqueueRemediation(u.layer),
-		References:  []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab},
+		Remediation: rem,
+		References:  refs,
 		Fix:         cryptFix(u.layer, missing...),
 	}
 }

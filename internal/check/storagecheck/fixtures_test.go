@@ -117,6 +117,22 @@ func TestFixtureAcceptance(t *testing.T) {
 		{"aws-i4i-luks-unprivileged", "storage.stacked-encryption", "/data", check.Unknown, check.Info},
 		{"gcp-n1-localssd-luks", "dmcrypt.tax", "/dev/mapper/ssd0", check.Unknown, check.Info},
 		{"kvm-qemu64-ramdisk-crypt-5.4", "dmcrypt.tax", "/dev/mapper/pgram", check.Unknown, check.Info},
+		// Field truth 2026 (issue 30): platforms that add dm-crypt
+		// themselves. Bottlerocket's encrypted ephemeral storage on an
+		// instance store: two layers, default flags.
+		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/mnt/.ephemeral", check.Fail, check.Warning},
+		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", check.Fail, check.Warning},
+		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/local", check.Unknown, check.Info},
+		// Talos: the flags unset fire, set pass.
+		{"talos-luks-default", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", check.Fail, check.Warning},
+		{"talos-luks-flags", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", check.Pass, 0},
+		// Storage served by user-space targets: unknown, never 0 layers.
+		{"longhorn-v2-mayastor-nvmf", "storage.userspace-encryption", "/mnt/pgdata", check.Unknown, check.Info},
+		{"longhorn-v2-mayastor-nvmf", "storage.userspace-encryption", "/mnt/reports", check.Unknown, check.Info},
+		{"longhorn-v2-mayastor-nvmf", "storage.stacked-encryption", "/mnt/pgdata", check.Unknown, check.Info},
+		{"longhorn-v2-mayastor-nvmf", "storage.stacked-encryption", "/mnt/reports", check.Pass, 0},
+		{"longhorn-v2-mayastor-nvmf", "dmcrypt.workqueue", "/dev/mapper/pgdata-encrypted", check.Fail, check.Warning},
+		{"plain-host", "storage.userspace-encryption", "storage", check.Pass, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.id+"/"+tt.subject, func(t *testing.T) {
@@ -152,6 +168,7 @@ func TestFixtureAcceptance(t *testing.T) {
 	if !found {
 		t.Errorf("stacked-encryption on the Gen2 temp disk does not cite the VMBus id and LUN: %+v", f.Evidence)
 	}
+	platformFixtures(t)
 	if got := fixtureFindings(t, "plain-host"); check.Worst(got) != 0 {
 		t.Errorf("plain host has findings: %+v", got)
 	}
@@ -162,7 +179,8 @@ func TestFixtureAcceptance(t *testing.T) {
 func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "azure-e16dv5-eah-luks", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
 		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4",
-		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks", "gcp-c3-nvme-pd-luks"}
+		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks", "gcp-c3-nvme-pd-luks",
+		"bottlerocket-i4i-ephemeral-luks", "talos-luks-default", "talos-luks-flags", "longhorn-v2-mayastor-nvmf"}
 	fires := map[string]int{}
 	silent := map[string]int{}
 	for _, name := range fixtures {
@@ -180,5 +198,34 @@ func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 		if fires[id] == 0 || silent[id] == 0 {
 			t.Errorf("%s fires on %d fixtures and is silent on %d; want at least one of each", id, fires[id], silent[id])
 		}
+	}
+}
+
+// platformFixtures: each platform's finding names the platform's own
+// setting, and a path over a user-space target never reads "0 layers".
+func platformFixtures(t *testing.T) {
+	t.Helper()
+	for _, tt := range []struct{ fixture, id, subject, want string }{
+		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/mnt/.ephemeral", "ENCRYPTED_STORAGE=true"},
+		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/mnt/.ephemeral", "settings.bootstrap-commands"},
+		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "no Bottlerocket setting"},
+		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "cryptsetup refresh --perf-no_read_workqueue"},
+		{"talos-luks-default", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", "kind: VolumeConfig\n  name: EPHEMERAL"},
+		{"talos-luks-default", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", "      - no_read_workqueue\n      - no_write_workqueue"},
+		{"longhorn-v2-mayastor-nvmf", "storage.userspace-encryption", "/mnt/reports", "kubectl get diskpool"},
+		{"longhorn-v2-mayastor-nvmf", "storage.userspace-encryption", "/mnt/pgdata", "volumes.longhorn.io"},
+	} {
+		f := find(fixtureFindings(t, tt.fixture), tt.id, tt.subject)
+		if f == nil || !strings.Contains(f.Remediation, tt.want) {
+			t.Errorf("%s %s %s: remediation does not say %q: %+v", tt.fixture, tt.id, tt.subject, tt.want, f)
+		}
+	}
+	// Talos has no shell: its fix is the machine configuration alone.
+	if f := find(fixtureFindings(t, "talos-luks-default"), "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL"); f != nil && strings.Contains(f.Remediation, "cryptsetup") {
+		t.Errorf("Talos remediation offers cryptsetup:\n%s", f.Remediation)
+	}
+	f := find(fixtureFindings(t, "longhorn-v2-mayastor-nvmf"), "storage.stacked-encryption", "/mnt/reports")
+	if f == nil || !strings.Contains(f.Summary, "1 whose encryption cannot be seen from inside") {
+		t.Errorf("a path over a Mayastor target reads as unencrypted: %+v", f)
 	}
 }

@@ -37,14 +37,13 @@ func runStackedEncryption(in *check.Input) []check.Finding {
 		required := in.Config.IsRequiredStack(subject) || (p.Device != "" && in.Config.IsRequiredStack(p.Device))
 		switch {
 		case p.EncryptionLayers >= 2:
-			out = append(out, stackedFinding(p, subject, required))
+			out = append(out, stackedFinding(in, p, subject, required))
 		case p.EncryptionLayers+p.UnknownEncryptionLayers >= 2:
 			// Known layers plus layers that cannot be seen from inside
 			// could make two: unknown, never pass.
 			out = append(out, possibleStackFinding(p, subject))
 		default:
-			out = append(out, check.Finding{Status: check.Pass, Subject: subject,
-				Summary: fmt.Sprintf("%d encryption layer(s)", p.EncryptionLayers)})
+			out = append(out, check.Finding{Status: check.Pass, Subject: subject, Summary: layerCount(p)})
 		}
 	}
 	return out
@@ -73,7 +72,7 @@ func layerEvidence(l storagemodel.Layer) check.Evidence {
 	return e
 }
 
-func stackedFinding(p storagemodel.Path, subject string, required bool) check.Finding {
+func stackedFinding(in *check.Input, p storagemodel.Path, subject string, required bool) check.Finding {
 	chain := p.EncryptionChain()
 	var where []string
 	ev := make([]check.Evidence, 0, len(chain)+1)
@@ -101,6 +100,12 @@ func stackedFinding(p storagemodel.Path, subject string, required bool) check.Fi
 		}
 	}
 	f.Remediation = stackedRemediation(chain, subject)
+	if platformOf(in) == platformBottlerocket {
+		if k := kernelLayers(chain); len(k) > 0 && len(k) < len(chain) {
+			f.Remediation = reflow(bottlerocketStack(k, subject), 72)
+			f.References = append(f.References, refBottlerocketStorage, refBottlerocketEph)
+		}
+	}
 	f.Fix = stackedFix(chain)
 	if required {
 		f.Severity = check.Info
@@ -199,6 +204,15 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 			ev = append(ev, layerEvidence(l))
 		}
 		if !l.EncryptionUnknown {
+			continue
+		}
+		if l.Kind == storagemodel.LayerUserspace {
+			ev = append(ev, check.Evidence{Source: "storage model", Key: l.Kind, Observed: l.Name + ": " + l.Note, Expected: "known"})
+			remediation = "The target's encryption is not visible from this node:\n" +
+				"storage.userspace-encryption says how to read it from the cluster\n" +
+				"(StorageClass, volume, engine). If it encrypts and the in-guest layer\n" +
+				"is not required, drop one of them; if both are required, list the path\n" +
+				"in required_stacks."
 			continue
 		}
 		if l.Cloud == nil {
@@ -310,4 +324,33 @@ func hasFact(layers []storagemodel.Layer, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// layerCount says how many layers encrypt; a layer that cannot be seen
+// from inside is counted apart, so a path over one never reads as
+// unencrypted.
+func layerCount(p storagemodel.Path) string {
+	s := fmt.Sprintf("%d encryption layer(s)", p.EncryptionLayers)
+	if p.UnknownEncryptionLayers == 0 {
+		return s
+	}
+	var what []string
+	for _, l := range p.Layers {
+		if l.EncryptionUnknown {
+			what = append(what, l.Name)
+		}
+	}
+	return fmt.Sprintf("%d known encryption layer(s) and %d whose encryption cannot be seen from inside (%s)",
+		p.EncryptionLayers, p.UnknownEncryptionLayers, strings.Join(what, ", "))
+}
+
+// kernelLayers are the layers of chain that encrypt on this machine's CPUs.
+func kernelLayers(chain []storagemodel.Layer) []storagemodel.Layer {
+	var out []storagemodel.Layer
+	for _, l := range chain {
+		if l.EncryptedBy == storagemodel.ByKernelCPU {
+			out = append(out, l)
+		}
+	}
+	return out
 }

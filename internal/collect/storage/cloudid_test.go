@@ -41,10 +41,14 @@ func TestCollectCloudIdentity(t *testing.T) {
 		"sdz":     azure("", "5:0:0:0"), // device_id is no GUID
 		"sdy":     {Transport: "scsi"},  // device link is no H:C:T:L, so no vendor or model either
 		"nvme0n1": nvme("Microsoft NVMe Direct Disk v2", 1),
-		"nvme1n1": nvme("Amazon Elastic Block Store", 1),
+		"nvme1n1": {Transport: "nvme", Model: "Amazon Elastic Block Store", NVMeNSID: 1, NVMeTransport: "pcie"},
 		"nvme2n1": nvme("Amazon EC2 NVMe Instance Storage", 1),
 		"nvme3n2": nvme("nvme_card-pd", 2),
 		"nvme9n1": nvme("nvme_card", 0), // nsid 0 is not a namespace id
+		// NVMe over Fabrics: a controller's transport; a multipath head's
+		// from the subsystem's first controller.
+		"nvme4n1": {Transport: "nvme", Model: "SPDK bdev Controller", NVMeNSID: 1, NVMeTransport: "tcp"},
+		"nvme5n1": {Transport: "nvme", Model: "Mayastor NVMe controller", NVMeNSID: 1, NVMeTransport: "tcp"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("identities (-want +got):\n%s", diff)

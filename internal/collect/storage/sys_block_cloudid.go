@@ -65,7 +65,30 @@ func readCloudIdentity(a *attrReader, link string, id *snapshot.Identity) {
 				id.NVMeNSID = int(n)
 			}
 		}
+		id.NVMeTransport = readNVMeTransport(a)
 	}
+}
+
+// readNVMeTransport reads the transport of the controller behind an NVMe
+// namespace (drivers/nvme/host/core.c nvme_sysfs_show_transport: pcie,
+// tcp, rdma, fc, loop, apple-nvme). A namespace's device/ is its
+// controller; a multipath head's is the subsystem, whose controllers are
+// its nvmeN entries, all of one fabric in practice: the first is read.
+func readNVMeTransport(a *attrReader) string {
+	if v, ok := a.read("device/transport", false); ok {
+		return v
+	}
+	ctrls, _ := filepath.Glob(filepath.Join(a.dir, "device", "nvme[0-9]*", "transport"))
+	for _, c := range ctrls {
+		rel, err := filepath.Rel(a.dir, c)
+		if err != nil {
+			continue
+		}
+		if v, ok := a.read(rel, false); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // deviceDir resolves a block device's symlink target to its device

@@ -341,6 +341,7 @@ func readIdentity(a *attrReader, link string) *snapshot.Identity {
 //	../../devices/pci0000:00/0000:00:02.0/virtio1/block/vda           virtio
 //	../../devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1            nvme
 //	../../devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1           nvme
+//	../../devices/virtual/nvme-fabrics/ctl/nvme4/nvme4n1                 nvme (over fabrics)
 //	../../devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/...    ata
 //	.../VMBUS:00/<guid>/host0/target0:0:0/0:0:0:0/block/sda             scsi
 //	../../devices/vbd-51712/block/xvda                                  xen
@@ -350,7 +351,7 @@ func transportFromLink(link string) string {
 	parts := strings.Split(filepath.ToSlash(link), "/")
 	has := func(pred func(string) bool) bool { return slices.ContainsFunc(parts, pred) }
 	switch {
-	case has(func(p string) bool { return p == "nvme" || strings.HasPrefix(p, "nvme-subsys") }):
+	case has(func(p string) bool { return p == "nvme" || p == "nvme-fabrics" || strings.HasPrefix(p, "nvme-subsys") }):
 		return "nvme"
 	case has(func(p string) bool { return strings.HasPrefix(p, "virtio") }):
 		// virtio-scsi puts a SCSI host under the virtio device.

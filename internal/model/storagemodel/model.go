@@ -62,6 +62,10 @@ const (
 	LayerRAM        = "ram"
 	LayerCloud      = "cloud-disk"
 	LayerMissing    = "missing"
+	// LayerUserspace is a block device served by a process (an NVMe over
+	// Fabrics target, a ublk server) that may encrypt out of the kernel's
+	// sight; see userspace.go.
+	LayerUserspace = "user-space-target"
 	// Other device-mapper targets are "dm-<target>", e.g. dm-linear.
 )
 
@@ -393,7 +397,9 @@ func (b *builder) walkDevice(p *Path, d *snapshot.BlockDevice, depth int, seen m
 		b.walkLoop(p, d, depth+1, seen)
 		return
 	case snapshot.KindDisk:
-		b.cloudLayer(p, d, depth+1)
+		if !b.userspaceLayer(p, d, depth+1) {
+			b.cloudLayer(p, d, depth+1)
+		}
 	}
 	for _, s := range d.Slaves {
 		sd := b.byName[s]

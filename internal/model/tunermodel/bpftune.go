@@ -36,9 +36,9 @@ var bpftuneSysctls = map[string][]string{
 // turns the whole tuner off for that network namespace until bpftune
 // restarts, so an A/B would also switch bpftune's tuner off on the way.
 func bpftuneExclude(tuner string) string {
-	return "remove " + tuner + ".so from bpftune's plug-in directory (bpftune --print-libdir; /usr/lib64/bpftune or /usr/lib/<multiarch>/bpftune), " +
-		"or run bpftune with -a for each tuner to keep (systemctl edit bpftune), or stop bpftune (systemctl stop bpftune) for the A/B; " +
-		"a write by hand is no way: bpftune's sysctl_tuner then turns " + tuner + " off until bpftune restarts"
+	return "remove " + tuner + ".so from bpftune's plug-in directory (bpftune --print-libdir), " +
+		"or run bpftune with -a for each tuner to keep (systemctl edit bpftune), or stop bpftune (systemctl stop bpftune) for the A/B " +
+		"(a write by hand is no way: bpftune's sysctl_tuner then turns " + tuner + " off until bpftune restarts)"
 }
 
 func bpftuneClaims(t snapshot.Tuner) []Claim {

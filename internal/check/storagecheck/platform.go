@@ -1,0 +1,201 @@
+package storagecheck
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
+)
+
+// Platforms that build dm-crypt volumes themselves each keep the flags
+// somewhere of their own: a finding that only said "cryptsetup refresh"
+// or "/etc/crypttab" would be undone at the next boot or re-format.
+const (
+	platformOther        = ""
+	platformBottlerocket = "bottlerocket"
+	platformTalos        = "talos"
+	platformCoreOS       = "coreos" // Flatcar, Fedora CoreOS, RHCOS: Ignition (Butane) opens LUKS
+)
+
+// References for the platform texts.
+const (
+	refBottlerocketStorage = "https://github.com/bottlerocket-os/bottlerocket-core-kit/blob/develop/docs/ENCRYPTED_STORAGE.md"
+	refBottlerocketEph     = "https://bottlerocket.dev/en/os/1.22.x/concepts/bootstrap-commands/"
+	refTalosEncryption     = "https://www.talos.dev/v1.12/talos-guides/configuration/disk-encryption/"
+	refButaneLUKS          = "https://coreos.github.io/butane/upgrading-fcos/"
+)
+
+// platformOf names the platform from os-release (host.os).
+func platformOf(in *check.Input) string {
+	if in.Snapshot == nil || in.Snapshot.Host == nil || in.Snapshot.Host.OS == nil {
+		return platformOther
+	}
+	o := in.Snapshot.Host.OS
+	switch {
+	case o.ID == "bottlerocket":
+		return platformBottlerocket
+	case o.ID == "talos":
+		return platformTalos
+	case o.ID == "flatcar", o.ID == "rhcos", o.VariantID == "coreos":
+		return platformCoreOS
+	}
+	return platformOther
+}
+
+func osName(in *check.Input) string {
+	o := in.Snapshot.Host.OS
+	if o.PrettyName != "" {
+		return o.PrettyName
+	}
+	return o.ID + " " + o.VersionID
+}
+
+// platformWorkqueue is the platform's own way to set the workqueue flags
+// on l, prepended to the generic remediation; "" on other hosts.
+func platformWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) (string, []string) {
+	switch platformOf(in) {
+	case platformTalos:
+		return reflow(talosWorkqueue(in, l, missing), 72), []string{refTalosEncryption}
+	case platformBottlerocket:
+		return reflow(bottlerocketWorkqueue(in, l), 72), []string{refBottlerocketStorage}
+	case platformCoreOS:
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: Ignition opens LUKS volumes it creates; for nodes provisioned from now on, add the flags\n", osName(in))
+		b.WriteString("to the volume in the Butane config (fcos 1.5.0+, flatcar 1.1.0+; Ignition writes them with --persistent):\n")
+		b.WriteString("  storage:\n    luks:\n      - name: " + l.Name + "\n        open_options:\n")
+		for _, f := range missing {
+			fmt.Fprintf(&b, "          - \"--perf-%s\"\n", f)
+		}
+		b.WriteString("For this node, as on any host:")
+		return reflow(b.String(), 72), []string{refButaneLUKS}
+	}
+	return "", nil
+}
+
+// talosWorkqueue writes the Talos machine-config snippet: the
+// VolumeConfig document from Talos 1.12 on, machine.systemDiskEncryption
+// before it. Talos passes the options as --perf-* at every open.
+func talosWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) string {
+	vol := talosVolume(l)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s opens %s itself at every boot, with the options of its machine configuration;\n", osName(in), l.Name)
+	b.WriteString("add the flags there (talosctl patch machineconfig --nodes NODE --patch @patch.yaml), then reboot:\n")
+	if talosAtLeast(in.Snapshot.Host.OS.VersionID, 1, 12) {
+		fmt.Fprintf(&b, "  apiVersion: v1alpha1\n  kind: VolumeConfig\n  name: %s\n  encryption:\n    provider: luks2\n    options:\n", vol)
+		for _, f := range missing {
+			fmt.Fprintf(&b, "      - %s\n", f)
+		}
+		b.WriteString("(keep the keys: of the volume's current encryption section as they are)")
+	} else {
+		fmt.Fprintf(&b, "  machine:\n    systemDiskEncryption:\n      %s:\n        provider: luks2\n        options:\n", strings.ToLower(vol))
+		for _, f := range missing {
+			fmt.Fprintf(&b, "          - %s\n", f)
+		}
+		b.WriteString("(keep the keys: as they are; Talos 1.12 moves this into a VolumeConfig document)")
+	}
+	return b.String()
+}
+
+// talosVolume is the Talos volume behind a mapping: luks2-<VOLUME> from
+// 1.12, <partition>-encrypted before it (then by its mount, /var is
+// EPHEMERAL).
+func talosVolume(l storagemodel.Layer) string {
+	if v, ok := strings.CutPrefix(l.Name, "luks2-"); ok && v != "" {
+		return v
+	}
+	return "EPHEMERAL"
+}
+
+// talosAtLeast compares Talos's VERSION_ID, which keeps its leading v
+// (v1.12.1); an unreadable one counts as current.
+func talosAtLeast(v string, major, minor int) bool {
+	f := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(f) < 2 {
+		return true
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// bottlerocketWorkqueue: rottweiler formats with no performance flags and
+// no Bottlerocket setting passes any (bottlerocket-core-kit rottweiler,
+// PRs #717, #721, #999, #1024). A LUKS2 volume keeps flags written to
+// its header by cryptsetup refresh --persistent across reboots;
+// EPHEMERAL-DATA is formatted again when its instance-store disks are
+// new, and plain-mode volumes (ephemeral-encryption-keys) have no header.
+func bottlerocketWorkqueue(in *check.Input, l storagemodel.Layer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s formats and opens %s itself (rottweiler, systemd-cryptsetup) with no performance flags,\n", osName(in), l.Name)
+	b.WriteString("and no Bottlerocket setting passes them. ")
+	switch {
+	case !isLUKS2(l):
+		b.WriteString("This mapping has no LUKS2 header (plain mode, a new key at every boot), so nothing on the node\n" +
+			"can keep the flags: set them after each boot from the admin container (sudo sheltie), or ask for a\n" +
+			"setting upstream (bottlerocket-core-kit). For now:")
+	case l.Name == "EPHEMERAL-DATA":
+		b.WriteString("From the admin container (sudo sheltie) the flags can be written into the LUKS2 header,\n" +
+			"which later opens honour; apiclient ephemeral-storage init formats the volume again when the\n" +
+			"instance-store disks are new (a stop and start), so repeat it then, e.g. as a bootstrap command after init:")
+	default:
+		b.WriteString("From the admin container (sudo sheltie) the flags can be written into the LUKS2 header once;\n" +
+			"every later open (unlock-local-fs.service) honours them:")
+	}
+	return b.String()
+}
+
+// bottlerocketStack explains an EPHEMERAL-DATA layer over storage that
+// already encrypts: the image's encrypted-storage feature encrypts
+// ephemeral storage whenever `apiclient ephemeral-storage init` runs; no
+// setting turns that off, so the choice is the image or the bootstrap
+// command.
+func bottlerocketStack(kernel []storagemodel.Layer, subject string) string {
+	name := kernel[0].Name
+	return fmt.Sprintf("On Bottlerocket, %s comes from the image's encrypted-storage feature\n"+
+		"(/usr/share/bottlerocket/image-features.env ENCRYPTED_STORAGE=true): apiclient ephemeral-storage init\n"+
+		"encrypts the ephemeral disks whenever it runs, and no setting turns that off for one volume.\n"+
+		"To keep one layer on instance store, which the platform already encrypts: run a variant built without\n"+
+		"encrypted-storage on instance-store nodes, or drop the ephemeral-storage init/bind commands from\n"+
+		"settings.bootstrap-commands and keep the data on EBS. If the in-guest layer is required, mark it so:\n"+
+		"  {\"required_stacks\": [%q]}", name, subject)
+}
+
+// reflow re-wraps the prose of s at width columns, so the text report
+// need not break it mid-word; indented lines (YAML, commands) are kept as
+// they are, and so are the line breaks around them.
+func reflow(s string, width int) string {
+	var out, para []string
+	flush := func() {
+		if len(para) == 0 {
+			return
+		}
+		line := ""
+		for _, w := range strings.Fields(strings.Join(para, " ")) {
+			if line != "" && len(line)+1+len(w) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		out = append(out, line)
+		para = nil
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, " ") || l == "" {
+			flush()
+			out = append(out, l)
+			continue
+		}
+		para = append(para, l)
+	}
+	flush()
+	return strings.Join(out, "\n")
+}
