@@ -31,6 +31,9 @@ var figureSources = map[string][]string{
 	// Algolia: index loads on Azure averaged 400 ms where more than
 	// 10 ms counts as a slow load on their AWS and bare-metal hosts.
 	"400 ms": {srcAlgolia},
+	// bpftune caps netdev_budget_usecs growth at 50 ms
+	// (NETDEV_BUDGET_USECS_MAX, commit 809f9c3, PR #212).
+	"50 ms": {srcBpftuneCap},
 }
 
 // derivedFigures are computed by slowpath, not measured by anyone.
@@ -47,6 +50,7 @@ const (
 	srcLUKSRamdisk     = "https://blog.gonchik.com/2021/03/yet-another-compliance-request-can.html"
 	srcLUKSRamdiskCopy = "https://community.atlassian.com/t5/Data-Center-articles/Yet-another-compliance-request-can-initiate-additional-tests-for/ba-p/1651875"
 	srcAlgolia         = "https://www.algolia.com/blog/engineering/unintended-double-encryption"
+	srcBpftuneCap      = "https://github.com/oracle/bpftune/pull/212"
 )
 
 // checkFigures reports each figure in text whose source is not among
