@@ -323,6 +323,13 @@ func (r *Result) Validate() error {
 				return errors.New("bench result encryption_tax has a figure that is not a number")
 			}
 		}
+		if l := t.Load; l != nil {
+			for _, v := range []float64{l.BytesPerSec, l.CipherShare, l.CryptoThreadCPUs, l.QueueDepth} {
+				if !(v >= 0) || math.IsInf(v, 0) {
+					return errors.New("bench result encryption_tax.load has a figure that is negative or not a number")
+				}
+			}
+		}
 	}
 	for _, p := range r.Phases {
 		for _, s := range p.Streams {

@@ -135,7 +135,42 @@ type EncryptionTax struct {
 	CryptoCPUPerGiB   *float64 `json:"crypto_thread_cpu_s_per_gib,omitempty"`
 	CryptoCPUNS       int64    `json:"crypto_thread_cpu_ns,omitempty"`
 	CryptBytes        uint64   `json:"crypt_bytes,omitempty"`
+	// Load is how hard the run pushed the dm-crypt layer; nil without a
+	// cipher figure or with the top device unsampled.
+	Load *CryptLoad `json:"load,omitempty"`
 }
+
+// CryptLoad is how hard a run pushed its dm-crypt layers: the bytes
+// through the top device against what the cipher can do on every core,
+// the crypto threads' CPU and the queue at the top device. dm-crypt's
+// ceiling is the cipher on all cores (with the workqueues, kcryptd runs on
+// every CPU); a run far below it measured the storage beneath and the
+// queueing at that rate, so an overhead it shows says nothing about
+// dm-crypt under load (harvester/harvester#11442: fio at about 75k IOPS
+// saw ~1%, another tool half the read throughput).
+type CryptLoad struct {
+	BytesPerSec float64 `json:"bytes_per_sec"` // through the top device, over the sampled run
+	// CipherShare is BytesPerSec times the layers over the cipher's rate
+	// on all Cores: 1 is every core encrypting all the time.
+	CipherShare float64 `json:"cipher_share"`
+	// CryptoThreadCPUs is the kcryptd and dmcrypt_write threads' CPU over
+	// the run's wall time (0.5: half a CPU).
+	CryptoThreadCPUs float64 `json:"crypto_thread_cpus"`
+	QueueDepth       float64 `json:"queue_depth"` // aqu-sz at the top device
+	// Loaded is CipherShare or the crypto threads' share of the cores at
+	// LoadedShare or more.
+	Loaded bool `json:"loaded"`
+	// Line is the summary's line; when not Loaded it is the finding
+	// "this run did not load dm-crypt: ...".
+	Line string `json:"line"`
+}
+
+// LoadedShare is the share of the machine's cipher capacity (or of its
+// cores in crypto threads) from which a run counts as loading dm-crypt:
+// slowpath's rule, a quarter, far above what an ordinary random-I/O test
+// on fast storage moves through it (75k 4 KiB IOPS is about 0.3 GB/s, a
+// few percent of 16 cores at 2 GB/s each).
+const LoadedShare = 0.25
 
 // Cipher is one measurement of AES-XTS on a CPU
 // (internal/workload/cipherlimit, `slowpath lab crypto-limit`).

@@ -242,6 +242,9 @@ func resultFacts(r *benchresult.Result) []Fact {
 	if r.Status != benchresult.StatusComplete {
 		add("status", r.Status)
 	}
+	if t := r.EncryptionTax; t != nil && t.Load != nil {
+		add("dm-crypt load", strings.TrimPrefix(t.Load.Line, "dm-crypt load: "))
+	}
 	e := r.Environment
 	add("machine", e.Hostname)
 	if h := e.Host; h != nil {

@@ -166,6 +166,7 @@ func assessTax(wt *benchresult.WhereTime, cs *storagemodel.CryptSpan, c *benchre
 		v := round3(float64(t.CryptoCPUNS) / 1e9 / float64(bytes) * (1 << 30))
 		t.CryptoCPUPerGiB = &v
 	}
+	t.Load = cryptLoad(topTime, bytes, t.CryptoCPUNS, layers, c.BytesPerSecPerCore, cores)
 	if topTime.AwaitNS < 0 {
 		t.NotComputed = "no I/O reached " + top + " during the run"
 		return t
@@ -201,6 +202,36 @@ func assessTax(wt *benchresult.WhereTime, cs *storagemodel.CryptSpan, c *benchre
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// cryptLoad is how hard the run pushed the crypt layers (benchresult.CryptLoad):
+// nil when the run's length or the cores are unknown.
+func cryptLoad(top *benchresult.DeviceTime, bytes uint64, cryptoCPUNS int64, layers int, perCore float64, cores int) *benchresult.CryptLoad {
+	var wallMS int64
+	for _, s := range top.Samples {
+		wallMS += s.IntervalMS
+	}
+	if wallMS <= 0 || cores <= 0 || !(perCore > 0) {
+		return nil
+	}
+	wall := float64(wallMS) / 1e3
+	l := &benchresult.CryptLoad{
+		BytesPerSec:      math.Round(float64(bytes) / wall),
+		CryptoThreadCPUs: round3(float64(cryptoCPUNS) / 1e9 / wall),
+		QueueDepth:       round3(top.QueueDepth),
+	}
+	l.CipherShare = round3(l.BytesPerSec * float64(layers) / (perCore * float64(cores)))
+	l.Loaded = l.CipherShare >= benchresult.LoadedShare || l.CryptoThreadCPUs/float64(cores) >= benchresult.LoadedShare
+	l.Line = fmt.Sprintf("dm-crypt load: %s/s through %s = %.1f%% of AES-XTS on %d core(s) (%s/s each), crypto threads %.2f CPU, queue depth %.1f",
+		storagemodel.FormatBytes(uint64(l.BytesPerSec)), top.Device, l.CipherShare*100, cores, storagemodel.FormatBytes(uint64(perCore)), l.CryptoThreadCPUs, l.QueueDepth)
+	if l.Loaded {
+		l.Line += ": loaded"
+	} else {
+		l.Line += fmt.Sprintf(": this run did not load dm-crypt (under %.0f%% of the cipher's capacity and of the cores): "+
+			"an overhead it shows says nothing about dm-crypt under load; run one that moves data near the cipher's limit, "+
+			"e.g. slowpath lab crypt --profile lab:seq-read, or bench fio:FILE with 1 MiB reads at queue depth 16", benchresult.LoadedShare*100)
+	}
+	return l
+}
 
 // taxLine is the summary's line.
 func taxLine(t *benchresult.EncryptionTax) string {

@@ -345,3 +345,36 @@ func TestCipherForInferred(t *testing.T) {
 		t.Errorf("TCRYPT: %v", err)
 	}
 }
+
+// TestCryptLoad: how hard a run pushed dm-crypt, against values worked
+// out by hand. 200 I/Os of 128 KiB per second are 26,214,400 B/s, 1.3% of
+// 2 cores at 1 GB/s, with the crypto threads at 0.4 CPU (20% of the
+// cores): not loaded. 8000 per second are 1,048,576,000 B/s, 52.4%:
+// loaded. The same 26 MB/s with the crypto threads at 1.2 CPUs (60% of
+// the cores, a cipher far slower than measured): loaded.
+func TestCryptLoad(t *testing.T) {
+	cs := findCrypt(cryptPath(false))
+	low := assessTax(whereTime(18e6, 450e3, 0.9), cs, gbCipher, nil, 2, false).Load
+	if low == nil || low.BytesPerSec != 26214400 || low.CipherShare != 0.013 || low.CryptoThreadCPUs != 0.4 || low.QueueDepth != 0.9 || low.Loaded {
+		t.Fatalf("low %+v", low)
+	}
+	if !strings.Contains(low.Line, "this run did not load dm-crypt") || !strings.Contains(low.Line, "lab:seq-read") ||
+		!strings.HasPrefix(low.Line, "dm-crypt load: 25.0 MiB/s through dm-0 = 1.3% of AES-XTS on 2 core(s)") {
+		t.Errorf("low line %q", low.Line)
+	}
+	wt := whereTime(18e6, 450e3, 16)
+	wt.Devices[0] = device("dm-0", "dm-crypt", 1, 8000, 128<<10, 18e6, 16)
+	high := assessTax(wt, cs, gbCipher, nil, 2, false).Load
+	if high == nil || high.BytesPerSec != 1048576000 || high.CipherShare != 0.524 || !high.Loaded || !strings.HasSuffix(high.Line, ": loaded") {
+		t.Fatalf("high %+v", high)
+	}
+	busy := whereTime(18e6, 450e3, 0.9)
+	busy.Threads[1].CPUNS = 11.8e9 // with dmcrypt_write's 0.2 s: 12 s of CPU in 10 s
+	if l := assessTax(busy, cs, gbCipher, nil, 2, false).Load; l == nil || l.CryptoThreadCPUs != 1.2 || !l.Loaded {
+		t.Fatalf("busy crypto threads %+v", l)
+	}
+	// No cipher figure: no load either (nothing to set the bytes against).
+	if l := assessTax(whereTime(18e6, 450e3, 4), cs, nil, errors.New("x"), 2, false).Load; l != nil {
+		t.Errorf("load without a cipher: %+v", l)
+	}
+}

@@ -43,6 +43,13 @@ mount -t ext4 /dev/mapper/b1 /mnt/c
 spb lab crypto-limit --format json --duration 200ms > /results/limit.json
 spb bench search-index --dir /mnt/b --scale 0.05 --runtime 3s --cloud none --cipher-limit /results/limit.json -o /results/search-index.json > /results/search-index.txt
 spb bench db-commit --dir /mnt/c --scale 0.05 --runtime 2s --cloud none -o /results/db-commit.json > /results/db-commit.txt
+# Did the run load dm-crypt? A trickle of 4 KiB reads (20/s) does not; 1 MiB
+# direct reads from four jobs do.
+printf '[trickle]\nrw=randread\nbs=4k\nsize=4m\ndirect=1\nioengine=psync\nrate_iops=20\nruntime=2\ntime_based\n' > /results/trickle.fio
+printf '[flood]\nrw=read\nbs=1m\nsize=32m\ndirect=1\nioengine=psync\nnumjobs=4\nruntime=2\ntime_based\n' > /results/flood.fio
+for j in trickle flood; do
+	spb bench fio:/results/$j.fio --dir /mnt/c --runtime 2s --cloud none --cipher-limit /results/limit.json -o /results/$j.json > /results/$j.txt 2>&1
+done
 ls -A /mnt/b /mnt/c | grep -v -e '^lost+found$' -e '^/mnt' -e '^$' > /results/left.txt || true
 umount /mnt/b
 umount /mnt/c
@@ -126,6 +133,26 @@ rmmod brd
 			if tax.Cipher.Source != "measured after the run" || tax.Verdict == "not computed" || tax.Ratio == nil || tax.ExpectedPerIONS == nil || !(tax.BytesPerIO > 0) || !(tax.BottomAwaitNS > 0) {
 				t.Errorf("%s: tax %+v (%s)", prof, tax, tax.NotComputed)
 			}
+		}
+	}
+	// Whether the run loaded dm-crypt: the trickle did not, and says so
+	// (issue 30's "did not load dm-crypt" finding); the flood did.
+	for _, tc := range []struct {
+		job    string
+		loaded bool
+	}{{"trickle", false}, {"flood", true}} {
+		r, err := benchresult.Read(bytes.NewReader(res.Files[tc.job+".json"]))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.job, err, res.Files[tc.job+".txt"])
+		}
+		t.Logf("%s in the guest:\n%s", tc.job, res.Files[tc.job+".txt"])
+		if r.EncryptionTax == nil || r.EncryptionTax.Load == nil {
+			t.Fatalf("%s: no dm-crypt load in the result: %+v", tc.job, r.EncryptionTax)
+		}
+		l := r.EncryptionTax.Load
+		said := bytes.Contains(res.Files[tc.job+".txt"], []byte("this run did not load dm-crypt"))
+		if l.Loaded != tc.loaded || said == tc.loaded || !bytes.Contains(res.Files[tc.job+".txt"], []byte(l.Line)) {
+			t.Errorf("%s: load %+v, printed the finding: %v; want loaded %v", tc.job, l, said, tc.loaded)
 		}
 	}
 }

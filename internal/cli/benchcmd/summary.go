@@ -64,6 +64,9 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 	}
 	if t := r.EncryptionTax; t != nil {
 		fmt.Fprintln(w, t.Line)
+		if t.Load != nil {
+			fmt.Fprintln(w, t.Load.Line)
+		}
 	}
 	printFidelity(w, r.Fidelity)
 }
