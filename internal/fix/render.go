@@ -26,32 +26,28 @@ func WriteWith(w io.Writer, p *Plan, format string, k KubernetesOptions) error {
 		_, err := io.WriteString(w, Shell(p))
 		return err
 	case "files":
-		b, err := Files(p)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeOut(w)(Files(p))
 	case "kubernetes":
-		b, err := Kubernetes(p, k)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeOut(w)(Kubernetes(p, k))
 	case "tuned":
-		b, err := Tuned(p)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+		return writeOut(w)(Tuned(p))
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(p)
 	}
 	return fmt.Errorf("unknown --format %q: use %s", format, strings.Join(Formats, ", "))
+}
+
+// writeOut writes a renderer's bytes, or returns its error.
+func writeOut(w io.Writer) func([]byte, error) error {
+	return func(b []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
 }
 
 // comment prefixes every line of s with "# ". Each line is made safe

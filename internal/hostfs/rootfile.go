@@ -13,41 +13,50 @@ import (
 // (os-release, tuned profiles) are a few KiB.
 const maxRootFile = 1 << 20
 
-// ReadRootFile reads a file of the root filesystem, rel being its path
-// below the root (etc/os-release). Symbolic links are resolved inside the
-// root (openat2 RESOLVE_IN_ROOT), as chroot would: on a host whose root is
-// mounted at /host, /host/etc/os-release is often a link to
-// /usr/lib/os-release, which must mean /host/usr/lib/os-release, never
-// slowpath's own. Files over 1 MiB are an error.
-func (f FS) ReadRootFile(rel string) ([]byte, error) {
+// openInRoot opens rel below the root filesystem with symbolic links
+// resolved inside the root (openat2 RESOLVE_IN_ROOT), as chroot would: on
+// a host whose root is mounted at /host, /host/etc/os-release is often a
+// link to /usr/lib/os-release, which must mean /host/usr/lib/os-release,
+// never slowpath's own. Magic links (/proc/self/root) are refused.
+func (f FS) openInRoot(rel string, flags int) (*os.File, error) {
 	full := f.RootPath(rel)
 	root, err := unix.Open(f.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: f.Root, Err: err}
 	}
 	defer unix.Close(root)
-	fd, err := unix.Openat2(root, filepath.Clean("/" + rel)[1:], &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY,
+	fd, err := unix.Openat2(root, filepath.Clean("/"+rel)[1:], &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY),
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	file := os.NewFile(uintptr(fd), full)
+	return os.NewFile(uintptr(fd), full), nil
+}
+
+// ReadRootFile reads a file of the root filesystem, rel being its path
+// below the root (etc/os-release), links resolved inside the root
+// (openInRoot). Files over 1 MiB are an error.
+func (f FS) ReadRootFile(rel string) ([]byte, error) {
+	file, err := f.openInRoot(rel, 0)
+	if err != nil {
+		return nil, err
+	}
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: full, Err: unix.EINVAL}
+		return nil, &fs.PathError{Op: "read", Path: file.Name(), Err: unix.EINVAL}
 	}
 	b, err := io.ReadAll(io.LimitReader(file, maxRootFile+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(b) > maxRootFile {
-		return nil, &fs.PathError{Op: "read", Path: full, Err: unix.EFBIG}
+		return nil, &fs.PathError{Op: "read", Path: file.Name(), Err: unix.EFBIG}
 	}
 	return b, nil
 }
@@ -55,20 +64,10 @@ func (f FS) ReadRootFile(rel string) ([]byte, error) {
 // ReadRootDir lists a directory of the root filesystem, resolved inside
 // the root as ReadRootFile does.
 func (f FS) ReadRootDir(rel string) ([]os.DirEntry, error) {
-	full := f.RootPath(rel)
-	root, err := unix.Open(f.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := f.openInRoot(rel, unix.O_DIRECTORY)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: f.Root, Err: err}
+		return nil, err
 	}
-	defer unix.Close(root)
-	fd, err := unix.Openat2(root, filepath.Clean("/" + rel)[1:], &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
-	}
-	dir := os.NewFile(uintptr(fd), full)
 	defer dir.Close()
 	return dir.ReadDir(-1)
 }
