@@ -270,3 +270,37 @@ func FuzzComment(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTunedDevice: a name is refused exactly when tuned would read it as
+// something else (a list, a negation, a pattern, a variable, a comment,
+// stripped white space) or it would corrupt the line; an accepted name
+// reads back as itself from a devices= line split as tuned splits it
+// (commas, then white space trimmed), with no fnmatch character left to
+// make it a pattern (tuned uses Python's fnmatch, where a backslash is
+// literal).
+func FuzzTunedDevice(f *testing.F) {
+	for _, s := range []string{"eth0", "", "ens1f0.100", "we,ird", "eth*", "!lo", "${x}", " eth0", "a#b", "a\nb", "`id`", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := TunedDevice(s)
+		refuse := s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, ",!*?[]$%#;\x7f")
+		for i := 0; i < len(s); i++ {
+			refuse = refuse || s[i] < 0x20
+		}
+		if refuse {
+			var ue *UnsafeError
+			if !errors.As(err, &ue) {
+				t.Fatalf("TunedDevice(%q) = %q, %v: want a refusal", s, got, err)
+			}
+			return
+		}
+		if err != nil || got != s {
+			t.Fatalf("TunedDevice(%q) = %q, %v", s, got, err)
+		}
+		items := strings.Split(got, ",")
+		if len(items) != 1 || strings.TrimSpace(items[0]) != s {
+			t.Fatalf("devices=%s reads back as %q", got, items)
+		}
+	})
+}

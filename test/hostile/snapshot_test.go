@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,8 @@ func doctor(t *testing.T, c snapCase, file, h, hint string) {
 		}
 		what := "doctor --format " + format
 		switch format {
+		case "tuned":
+			tunedProfile(t, what, r.stdout, c.Role, h)
 		case "json":
 			doc := decodeJSON(t, what, r.stdout)
 			// The value reaches the report (a finding's subject, a path).
@@ -63,7 +66,7 @@ func doctor(t *testing.T, c snapCase, file, h, hint string) {
 }
 
 func fixFormats(t *testing.T, c snapCase, file, h, hint string) {
-	for _, format := range []string{"shell", "files", "kubernetes", "json"} {
+	for _, format := range []string{"shell", "files", "kubernetes", "tuned", "json"} {
 		s := newSandbox(t)
 		r := s.run(t, []string{"fix", "--from", file, "--format", format})
 		if !outcome(t, r, c.Expect, hint, 0) {
@@ -366,3 +369,42 @@ func agent(t *testing.T, c snapCase, file, h, hint string) {
 		}
 	}
 }
+
+// tunedProfile: every line of a --format tuned profile is a comment, a
+// [unit] or key=value, with no control character; a hostile interface is
+// either in devices= exactly (a name tuned reads as itself) or left out
+// with a comment saying so.
+func tunedProfile(t *testing.T, what, out, role, h string) {
+	t.Helper()
+	checkNoControl(t, what, out)
+	devices := 0
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case l == "", strings.HasPrefix(l, "# "), l == "#":
+		case tunedSection.MatchString(l):
+		case tunedOption.MatchString(l):
+			if v, ok := strings.CutPrefix(l, "devices="); ok {
+				devices++
+				if role == roleIface && v != h {
+					t.Errorf("%s: devices=%q, want the interface %q", what, v, h)
+				}
+			}
+		default:
+			t.Errorf("%s: line %q is no comment, [unit] or key=value", what, l)
+		}
+	}
+	if role == roleIface {
+		_, err := quote.TunedDevice(h)
+		switch {
+		case err == nil && devices != 1:
+			t.Errorf("%s: %q is a name tuned reads as itself, yet %d devices= lines", what, h, devices)
+		case err != nil && (devices != 0 || !strings.Contains(out, "ring of ")):
+			t.Errorf("%s: %q cannot be a tuned devices value (%v), yet it was written or not said:\n%s", what, h, err, out)
+		}
+	}
+}
+
+var (
+	tunedSection = regexp.MustCompile(`^\[[a-z0-9_]+\]$`)
+	tunedOption  = regexp.MustCompile(`^[A-Za-z0-9_.-]+=[^\x00-\x1f]*$`)
+)

@@ -142,8 +142,13 @@ func DevicesMatch(devices, iface string) bool {
 			pos = append(pos, d)
 		}
 	}
+	// tuned matches with Python's fnmatch, where a backslash is an
+	// ordinary character; in path.Match it escapes, so it is doubled.
 	match := func(pats []string) bool {
-		return slices.ContainsFunc(pats, func(p string) bool { ok, _ := path.Match(p, iface); return ok })
+		return slices.ContainsFunc(pats, func(p string) bool {
+			ok, _ := path.Match(strings.ReplaceAll(p, `\`, `\\`), iface)
+			return ok
+		})
 	}
 	if match(neg) {
 		return false

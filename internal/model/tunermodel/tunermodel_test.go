@@ -21,6 +21,8 @@ func TestDevicesMatch(t *testing.T) {
 		{"!lo", "lo", false},
 		{"ens1f0,ens1f1", "ens1f1", true},
 		{"en[ps]*", "ens5", true},
+		{`a\b`, `a\b`, true}, // a backslash is literal in tuned's fnmatch
+		{`a\*`, `a\x`, true},
 	}
 	for _, tt := range tests {
 		if got := DevicesMatch(tt.devices, tt.iface); got != tt.want {
