@@ -25,7 +25,7 @@ func (f FS) openInRoot(rel string, flags int) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: f.Root, Err: err}
 	}
 	defer unix.Close(root)
-	fd, err := unix.Openat2(root, filepath.Clean("/"+rel)[1:], &unix.OpenHow{
+	fd, err := unix.Openat2(root, filepath.Clean("/" + rel)[1:], &unix.OpenHow{
 		Flags:   uint64(flags | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY),
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
