@@ -15,7 +15,7 @@ LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(
 # in the FROM-scratch image.
 STATIC    := CGO_ENABLED=0
 STATICCHECK_VERSION := v0.8.2
-FUZZTIME  ?= 5s
+FUZZTIME  ?= 3s
 # bash with pipefail, so `| tee` does not hide a failing go test.
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
