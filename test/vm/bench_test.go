@@ -43,13 +43,14 @@ mount -t ext4 /dev/mapper/b1 /mnt/c
 spb lab crypto-limit --format json --duration 200ms > /results/limit.json
 spb bench search-index --dir /mnt/b --scale 0.05 --runtime 3s --cloud none --cipher-limit /results/limit.json -o /results/search-index.json > /results/search-index.txt
 spb bench db-commit --dir /mnt/c --scale 0.05 --runtime 2s --cloud none -o /results/db-commit.json > /results/db-commit.txt
-# Did the run load dm-crypt? A trickle of 4 KiB reads (20/s, from a 256 KiB
-# file: fio's layout is in the sampled run too) does not; 1 MiB direct reads
-# from four jobs do.
-printf '[trickle]\nrw=randread\nbs=4k\nsize=256k\ndirect=1\nioengine=psync\nrate_iops=20\nruntime=2\ntime_based\n' > /results/trickle.fio
+# Did the run load dm-crypt? A trickle of 4 KiB reads (10/s for 6 s from a
+# 128 KiB file; fio's layout and ext4's own writes are in the sampled run
+# too, so it is long and small) does not; 1 MiB direct reads from four jobs do.
+printf '[trickle]\nrw=randread\nbs=4k\nsize=128k\ndirect=1\nioengine=psync\nrate_iops=10\nruntime=6\ntime_based\n' > /results/trickle.fio
 printf '[flood]\nrw=read\nbs=1m\nsize=32m\ndirect=1\nioengine=psync\nnumjobs=4\nruntime=2\ntime_based\n' > /results/flood.fio
+sync
 for j in trickle flood; do
-	spb bench fio:/results/$j.fio --dir /mnt/c --runtime 2s --cloud none --cipher-limit /results/limit.json -o /results/$j.json > /results/$j.txt 2>&1
+	spb bench fio:/results/$j.fio --dir /mnt/c --runtime $(grep -o "runtime=[0-9]*" /results/$j.fio | cut -d= -f2)s --cloud none --cipher-limit /results/limit.json -o /results/$j.json > /results/$j.txt 2>&1
 done
 ls -A /mnt/b /mnt/c | grep -v -e '^lost+found$' -e '^/mnt' -e '^$' > /results/left.txt || true
 umount /mnt/b
