@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // storage.userspace-encryption: a volume served by a process (NVMe over
@@ -62,22 +63,6 @@ func runUserspaceEncryption(in *check.Input) []check.Finding {
 	return out
 }
 
-// engine names the storage engine behind a target from what the device
-// says: Mayastor sets its own NVMe model; SPDK's default model is what
-// Longhorn v2's targets report.
-func engine(disk *storagemodel.Layer) string {
-	if disk == nil || disk.Ident == nil {
-		return ""
-	}
-	switch m := strings.TrimSpace(disk.Ident.Model); {
-	case strings.HasPrefix(m, "Mayastor"):
-		return "mayastor"
-	case m == "SPDK bdev Controller":
-		return "longhorn"
-	}
-	return ""
-}
-
 func userspaceFinding(p storagemodel.Path, target, disk *storagemodel.Layer, crypt bool) check.Finding {
 	dev := "the device"
 	ev := []check.Evidence{{Source: "storage model", Key: target.Kind, Observed: target.Name + ": " + target.Note, Expected: "encryption known"}}
@@ -94,8 +79,12 @@ func userspaceFinding(p storagemodel.Path, target, disk *storagemodel.Layer, cry
 		Subject:  p.Subject(),
 		Evidence: ev,
 	}
-	switch engine(disk) {
-	case "mayastor":
+	var id *snapshot.Identity
+	if disk != nil {
+		id = disk.Ident
+	}
+	switch storagemodel.TargetEngine(id) {
+	case storagemodel.EngineMayastor:
 		f.Summary = fmt.Sprintf("%s is an OpenEBS Mayastor volume (%s, NVMe model \"Mayastor NVMe controller\"): Mayastor encrypts a DiskPool "+
 			"in user space (an SPDK crypto vbdev in its io-engine), which no device-mapper table here shows; whether this volume's "+
 			"pool encrypts, and what it costs, cannot be seen from this node.", p.Subject(), dev)
@@ -105,7 +94,7 @@ func userspaceFinding(p storagemodel.Path, target, disk *storagemodel.Layer, cry
 			"  kubectl get diskpool -n NS POOL -o jsonpath='{.spec.encryptionConfig}'\n" +
 			"The cost of SPDK's crypto is in the io-engine's CPU on the pool's node (accel_sw: AES-XTS-128 only)."
 		f.References = []string{refMayastorEncryption}
-	case "longhorn":
+	case storagemodel.EngineLonghorn:
 		here := "and this path has none, so Longhorn does not encrypt this volume here"
 		if crypt {
 			here = "and this path has a kernel encryption layer"

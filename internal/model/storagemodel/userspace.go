@@ -47,10 +47,33 @@ func userspaceTarget(d *snapshot.BlockDevice) string {
 		return ""
 	}
 	switch m := strings.TrimSpace(id.Model); {
-	case strings.HasPrefix(m, "Mayastor"):
+	case TargetEngine(id) == EngineMayastor:
 		return "Mayastor NVMe-oF " + id.NVMeTransport + " target (SPDK)"
 	case strings.Contains(m, "SPDK"):
 		return "SPDK NVMe-oF " + id.NVMeTransport + " target"
 	}
 	return "NVMe-oF " + id.NVMeTransport + " target"
+}
+
+// Storage engines a user-space target's NVMe model names.
+const (
+	EngineMayastor = "mayastor" // OpenEBS Mayastor sets its own model
+	// EngineLonghorn: SPDK's default model, which Longhorn's v2 engine
+	// does not override.
+	EngineLonghorn = "longhorn"
+)
+
+// TargetEngine names the storage engine behind a disk from its NVMe
+// model, "" when the model names none.
+func TargetEngine(id *snapshot.Identity) string {
+	if id == nil {
+		return ""
+	}
+	switch m := strings.TrimSpace(id.Model); {
+	case strings.HasPrefix(m, "Mayastor"):
+		return EngineMayastor
+	case m == "SPDK bdev Controller":
+		return EngineLonghorn
+	}
+	return ""
 }
