@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the host state the test suite may change and must restore: mounts
 # of tracefs, debugfs and bpffs, network namespaces, loop, zram, brd and
-# device-mapper devices, podman's leftovers and the sysctls tests set.
+# device-mapper devices, podman's leftovers, the sysctls tests set and
+# what a browser or the VM lab left in /tmp.
 # .ci/run prints it before and after `make test` and fails when they differ.
 set -uo pipefail
 echo "# mounts"
@@ -20,3 +21,5 @@ for s in net.core.netdev_max_backlog net.core.netdev_budget net.core.netdev_budg
 done
 echo "# nftables tables"
 nft list tables 2>/dev/null | sort
+echo "# left in /tmp by a browser or the VM lab"
+find /tmp -maxdepth 1 \( -name 'org.chromium.Chromium.*' -o -name 'slowpath-vm-*' -o -name 'spc-*' \) 2>/dev/null | wc -l

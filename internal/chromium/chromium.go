@@ -88,8 +88,19 @@ func Open(ctx context.Context, execPath, file string) (*Page, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return nil, err
 	}
+	// Chromium puts its singleton socket in $TMPDIR/org.chromium.Chromium.*
+	// and removes it only on a clean exit; chromedp kills the browser, so
+	// every page left one in /tmp (163 after a day of test runs). The
+	// browser gets a TMPDIR of its own, removed after it has exited; a
+	// short name, as the socket's path must fit in 108 bytes.
+	tmp, err := os.MkdirTemp("", "spc-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(execPath),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1200, 900),
 		// No DNS, no background traffic from the browser itself.

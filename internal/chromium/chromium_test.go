@@ -31,6 +31,34 @@ func open(t *testing.T, html string) *Page {
 	return p
 }
 
+// Opening a page leaves nothing in the temporary directory: not the
+// browser's profile (chromedp's), nor its singleton socket directory
+// (org.chromium.Chromium.*, which a killed browser leaves in $TMPDIR).
+func TestOpenLeavesNoTempFiles(t *testing.T) {
+	// Not t.TempDir(): its long name would put the browser's socket path
+	// over the 108 bytes of sun_path.
+	tmp, err := os.MkdirTemp("", "spt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
+	p := open(t, `<!DOCTYPE html><html><head><title>t</title></head><body>x</body></html>`)
+	if len(p.Requests) == 0 {
+		t.Fatal("the page was not loaded")
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), t.Name()) {
+			continue // open's t.TempDir, with the page
+		}
+		t.Errorf("left in TMPDIR: %s", e.Name())
+	}
+}
+
 // The harness must see what it is meant to catch, or the report tests
 // built on it would pass vacuously: a fetch, a console error, an
 // exception, drawn and undrawn boxes.

@@ -117,13 +117,15 @@ func relDiff(a, b float64) float64 {
 	return math.Abs(a-b) / m
 }
 
-// TestCryptLabModel boots the guest twice under qemu's instruction-count
-// clock (Scenario.Icount: -icount shift=0,sleep=off -seed 1) and runs the
-// same small `lab crypt` in each: every figure must agree between the boots
-// within modelTolerance, the JSON and text must say the figures are an
-// instruction-count model (not the emulated-CPU label), and the model must
-// show what the variants are for: encryption costs IOPS, and no_workqueue
-// takes the encryption out of the kcryptd kernel threads.
+// TestCryptLabModel boots the guest under qemu's instruction-count clock
+// (Scenario.Icount: -icount shift=0,sleep=off -seed 1) and runs a small
+// `lab crypt`: on the full-set kernel twice, and every figure must agree
+// between the boots within modelTolerance; on every kernel the figures
+// must agree with the golden table within 4 times that; the JSON and text
+// must say the figures are an instruction-count model (not the emulated-CPU
+// label), and the model must show what the variants are for: encryption
+// costs IOPS, and no_workqueue takes the encryption out of the kcryptd
+// kernel threads.
 func TestCryptLabModel(t *testing.T) {
 	t.Parallel()
 	onKernels(t, everyKernel, testCryptLabModel)
@@ -136,7 +138,15 @@ func testCryptLabModel(t *testing.T, k *kernelLab) {
 		errs [2]string
 	)
 	scripts := [2]string{"set -e\n" + modelLab + modelText, "set -e\n" + modelLab}
-	for i := range 2 {
+	// The second boot, the repeat, runs on the full-set kernel only: each
+	// boot is about 85 s of a CPU under TCG, and on the other kernels the
+	// golden table (within 4 times the repeat tolerance) already compares
+	// every figure with an earlier boot.
+	boots := 1
+	if k.Expect.Group == GroupFull {
+		boots = 2
+	}
+	for i := range boots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -151,11 +161,13 @@ func testCryptLabModel(t *testing.T, k *kernelLab) {
 		}()
 	}
 	wg.Wait()
-	if res[0] == nil || res[1] == nil {
-		t.Fatalf("a boot failed: %q", errs)
+	for i := range boots {
+		if res[i] == nil {
+			t.Fatalf("a boot failed: %q", errs)
+		}
 	}
 	var m [2]modelResult
-	for i, r := range res {
+	for i, r := range res[:boots] {
 		if err := json.Unmarshal(r.Files["model.json"], &m[i]); err != nil {
 			t.Fatalf("boot %c: model.json: %v\n%s", 'a'+i, err, r.Files["model.json"])
 		}
@@ -166,7 +178,7 @@ func testCryptLabModel(t *testing.T, k *kernelLab) {
 	}
 
 	iopsTol := k.Expect.ModelIOPSTolerance
-	t.Run("repeat", func(t *testing.T) {
+	repeat := func(t *testing.T) {
 		a, b := m[0].figures(), m[1].figures()
 		if len(a) < 12 || len(a) != len(b) {
 			t.Fatalf("figures: %d and %d, want the same 15 (5 metrics x 3 targets)", len(a), len(b))
@@ -190,7 +202,12 @@ func testCryptLabModel(t *testing.T, k *kernelLab) {
 				t.Errorf("%s: %g in boot a, %g in boot b (difference %.4g, tolerance %.4g)", k, a[k], vb, d, limit)
 			}
 		}
-	})
+	}
+	if boots == 2 {
+		t.Run("repeat", repeat)
+	} else {
+		t.Logf("kernel %s is not in the full set: one boot, its figures checked against the golden table only", k.Name)
+	}
 
 	t.Run("golden", func(t *testing.T) {
 		checkModelGolden(t, "testdata/cryptlab-model-"+k.Name+".json", k.Pin.Release, iopsTol, m[0].figures(), strings.TrimSpace(string(res[0].Files["fio-version"])))
