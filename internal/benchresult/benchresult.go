@@ -24,6 +24,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Kind is the value of "kind" in every result file: it tells a bench result
@@ -434,16 +435,16 @@ func Read(r io.Reader) (*Result, error) {
 	return &res, nil
 }
 
-// ReadFile reads one result file; the error names the path.
+// ReadFile reads one result file, or standard input for "-" (stdfile);
+// the error names the path.
 func ReadFile(path string) (*Result, error) {
-	f, err := os.Open(path)
+	b, err := stdfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	res, err := Read(f)
+	res, err := Read(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", stdfile.Name(path), err)
 	}
 	return res, nil
 }

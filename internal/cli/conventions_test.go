@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // TestInputConventions: argument errors print the usage line and the
@@ -29,6 +31,8 @@ func TestInputConventions(t *testing.T) {
 		{[]string{"lab", "nosuch"}, []string{`unknown command "nosuch" for "slowpath lab": use one of crypt, crypto-limit`}},
 		{[]string{"doctor", "--from", "../../testdata/results/plain-1.json"}, []string{"this is a bench result (use slowpath compare"}},
 		{[]string{"diff", "--path.procfs", "/proc", "a", "b"}, []string{"unknown flag: --path.procfs"}},
+		{[]string{"compare", "a=-", "b=-"}, []string{"- (stdin) given more than once"}},
+		{[]string{"net", "drops", "--replay", "c.json", "--folded", "-", "--svg", "-"}, []string{"--folded and --svg all write to - (stdout), where only one can go"}},
 	} {
 		code, _, stderr := run(t, tc.args...)
 		if code != clienv.ExitUsage {
@@ -54,9 +58,9 @@ func TestDoctorFromStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	old := snapshot.Stdin
-	snapshot.Stdin = f
-	t.Cleanup(func() { snapshot.Stdin = old })
+	old := stdfile.Stdin
+	stdfile.Stdin = f
+	t.Cleanup(func() { stdfile.Stdin = old })
 	code, out, stderr := run(t, "doctor", "--from", "-", "--format", "json")
 	if code != clienv.ExitOK || !strings.Contains(out, `"kernel": "6.1.0-28-cloud-amd64"`) {
 		t.Errorf("exit %d, stderr %s, out:\n%.300s", code, stderr, out)
@@ -83,5 +87,26 @@ func TestPathFlagsOnlyWhereUsed(t *testing.T) {
 		if slices.Contains(pathFlagCommands, name) {
 			t.Errorf("%s takes --path.*", name)
 		}
+	}
+}
+
+// TestCompareHTMLFormat: html is a --format like the others, printed on
+// stdout; the old --html FILE still writes the page beside the text and
+// says on stderr that it is deprecated.
+func TestCompareHTMLFormat(t *testing.T) {
+	const res = "../../testdata/results/"
+	// The cipher's cost from a file: measured, it differs between runs.
+	sides := []string{"compare", "a=" + res + "db-plain-1.json," + res + "db-plain-2.json", "b=" + res + "db-luks-1.json," + res + "db-luks-2.json", "--cipher-limit", res + "crypto-limit.json"}
+	code, out, stderr := run(t, append(sides, "--format", "html")...)
+	if code != clienv.ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || strings.Contains(stderr, "deprecated") {
+		t.Fatalf("--format html: exit %d, stdout %.100q, stderr %s", code, out, stderr)
+	}
+	page := filepath.Join(t.TempDir(), "r.html")
+	code, text, stderr := run(t, append(sides, "--html", page)...)
+	if code != clienv.ExitOK || !strings.HasPrefix(text, "slowpath compare: a vs b") || !strings.Contains(stderr, "--html is deprecated: use --format html") {
+		t.Fatalf("--html FILE: exit %d, stdout %.100q, stderr %s", code, text, stderr)
+	}
+	if b, err := os.ReadFile(page); err != nil || !bytes.Equal(b, []byte(out)) {
+		t.Errorf("--html FILE wrote %d bytes (%v), --format html printed %d", len(b), err, len(out))
 	}
 }

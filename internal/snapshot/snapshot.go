@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // FormatVersion is the snapshot format this build writes and reads. Bump it
@@ -118,25 +119,17 @@ func Encode(w io.Writer, s *Snapshot) error {
 	return enc.Encode(s)
 }
 
-// Stdin is what Load reads for the path "-"; tests replace it.
-var Stdin io.Reader = os.Stdin
-
 // ErrNotSnapshot is wrapped by Load's error for a slowpath file of another
 // kind (a bench result), named so the user knows which command reads it.
 var ErrNotSnapshot = errors.New("not a snapshot")
 
 // Load reads a snapshot from a .json file or a .tar.gz archive written by
-// WriteArchive, or from Stdin when path is "-" (as `collect -o -` writes
-// stdout). The format is recognised by content, not by name.
+// WriteArchive, or from standard input when path is "-" (as `collect -o
+// -` writes stdout; stdfile). The format is recognised by content, not by
+// name.
 func Load(path string) (*Snapshot, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		path = "stdin"
-		b, err = io.ReadAll(io.LimitReader(Stdin, 256<<20))
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := stdfile.ReadFile(path)
+	path = stdfile.Name(path)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
 	}

@@ -6,9 +6,12 @@
 package benchcmd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,6 +25,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -35,8 +39,11 @@ type Options struct {
 	Runtime     time.Duration
 	SlowLoad    time.Duration
 	Output      string
-	Interval    time.Duration
-	Cloud       cloud.Options
+	// Format is text (the summary) or json (the result on stdout, as -o
+	// writes it, with format_version first).
+	Format   string
+	Interval time.Duration
+	Cloud    cloud.Options
 	// CipherLimit is a `lab crypto-limit --format json` file to take the
 	// cipher's cost from instead of measuring it after the run.
 	CipherLimit string
@@ -98,7 +105,8 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 	f.Float64Var(&o.Scale, "scale", 1, "size of the workload: 1 fits this machine in under a minute, 32 is the incident's size")
 	f.DurationVar(&o.Runtime, "runtime", profile.DefaultRuntime, "timed part of each phase")
 	f.DurationVar(&o.SlowLoad, "slow-load", 10*time.Millisecond, "search-index: loads above this are slow (the incident's alarm)")
-	f.StringVarP(&o.Output, "output", "o", "", "write the result to `FILE` (JSON, docs/bench.md)")
+	f.StringVarP(&o.Output, "output", "o", "", "write the result to `FILE` (JSON, docs/bench.md); - prints it on stdout, as --format json")
+	f.StringVar(&o.Format, "format", "text", "output format: text (a summary) or json (the result, as -o writes it; the summary goes to stderr)")
 	f.DurationVar(&o.Interval, "interval", sampler.DefaultInterval, "where-the-time-went sampling period")
 	f.StringVar(&o.CipherLimit, "cipher-limit", "", "encryption tax: take the cipher's cost from `FILE` (slowpath lab crypto-limit --format json) instead of measuring it after the run")
 	o.Cloud.AddFlags(f)
@@ -115,6 +123,9 @@ func (o *Options) validate() error {
 	}
 	if o.Runtime <= 0 {
 		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
 	}
 	if o.Interval < 100*time.Millisecond {
 		return usageErr(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
@@ -169,9 +180,20 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if res == nil {
 		return usageErr(flagged(err))
 	}
-	printSummary(env, res)
-	if o.Output != "" {
+	// The result on stdout (--format json or -o -) puts the summary on
+	// stderr, so stdout stays one JSON document.
+	summary := env
+	if o.Format == "json" || o.Output == stdfile.Dash {
+		summary = &clienv.Env{Stdout: env.Stderr}
+	}
+	printSummary(summary, res)
+	if o.Output != "" && o.Output != stdfile.Dash {
 		if werr := benchresult.WriteFile(o.Output, res); werr != nil {
+			return werr
+		}
+	}
+	if o.Format == "json" || o.Output == stdfile.Dash {
+		if werr := printResult(env.Stdout, res); werr != nil {
 			return werr
 		}
 	}
@@ -182,6 +204,16 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
 	return nil
+}
+
+// printResult prints r as the result file holds it, with format_version
+// (the result's schema_version) first, as every command's JSON on stdout.
+func printResult(w io.Writer, r *benchresult.Result) error {
+	var b bytes.Buffer
+	if err := benchresult.Write(&b, r); err != nil {
+		return err
+	}
+	return clienv.EncodeJSON(w, benchresult.SchemaVersion, json.RawMessage(b.Bytes()), true)
 }
 
 // flagged names a target the engine refused by its flag.

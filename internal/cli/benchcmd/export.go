@@ -18,6 +18,7 @@ import (
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -91,13 +92,19 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	var res *benchresult.Result
+	var (
+		res      *benchresult.Result
+		resBytes []byte // copied as it was read, stdin included
+	)
 	if o.Result != "" {
-		if res, err = benchresult.ReadFile(o.Result); err != nil {
+		if resBytes, err = stdfile.ReadFile(o.Result); err != nil {
 			return usageErr(err)
 		}
+		if res, err = benchresult.Read(bytes.NewReader(resBytes)); err != nil {
+			return usageErr(fmt.Errorf("--result %s: %w", stdfile.Name(o.Result), err))
+		}
 		if res.Profile != name {
-			return usageErr(fmt.Errorf("--result %s is a %s run, not %s", o.Result, res.Profile, name))
+			return usageErr(fmt.Errorf("--result %s is a %s run, not %s", stdfile.Name(o.Result), res.Profile, name))
 		}
 	}
 	if err := os.Mkdir(o.Output, 0o755); err != nil {
@@ -116,10 +123,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	files["run.sh"] = []byte(script(plan, jobNames))
 	files["README.md"] = []byte(readme(plan, jobNames, res, o))
 	if res != nil {
-		files["result.json"], err = os.ReadFile(o.Result)
-		if err != nil {
-			return err
-		}
+		files["result.json"] = resBytes
 	}
 	if err := writeFiles(o.Output, files); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
@@ -342,13 +343,25 @@ func TestExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real fio runs")
 	}
-	res := filepath.Join(t.TempDir(), "r.json")
+	// The result on stdout (-o -, the same as --format json): one JSON
+	// document with format_version first, the summary on stderr; export
+	// reads it back from stdin (--result -).
 	dir := t.TempDir()
-	if code, _, stderr := run(t, "bench", "telemetry-ingest", "--dir", dir, "--scale", "0.05", "--runtime", "1s", "-o", res); code != 0 {
+	code, piped, stderr := run(t, "bench", "telemetry-ingest", "--dir", dir, "--scale", "0.05", "--runtime", "1s", "-o", "-")
+	if code != 0 {
 		t.Fatal(stderr)
 	}
+	if !strings.HasPrefix(piped, "{\n  \"format_version\": 1,\n") || !strings.Contains(stderr, "telemetry-ingest on ") {
+		t.Fatalf("-o -: stdout %.200q, stderr %.200q", piped, stderr)
+	}
+	if _, err := benchresult.Read(strings.NewReader(piped)); err != nil {
+		t.Fatalf("-o - printed no result: %v", err)
+	}
+	old := stdfile.Stdin
+	t.Cleanup(func() { stdfile.Stdin = old })
+	stdfile.Stdin = strings.NewReader(piped)
 	out := filepath.Join(t.TempDir(), "repro")
-	code, stdout, stderr := run(t, "bench", "export", "telemetry-ingest", "--scale", "0.05", "--runtime", "1s", "-o", out, "--result", res)
+	code, stdout, stderr := run(t, "bench", "export", "telemetry-ingest", "--scale", "0.05", "--runtime", "1s", "-o", out, "--result", "-")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

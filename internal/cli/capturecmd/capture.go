@@ -5,7 +5,6 @@ package capturecmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -181,9 +180,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return err
 	}
 	if o.Format == "json" {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if e := enc.Encode(res.Manifest); e != nil {
+		// The manifest (kind, schema_version) after format_version.
+		if e := clienv.EncodeJSON(env.Stdout, 1, res.Manifest, true); e != nil {
 			return e
 		}
 	} else {

@@ -145,6 +145,9 @@ func TestBlockOnlyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("output: %v\n%s", err, out)
 	}
+	if !strings.HasPrefix(out, "{\n  \"format_version\": 1,\n") {
+		t.Errorf("--format json does not start with format_version:\n%.200s", out)
+	}
 	c, err := capfile.Open(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
-	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
@@ -64,8 +63,8 @@ whether it is significant (Mann-Whitney U over runs at --alpha, corrected for
 multiple rows): "~" when the test could have found a difference and did not,
 "cannot decide ... needs N per side" when no outcome of these runs could be
 significant. Results of different bench profiles are refused. The environment
-facts that differ between sides are listed below. --html FILE also writes a
-self-contained HTML report with charts. See docs/compare.md.
+facts that differ between sides are listed below. --format html prints a
+self-contained HTML report with charts instead. See docs/compare.md.
 
 Exit status: 0, or 1 when --fail-on worse (a side's verdict worse, or a guard
 worse) or --fail-on different (either direction) is met, 2 on error.`,
@@ -78,8 +77,8 @@ worse) or --fail-on different (either direction) is met, 2 on error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "text", "output format: text, markdown or json")
-	f.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report to `FILE`")
+	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, json or html (a self-contained page with charts)")
+	f.StringVar(&o.HTML, "html", "", "deprecated, use --format html: also write the HTML page to `FILE` (- prints it instead of --format)")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the Mann-Whitney U test")
 	f.Float64Var(&o.Confidence, "confidence", 0.95, "confidence level of the intervals")
 	f.StringVar(&o.FailOn, "fail-on", comparison.GateNone, "exit 1 when a side is significantly `WHAT`: worse, different or none")
@@ -97,10 +96,8 @@ func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage
 // validate checks the flags before anything runs, so a typo never costs a
 // bench run.
 func (o *Options) validate() ([]Target, error) {
-	switch o.Format {
-	case "text", "markdown", "md", "json":
-	default:
-		return nil, fmt.Errorf("unknown --format %q: use text, markdown or json", o.Format)
+	if !comparereport.ValidPageFormat(o.Format) {
+		return nil, fmt.Errorf("unknown --format %q: use %s", o.Format, comparereport.PageFormats)
 	}
 	if _, _, err := (&comparison.Result{}).Fails(o.FailOn); err != nil {
 		return nil, fmt.Errorf("--fail-on: %w", err)
@@ -225,11 +222,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return usageErr(err)
 	}
 	if o.HTML != "" {
-		if err := htmlreport.WriteCompareFile(o.HTML, res, sides); err != nil {
-			return usageErr(err)
-		}
+		fmt.Fprintf(env.Stderr, "slowpath compare: --html is deprecated: %s\n", comparereport.HTMLDeprecated)
 	}
-	if err := comparereport.Write(env.Stdout, res, o.Format); err != nil {
+	if err := comparereport.Print(env.Stdout, res, sides, o.Format, o.HTML); err != nil {
 		return usageErr(err)
 	}
 	if fail, why, _ := res.Fails(o.FailOn); fail {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -61,6 +63,9 @@ func readAll(files []string) ([]*benchresult.Result, error) {
 	rs := make([]*benchresult.Result, len(files))
 	sums := make([][sha256.Size]byte, len(files))
 	errs := make([]error, len(files))
+	if n := slices.Index(files, stdfile.Dash); n >= 0 && slices.Contains(files[n+1:], stdfile.Dash) {
+		return nil, errors.New("- (stdin) given more than once: standard input holds one result")
+	}
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, f := range files {
@@ -69,14 +74,14 @@ func readAll(files []string) ([]*benchresult.Result, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			b, err := os.ReadFile(f)
+			b, err := stdfile.ReadFile(f)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			sums[i] = sha256.Sum256(b)
 			if rs[i], err = benchresult.Read(bytes.NewReader(b)); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", f, err)
+				errs[i] = fmt.Errorf("%s: %w", stdfile.Name(f), err)
 			}
 		}()
 	}

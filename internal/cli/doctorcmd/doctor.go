@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Options are the flags of `slowpath doctor`.
@@ -104,10 +104,11 @@ func loadConfig(path string) (check.Config, error) {
 	if path == "" {
 		return cfg, nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := stdfile.ReadFile(path)
 	if err != nil {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}
+	path = stdfile.Name(path)
 	// A misspelt key must not be ignored: the policy it meant would
 	// silently not apply.
 	dec := json.NewDecoder(bytes.NewReader(b))

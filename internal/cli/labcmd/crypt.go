@@ -16,7 +16,6 @@ import (
 	"github.com/slowpath/slowpath/internal/lab/cryptbench"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
-	"github.com/slowpath/slowpath/internal/report/htmlreport"
 )
 
 // CryptOptions are the flags of `slowpath lab crypt`.
@@ -70,8 +69,8 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 			if err := checkIcountShift(o.IcountShift); err != nil {
 				return err
 			}
-			if o.Format != "text" && o.Format != "markdown" && o.Format != "json" {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text, markdown or json", o.Format)}
+			if !comparereport.ValidPageFormat(o.Format) {
+				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use %s", o.Format, comparereport.PageFormats)}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -85,8 +84,8 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 	f.IntVar(&o.Runs, "runs", 5, "runs per target, interleaved (a verdict needs 4 or more at alpha 0.05)")
 	f.DurationVar(&o.Runtime, "runtime", 10*time.Second, "length of each run")
 	f.StringVar(&o.Profile, "profile", "db-commit", "workload: "+cryptbench.Names())
-	f.StringVar(&o.HTML, "html", "", "also write the comparison as a self-contained HTML page to `FILE`")
-	f.StringVar(&o.Format, "format", "text", "text, markdown or json")
+	f.StringVar(&o.HTML, "html", "", "deprecated, use --format html: also write the HTML page to `FILE` (- prints it instead of --format)")
+	f.StringVar(&o.Format, "format", "text", "text, markdown, json or html (a self-contained page with charts)")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
@@ -109,11 +108,11 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	r, sides, err := cryptbench.Run(ctx, cryptbench.Options{FS: env.FS, Version: env.Version, Profile: prof, Backing: backing, Variants: variants,
 		Runs: o.Runs, Runtime: o.Runtime, Figures: cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift),
 		Log: func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }})
-	if err == nil && o.HTML != "" {
-		err = htmlreport.WriteCompareFile(o.HTML, r, sides)
-	}
 	if err == nil {
-		err = comparereport.Write(env.Stdout, r, o.Format)
+		if o.HTML != "" {
+			fmt.Fprintf(env.Stderr, "slowpath lab crypt: --html is deprecated: %s\n", comparereport.HTMLDeprecated)
+		}
+		err = comparereport.Print(env.Stdout, r, sides, o.Format, o.HTML)
 	}
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}

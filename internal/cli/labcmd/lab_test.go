@@ -59,7 +59,7 @@ func TestCryptRefusals(t *testing.T) {
 		// The default profile, db-commit, writes at least 128 MiB.
 		{[]string{"--backing", "ram:32M"}, "and --backing ram:32M has 32 MiB: use --backing ram:"},
 		{[]string{"--backing", "file:/var/tmp/x.img:32M", "--profile", "telemetry-ingest"}, "use --backing file:/var/tmp/x.img:320M"},
-		{[]string{"--format", "xml"}, "use text, markdown or json"},
+		{[]string{"--format", "xml"}, "use text, markdown, json or html"},
 		{[]string{"--icount-shift", "11"}, "qemu's -icount shift is 0 to 10"},
 	} {
 		env, _, _ := testEnv()

@@ -4,7 +4,6 @@
 package versioncmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 
@@ -79,9 +78,8 @@ func NewCmdVersion(env *clienv.Env) *cobra.Command {
 				_, err := fmt.Fprint(env.Stdout, i.Text())
 				return err
 			case "json":
-				e := json.NewEncoder(env.Stdout)
-				e.SetIndent("", "  ")
-				return e.Encode(i)
+				// Prometheus' build-info fields, after format_version.
+				return clienv.EncodeJSON(env.Stdout, 1, i, true)
 			default:
 				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: want text or json", format)}
 			}

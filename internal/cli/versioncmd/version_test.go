@@ -43,6 +43,9 @@ func TestStamped(t *testing.T) {
 	if got != want {
 		t.Errorf("json %+v, want %+v", got, want)
 	}
+	if !strings.HasPrefix(out, "{\n  \"format_version\": 1,\n") {
+		t.Errorf("json does not start with format_version:\n%s", out)
+	}
 	for _, k := range []string{`"version"`, `"revision"`, `"buildDate"`, `"goVersion"`, `"platform"`} {
 		if !strings.Contains(out, k) {
 			t.Errorf("json lacks %s:\n%s", k, out)

@@ -1,5 +1,6 @@
 // Package comparereport renders a comparison (internal/comparison) as text,
-// Markdown or JSON; htmlreport draws the HTML form.
+// Markdown or JSON; htmlreport draws the HTML form, which WritePage picks
+// for the format "html".
 package comparereport
 
 import (
@@ -11,8 +12,51 @@ import (
 	"unicode"
 
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/report/table"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
+
+// PageFormats are the formats WritePage takes.
+const PageFormats = "text, markdown, json or html"
+
+// ValidPageFormat says whether WritePage takes format.
+func ValidPageFormat(format string) bool {
+	switch format {
+	case "text", "markdown", "md", "json", "html":
+		return true
+	}
+	return false
+}
+
+// HTMLDeprecated is what the --html flag of compare and lab crypt prints
+// when it is used (docs/cli.md: an old flag keeps working for a release).
+const HTMLDeprecated = "use --format html (the page goes to stdout: > FILE); --html goes away in a later release"
+
+// Print prints r in format on stdout; html is the deprecated --html FILE:
+// the page is also written there, and "-" prints it on stdout instead of
+// format. compare and lab crypt print their comparison this way.
+func Print(stdout io.Writer, r *comparison.Result, sides []comparison.Side, format, html string) error {
+	switch html {
+	case "":
+	case stdfile.Dash:
+		format = "html"
+	default:
+		if err := htmlreport.WriteCompareFile(html, r, sides); err != nil {
+			return err
+		}
+	}
+	return WritePage(stdout, r, sides, format)
+}
+
+// WritePage renders r in format, html included: the self-contained page of
+// htmlreport, which draws the sides' runs as well as r.
+func WritePage(w io.Writer, r *comparison.Result, sides []comparison.Side, format string) error {
+	if format == "html" {
+		return htmlreport.WriteCompare(w, r, sides)
+	}
+	return Write(w, r, format)
+}
 
 // Write renders r in format (text, markdown or json).
 func Write(w io.Writer, r *comparison.Result, format string) error {

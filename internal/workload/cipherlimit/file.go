@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // File is the crypto-limit file: what `slowpath lab crypto-limit --format
@@ -32,12 +32,14 @@ func (f *File) Write(w io.Writer) error {
 	return enc.Encode(f)
 }
 
-// ReadFile reads and checks a crypto-limit file.
+// ReadFile reads and checks a crypto-limit file, or standard input for
+// "-" (stdfile).
 func ReadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := stdfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	path = stdfile.Name(path)
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)

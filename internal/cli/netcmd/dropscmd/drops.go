@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/dropreport"
 	"github.com/slowpath/slowpath/internal/report/flamegraph"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Options are the flags of `slowpath net drops`.
@@ -89,13 +91,13 @@ See docs/drops.md.`,
 	f.BoolVar(&o.Stacks, "stacks", false, "record kernel stacks of drops (implied by --folded and --svg)")
 	f.Uint32Var(&o.StackEvery, "stack-every", DefaultStackEvery, "with stacks, walk the stack of one drop in `N` like it (same reason, function, interface; the others count under it); 1 walks every drop, at microseconds each")
 	f.StringVar(&o.Interface, "interface", "", "count only drops on interface `IF` (filtered in the kernel)")
-	f.StringVar(&o.Folded, "folded", "", "write folded stacks to `FILE` (flamegraph.pl, speedscope and inferno read them)")
-	f.StringVar(&o.SVG, "svg", "", "write a flame graph of drop stacks to `FILE`")
+	f.StringVar(&o.Folded, "folded", "", "write folded stacks to `FILE` (flamegraph.pl, speedscope and inferno read them); - for stdout, the report then goes to stderr")
+	f.StringVar(&o.SVG, "svg", "", "write a flame graph of drop stacks to `FILE`; - for stdout, the report then goes to stderr")
 	f.StringVar(&o.Format, "format", "text", "output format: text or json")
 	f.BoolVar(&o.All, "all", false, "also list NOT_SPECIFIED frees (and record their stacks)")
 	f.IntVar(&o.Top, "top", 3, "kernel functions to show per reason in text output")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "create `FILE` once the tracer is attached (for scripts)")
-	f.StringVar(&o.Record, "record", "", "also write the raw in-kernel counters, with the symbols they need, to `FILE` (JSON)")
+	f.StringVar(&o.Record, "record", "", "also write the raw in-kernel counters, with the symbols they need, to `FILE` (JSON); - for stdout, the report then goes to stderr")
 	f.StringVar(&o.Replay, "replay", "", "report from the capture `FILE` written by --record instead of tracing this host")
 	return cmd
 }
@@ -124,7 +126,25 @@ func (o *Options) validate() error {
 	if o.Replay != "" && (o.Interface != "" || o.Record != "" || o.ReadyFile != "") {
 		return errors.New("--replay reads a recorded capture: --interface, --record and --ready-file do not apply")
 	}
+	var dashes []string
+	for _, f := range []struct{ flag, v string }{{"--folded", o.Folded}, {"--svg", o.SVG}, {"--record", o.Record}} {
+		if f.v == stdfile.Dash {
+			dashes = append(dashes, f.flag)
+		}
+	}
+	if len(dashes) > 1 {
+		return fmt.Errorf("%s all write to - (stdout), where only one can go: give the others a FILE", strings.Join(dashes, " and "))
+	}
 	return nil
+}
+
+// reportTo is where the report goes: stdout, or stderr when one of the
+// files is "-" and stdout carries that file.
+func (o *Options) reportTo(env *clienv.Env) io.Writer {
+	if o.Folded == stdfile.Dash || o.SVG == stdfile.Dash || o.Record == stdfile.Dash {
+		return env.Stderr
+	}
+	return env.Stdout
 }
 
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
@@ -138,13 +158,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		symErr  error
 	)
 	if o.Replay != "" {
-		b, err := os.ReadFile(o.Replay)
+		b, err := stdfile.ReadFile(o.Replay)
 		if err != nil {
 			return fmt.Errorf("read capture: %w", err)
 		}
 		c = &dropreport.Capture{}
 		if err := json.Unmarshal(b, c); err != nil {
-			return fmt.Errorf("parse capture %s: %w", o.Replay, err)
+			return fmt.Errorf("parse capture %s: %w", stdfile.Name(o.Replay), err)
 		}
 		syms = dropreport.NewSymbols(c.Symbols)
 		ifNames = c.IfNames
@@ -161,22 +181,23 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		if o.Record != "" {
 			c.EmbedSymbols(syms)
 			c.IfNames = ifNames
-			if err := writeJSONFile(o.Record, c); err != nil {
+			if err := writeJSONFile(o.Record, env.Stdout, c); err != nil {
 				return err
 			}
 		}
 	}
 	rep := dropreport.Summarize(c, syms, dropreport.SummaryOptions{ShowUnspecified: o.All, IfNames: ifNames, Interface: o.Interface})
 	if o.Stacks || o.Replay != "" {
-		if err := writeStacks(env.Stderr, c, syms, o); err != nil {
+		if err := writeStacks(env, c, syms, o); err != nil {
 			return err
 		}
 	}
+	out := o.reportTo(env)
 	if o.Format == "json" {
-		return clienv.EncodeJSON(env.Stdout, 1, rep, true)
+		return clienv.EncodeJSON(out, 1, rep, true)
 	}
 	// A table on a terminal; tab-separated rows when piped.
-	return dropreport.WriteText(env.Stdout, rep, dropreport.TextOptions{TopFunctions: o.Top, Tabs: !env.StdoutTTY})
+	return dropreport.WriteText(out, rep, dropreport.TextOptions{TopFunctions: o.Top, Tabs: out != env.Stdout || !env.StdoutTTY})
 }
 
 // trace attaches the tracer, waits for the duration or a signal, and reads
@@ -267,13 +288,13 @@ func interfaceNames() map[uint32]string {
 	return m
 }
 
-func writeStacks(stderr io.Writer, c *dropreport.Capture, syms *dropreport.Symbols, o *Options) error {
+func writeStacks(env *clienv.Env, c *dropreport.Capture, syms *dropreport.Symbols, o *Options) error {
 	if o.Folded == "" && o.SVG == "" {
 		return nil
 	}
 	stacks := dropreport.Fold(c, syms, o.All)
 	if o.Folded != "" {
-		if err := writeFile(o.Folded, func(w io.Writer) error { return dropreport.WriteFolded(w, stacks) }); err != nil {
+		if err := writeFile(o.Folded, env.Stdout, func(w io.Writer) error { return dropreport.WriteFolded(w, stacks) }); err != nil {
 			return err
 		}
 	}
@@ -291,21 +312,21 @@ func writeStacks(stderr io.Writer, c *dropreport.Capture, syms *dropreport.Symbo
 		}
 		opts := flamegraph.Options{Title: title, CountName: "drops", RootName: "all drops"}
 		var replaced int
-		if err := writeFile(o.SVG, func(w io.Writer) (err error) {
+		if err := writeFile(o.SVG, env.Stdout, func(w io.Writer) (err error) {
 			replaced, err = flamegraph.Render(w, fg, opts)
 			return err
 		}); err != nil {
 			return err
 		}
 		if replaced > 0 {
-			fmt.Fprintf(stderr, "slowpath: note: %d frame name(s) in %s held characters XML cannot carry; the SVG shows them as U+FFFD (the --folded stacks keep them as read)\n", replaced, o.SVG)
+			fmt.Fprintf(env.Stderr, "slowpath: note: %d frame name(s) in %s held characters XML cannot carry; the SVG shows them as U+FFFD (the --folded stacks keep them as read)\n", replaced, o.SVG)
 		}
 	}
 	return nil
 }
 
-func writeJSONFile(path string, v any) error {
-	return writeFile(path, func(w io.Writer) error {
+func writeJSONFile(path string, stdout io.Writer, v any) error {
+	return writeFile(path, stdout, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
 		return enc.Encode(v)
@@ -313,8 +334,12 @@ func writeJSONFile(path string, v any) error {
 }
 
 // writeFile writes through a temporary file in the same directory, so a
-// failed run never leaves half a file under the name asked for.
-func writeFile(path string, write func(io.Writer) error) error {
+// failed run never leaves half a file under the name asked for; "-" writes
+// to stdout.
+func writeFile(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == stdfile.Dash {
+		return write(stdout)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-drops-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
