@@ -3,9 +3,22 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"io"
 
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
+
+// WriteNetworkMarkdown writes the network model as doctor's Markdown shows
+// it (`slowpath net --format markdown`).
+func WriteNetworkMarkdown(w io.Writer, m *netmodel.Model) error {
+	if m == nil {
+		_, err := fmt.Fprintln(w, "No network section in the snapshot.")
+		return err
+	}
+	b := bufio.NewWriter(w)
+	writeNetworkMarkdown(b, m)
+	return b.Flush()
+}
 
 // writeNetworkMarkdown adds the network section to the markdown report.
 func writeNetworkMarkdown(b *bufio.Writer, m *netmodel.Model) {

@@ -42,8 +42,8 @@ Exit status: 0 (differences are not an error), 2 when a snapshot cannot be read.
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.A, o.B = args[0], args[1]
-			if o.Format != "text" && o.Format != "json" {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown --format %q: use text or json", o.Format)}
+			if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
+				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format)}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -54,7 +54,7 @@ Exit status: 0 (differences are not an error), 2 when a snapshot cannot be read.
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown (a table for a ticket or a pull request)")
 	return cmd
 }
 
@@ -81,7 +81,26 @@ func run(env *clienv.Env, o *Options) error {
 			Differences []nodediff.Difference `json:"differences"`
 		}{o.A, o.B, ds}, true)
 	}
+	if o.Format == "markdown" {
+		return WriteMarkdown(env.Stdout, o.A, o.B, ds)
+	}
 	return WriteText(env.Stdout, o.A, o.B, ds)
+}
+
+// WriteMarkdown prints the differences as a Markdown table; every cell is
+// escaped, the names of A and B included.
+func WriteMarkdown(w io.Writer, nameA, nameB string, ds []nodediff.Difference) error {
+	fmt.Fprintf(w, "A: %s  \nB: %s\n\n", table.MarkdownCell(nameA), table.MarkdownCell(nameB))
+	if len(ds) == 0 {
+		_, err := fmt.Fprintln(w, "No differences in what slowpath models (findings, storage, encryption, crypto, cloud, rings, sysctls, kernel).")
+		return err
+	}
+	tw := table.NewMarkdown(w)
+	tw.Row("area", "what", "A", "B")
+	for _, d := range ds {
+		tw.Row(d.Area.String(), d.Item, dash(d.A), dash(d.B))
+	}
+	return tw.Flush()
 }
 
 // WriteText prints the differences as a table, one per line.

@@ -48,7 +48,7 @@ With --from it prints the network model of a saved snapshot.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
-	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown")
 	cmd.Flags().Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
 	o.Net.AddFlags(cmd.Flags())
 	cmd.AddCommand(watchcmd.NewCmdWatch(env, nil), dropscmd.NewCmdDrops(env, nil))
@@ -61,8 +61,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.Format != "text" && o.Format != "json" {
-		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+	if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
+		return usageErr(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
 	}
 	var s *snapshot.Snapshot
 	if o.From != "" {
@@ -81,8 +81,11 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	if o.Format == "json" {
+	switch o.Format {
+	case "json":
 		return clienv.EncodeJSON(env.Stdout, 1, m, true)
+	case "markdown":
+		return report.WriteNetworkMarkdown(env.Stdout, m)
 	}
 	return report.WriteNetwork(env.Stdout, m, report.Options{Color: env.Color()})
 }

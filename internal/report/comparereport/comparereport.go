@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
@@ -160,35 +159,9 @@ func sideNames(r *comparison.Result) []string {
 
 // MarkdownText is s escaped for Markdown inline text or a table cell
 // (bench export's README uses it too).
-func MarkdownText(s string) string { return mdEscape(s) }
+func MarkdownText(s string) string { return table.MarkdownCell(s) }
 
-// mdEscape makes s one table cell's inline text: '|' and a line break
-// would end the cell or the row, and Markdown renders raw HTML, so '&',
-// '<' and '>' become entities; a backtick could open a code span in
-// which the entities show verbatim. Other control characters are dropped.
-func mdEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '|':
-			b.WriteString("&#124;")
-		case r == '&':
-			b.WriteString("&amp;")
-		case r == '<':
-			b.WriteString("&lt;")
-		case r == '>':
-			b.WriteString("&gt;")
-		case r == '`':
-			b.WriteString("&#96;")
-		case r == '\n' || r == '\r' || r == '\t' || r == '\u2028' || r == '\u2029':
-			b.WriteByte(' ')
-		case unicode.IsControl(r):
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func mdEscape(s string) string { return table.MarkdownCell(s) }
 
 func writeMarkdown(w io.Writer, r *comparison.Result) error {
 	b := bufio.NewWriter(w)
