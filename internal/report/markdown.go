@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
-// mdEscape keeps table cells intact.
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// mdEscape keeps table cells intact and a host's names inert: it escaped
+// only '|', so an interface or mount named with a backtick or '<' could
+// end its code span or open HTML in doctor's Markdown.
+func mdEscape(s string) string { return table.MarkdownCell(s) }
 
 func writeMarkdown(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)

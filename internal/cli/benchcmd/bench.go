@@ -124,7 +124,7 @@ func (o *Options) validate() error {
 	if o.Runtime <= 0 {
 		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
-	if o.Format != "text" && o.Format != "json" {
+	if o.Format != "" && o.Format != "text" && o.Format != "json" { // "": text
 		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
 	}
 	if o.Interval < 100*time.Millisecond {
