@@ -1,11 +1,11 @@
-// Package stdfile reads and writes the files a command is given, where the
-// name "-" is standard input or standard output (docs/cli.md: `collect -o
-// - | doctor --from -`). Every file argument of slowpath goes through it,
-// so the convention holds for the domain packages' readers as well.
+// Package stdfile reads the files a command is given, where the name "-"
+// is standard input (docs/cli.md: `collect -o - | doctor --from -`). Every
+// reader of a file a user names goes through it, the domain packages'
+// included; Dash also names standard output, which the writers (collect
+// -o, bench -o, net drops) send to their command's stdout themselves.
 package stdfile
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,32 +43,3 @@ func ReadFile(name string) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// Create creates the named file, or returns stdout for "-" (Close then
-// closes nothing).
-func Create(name string, stdout io.Writer) (io.WriteCloser, error) {
-	if name == Dash {
-		if stdout == nil {
-			return nil, errors.New("no standard output to write - to")
-		}
-		return nopCloser{stdout}, nil
-	}
-	return os.Create(name)
-}
-
-// WriteFile writes b to the named file (perm as os.WriteFile), or to stdout
-// for "-".
-func WriteFile(name string, b []byte, perm os.FileMode, stdout io.Writer) error {
-	if name != Dash {
-		return os.WriteFile(name, b, perm)
-	}
-	if stdout == nil {
-		return errors.New("no standard output to write - to")
-	}
-	_, err := stdout.Write(b)
-	return err
-}
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }

@@ -37,28 +37,3 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("Name: %q %q", Name("-"), Name(p))
 	}
 }
-
-func TestCreateAndWriteFile(t *testing.T) {
-	var out bytes.Buffer
-	w, err := Create("-", &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte("a"))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFile("-", []byte("b"), 0o644, &out); err != nil || out.String() != "ab" {
-		t.Errorf("stdout got %q, %v", out.String(), err)
-	}
-	p := filepath.Join(t.TempDir(), "f")
-	if err := WriteFile(p, []byte("c"), 0o600, &out); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "c" || out.String() != "ab" {
-		t.Errorf("file %q, stdout %q", b, out.String())
-	}
-	if _, err := Create("-", nil); err == nil {
-		t.Error("Create(-, nil) gave no error")
-	}
-}

@@ -182,8 +182,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	// The result on stdout (--format json or -o -) puts the summary on
 	// stderr, so stdout stays one JSON document.
+	toStdout := o.Format == "json" || o.Output == stdfile.Dash
 	summary := env
-	if o.Format == "json" || o.Output == stdfile.Dash {
+	if toStdout {
 		summary = &clienv.Env{Stdout: env.Stderr}
 	}
 	printSummary(summary, res)
@@ -192,7 +193,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return werr
 		}
 	}
-	if o.Format == "json" || o.Output == stdfile.Dash {
+	if toStdout {
 		if werr := printResult(env.Stdout, res); werr != nil {
 			return werr
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Options are the flags of `slowpath collect`.
@@ -60,7 +61,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == "-" {
+	if o.Output == stdfile.Dash {
 		return snapshot.Encode(env.Stdout, s)
 	}
 	if err := snapshot.Save(o.Output, s); err != nil {
