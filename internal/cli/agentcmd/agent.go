@@ -80,27 +80,8 @@ Metrics and their labels: docs/agent.md.`,
   slowpath agent --web.listen-address :9877 --web.config.file web.yml
   slowpath agent --from node-a.tar.gz --web.listen-address 127.0.0.1:0 --ready-file addr`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Cloud.Validate(); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			if o.DropsAttach != string(reasoncounter.TPBTF) && o.DropsAttach != string(reasoncounter.Fentry) {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--collector.drops.attach %q: want tp_btf or fentry", o.DropsAttach)}
-			}
-			if o.CipherBytesPerSec < 0 || math.IsNaN(o.CipherBytesPerSec) || math.IsInf(o.CipherBytesPerSec, 0) {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--collector.cipher.bytes-per-second %v: want a positive figure from slowpath lab crypto-limit, or 0 to measure", o.CipherBytesPerSec)}
-			}
-			if o.TopologyInterval <= 0 {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--topology-interval %v: want a positive duration", o.TopologyInterval)}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if err := Run(cmd.Context(), env, o); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			return nil
-		},
+		RunE: clienv.Action(o, func([]string) error { return o.validate() }, runF,
+			func(ctx context.Context) error { return Run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "web.listen-address", DefaultListen, "`ADDRESS` to serve /metrics on")
@@ -213,4 +194,21 @@ func Run(ctx context.Context, env *clienv.Env, o *Options) error {
 		}
 		return err
 	}
+}
+
+// validate checks the flags before anything runs.
+func (o *Options) validate() error {
+	if err := o.Cloud.Validate(); err != nil {
+		return err
+	}
+	if o.DropsAttach != string(reasoncounter.TPBTF) && o.DropsAttach != string(reasoncounter.Fentry) {
+		return fmt.Errorf("--collector.drops.attach %q: want tp_btf or fentry", o.DropsAttach)
+	}
+	if o.CipherBytesPerSec < 0 || math.IsNaN(o.CipherBytesPerSec) || math.IsInf(o.CipherBytesPerSec, 0) {
+		return fmt.Errorf("--collector.cipher.bytes-per-second %v: want a positive figure from slowpath lab crypto-limit, or 0 to measure", o.CipherBytesPerSec)
+	}
+	if o.TopologyInterval <= 0 {
+		return fmt.Errorf("--topology-interval %v: want a positive duration", o.TopologyInterval)
+	}
+	return nil
 }

@@ -90,13 +90,8 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Profile = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func(args []string) error { o.Profile = args[0]; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "", "run in a new subdirectory of `DIR` (removed afterwards)")

@@ -40,13 +40,8 @@ func newCmdExport(env *clienv.Env, runF func(context.Context, *ExportOptions) er
 		Use:   "export PROFILE -o DIR",
 		Short: "Write a reproduction that runs without slowpath: fio job files, a POSIX sh script, a README, the environment and this machine's result",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Profile = args[0]
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runExport(env, o)
-		},
+		RunE: clienv.Action(o, func(args []string) error { o.Profile = args[0]; return nil }, runF,
+			func(context.Context) error { return runExport(env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.Output, "output", "o", "", "write the reproduction into the new directory `DIR`")

@@ -63,18 +63,8 @@ Needs root, or CAP_BPF and CAP_PERFMON, and kernel BTF. See docs/capture.md.`,
   slowpath capture --cgroup /sys/fs/cgroup/system.slice/search.service --mount /data -o cap/
   slowpath capture --comm postgres --mount /var/lib/postgresql -o pg-capture/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if err := run(cmd.Context(), env, o); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			return nil
-		},
+		RunE: clienv.Action(o, func([]string) error { return o.validate() }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.Duration, "duration", 60*time.Second, "how long to capture; 0 captures until Ctrl-C (Ctrl-C also ends a timed capture early, keeping what was captured)")

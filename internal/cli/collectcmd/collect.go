@@ -38,14 +38,8 @@ snapshot: a .tar.gz archive when FILE ends in .tar.gz or .tgz, JSON under any
 other name, or JSON on stdout with -o - (doctor --from - reads it). Key material in
 dm-crypt tables is removed before anything is written.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Collect.FS = env.FS
-			o.Collect.Version = env.Version
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func([]string) error { o.Collect.FS, o.Collect.Version = env.FS, env.Version; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the snapshot to `FILE` (.tar.gz or .tgz: an archive; any other name: JSON); - for JSON on stdout")
 	_ = cmd.MarkFlagRequired("output")

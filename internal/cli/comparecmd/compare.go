@@ -68,13 +68,8 @@ self-contained HTML report with charts instead. See docs/compare.md.
 
 Exit status: 0, or 1 when --fail-on worse (a side's verdict worse, or a guard
 worse) or --fail-on different (either direction) is met, 2 on error.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Sides = args
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func(args []string) error { o.Sides = args; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, json or html (a self-contained page with charts)")

@@ -40,19 +40,13 @@ Exit status: 0 (differences are not an error), 2 when a snapshot cannot be read.
 		Example: `  slowpath diff slow-node.tar.gz fast-node.tar.gz
   slowpath diff a.tar.gz b.tar.gz --format json`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: clienv.Action(o, func(args []string) error {
 			o.A, o.B = args[0], args[1]
 			if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format)}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if err := run(env, o); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+				return fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format)
 			}
 			return nil
-		},
+		}, runF, func(context.Context) error { return run(env, o) }),
 	}
 	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown (a table for a ticket or a pull request)")
 	return cmd

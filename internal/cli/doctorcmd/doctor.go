@@ -40,14 +40,8 @@ storage and network data-path models and runs every check.
 
 Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 on error.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Collect.FS = env.FS
-			o.Collect.Version = env.Version
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func([]string) error { o.Collect.FS, o.Collect.Version = env.FS, env.Version; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "analyse a saved snapshot `FILE` instead of this host")

@@ -84,14 +84,8 @@ applied. Network changes keep their counter verification.
 
 Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Collect.FS = env.FS
-			o.Collect.Version = env.Version
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func([]string) error { o.Collect.FS, o.Collect.Version = env.FS, env.Version; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "plan from a saved snapshot `FILE` instead of this host")

@@ -7,6 +7,7 @@ package fleetcmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,24 +53,8 @@ and the nodes at both ends (docs/agent.md, "The encryption tax").
   slowpath fleet --prometheus http://prometheus:9090 --by node_pool --format json
   slowpath fleet --tax --prometheus http://prometheus:9090 --by instance_type --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Prometheus == "" {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--prometheus URL is required")}
-			}
-			switch {
-			case o.Format == "markdown" && !o.Tax:
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format markdown is for --tax: use text or json")}
-			case o.Format != "text" && o.Format != "json" && o.Format != "markdown":
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown --format %q: use text, json or (with --tax) markdown", o.Format)}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if err := run(cmd.Context(), env, o); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			return nil
-		},
+		RunE: clienv.Action(o, func([]string) error { return o.validate() }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Prometheus, "prometheus", "", "Prometheus base `URL` (http://host:9090)")
@@ -121,4 +106,18 @@ func writeJSON(env *clienv.Env, v any) error {
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// validate checks the flags before anything runs.
+func (o *Options) validate() error {
+	if o.Prometheus == "" {
+		return errors.New("--prometheus URL is required")
+	}
+	switch {
+	case o.Format == "markdown" && !o.Tax:
+		return errors.New("--format markdown is for --tax: use text or json")
+	case o.Format != "text" && o.Format != "json" && o.Format != "markdown":
+		return fmt.Errorf("unknown --format %q: use text, json or (with --tax) markdown", o.Format)
+	}
+	return nil
 }

@@ -48,35 +48,8 @@ kernel threads (where dm-crypt encrypts), then the expected encryption tax
 from this CPU's AES-XTS cost. Needs root, device-mapper with dm-crypt, and
 brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Runs < 1 || o.Runtime < time.Second {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: errors.New("--runs must be at least 1 and --runtime at least 1s")}
-			}
-			if _, err := cryptlab.ParseVariants(o.Variants); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			prof := cryptbench.Find(o.Profile)
-			if prof == nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("unknown profile %q (known: %s)", o.Profile, cryptbench.Names())}
-			}
-			if o.Backing != "" {
-				// A given backing must hold the profile's files; the
-				// default is sized to them (cryptbench.ChooseBacking).
-				if _, err := cryptbench.ChooseBacking(o.Backing, prof, runtime.NumCPU(), 0); err != nil {
-					return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-				}
-			}
-			if err := checkIcountShift(o.IcountShift); err != nil {
-				return err
-			}
-			if !comparereport.ValidPageFormat(o.Format) {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use %s", o.Format, comparereport.PageFormats)}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runCrypt(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func([]string) error { return o.validate() }, runF,
+			func(ctx context.Context) error { return runCrypt(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Backing, "backing", "", "ram:SIZE (a brd ramdisk) or file:PATH:SIZE (a loop device over a new file, removed afterwards); default: a ramdisk of 1G for the fio profiles, sized to the files of db-commit and telemetry-ingest")
@@ -116,6 +89,34 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	}
 	if err != nil {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
+	return nil
+}
+
+// validate checks the flags before anything runs.
+func (o *CryptOptions) validate() error {
+	if o.Runs < 1 || o.Runtime < time.Second {
+		return errors.New("--runs must be at least 1 and --runtime at least 1s")
+	}
+	if _, err := cryptlab.ParseVariants(o.Variants); err != nil {
+		return err
+	}
+	prof := cryptbench.Find(o.Profile)
+	if prof == nil {
+		return fmt.Errorf("unknown profile %q (known: %s)", o.Profile, cryptbench.Names())
+	}
+	if o.Backing != "" {
+		// A given backing must hold the profile's files; the default is
+		// sized to them (cryptbench.ChooseBacking).
+		if _, err := cryptbench.ChooseBacking(o.Backing, prof, runtime.NumCPU(), 0); err != nil {
+			return err
+		}
+	}
+	if err := checkIcountShift(o.IcountShift); err != nil {
+		return err
+	}
+	if !comparereport.ValidPageFormat(o.Format) {
+		return fmt.Errorf("--format %q: use %s", o.Format, comparereport.PageFormats)
 	}
 	return nil
 }

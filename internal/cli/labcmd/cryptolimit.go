@@ -34,31 +34,15 @@ AF_ALG where the kernel has it (the implementation dm-crypt uses, named from
 AES-NI where the CPU has it) and says so. The figure feeds the encryption tax
 that 'lab crypt' prints.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: clienv.Action(o, func([]string) error {
 			if err := checkIcountShift(o.IcountShift); err != nil {
 				return err
 			}
 			if o.Format != "text" && o.Format != "json" {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: use text or json", o.Format)}
+				return fmt.Errorf("--format %q: use text or json", o.Format)
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			figures := cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift)
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			r, err := cipherlimit.Measure(ctx, env.FS, o.Limit)
-			if err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			if o.Format == "json" {
-				return (&cipherlimit.File{Result: r, Emulated: figures.Kind != "measured", Figures: figures.Kind, FiguresNote: figures.Label()}).Write(env.Stdout)
-			}
-			WriteLimit(env.Stdout, r, figures)
 			return nil
-		},
+		}, runF, func(ctx context.Context) error { return runCryptoLimit(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Limit.KeyBits, "key-bits", 512, "XTS key size in bits: 512 (AES-256, cryptsetup's default) or 256 (AES-128)")
@@ -69,6 +53,19 @@ that 'lab crypt' prints.`,
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
+}
+
+func runCryptoLimit(ctx context.Context, env *clienv.Env, o *CryptoLimitOptions) error {
+	figures := cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift)
+	r, err := cipherlimit.Measure(ctx, env.FS, o.Limit)
+	if err != nil {
+		return err
+	}
+	if o.Format == "json" {
+		return (&cipherlimit.File{Result: r, Emulated: figures.Kind != "measured", Figures: figures.Kind, FiguresNote: figures.Label()}).Write(env.Stdout)
+	}
+	WriteLimit(env.Stdout, r, figures)
+	return nil
 }
 
 // WriteLimit prints a crypto-limit result.

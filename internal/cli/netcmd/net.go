@@ -32,6 +32,10 @@ type Options struct {
 // action in tests.
 func NewCmdNet(env *clienv.Env, runF ...func(context.Context, *Options) error) *cobra.Command {
 	o := &Options{}
+	var stand func(context.Context, *Options) error
+	if len(runF) > 0 {
+		stand = runF[0]
+	}
 	cmd := &cobra.Command{
 		Use:   "net",
 		Short: "Show the network data path: NICs, rings, backlog, socket buffers, drops",
@@ -40,12 +44,7 @@ receive-path sysctls and every drop counter twice (--net-interval apart), and
 prints them grouped by layer: ring, driver, backlog, budget, socket, qdisc.
 With --from it prints the network model of a saved snapshot.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(runF) > 0 && runF[0] != nil {
-				return runF[0](cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, nil, stand, func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
 	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown")

@@ -70,21 +70,12 @@ See docs/drops.md.`,
   slowpath net drops --stacks --svg drops.svg --folded drops.folded
   slowpath net drops --interface eth0 --format json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: clienv.Action(o, func([]string) error {
 			if o.Folded != "" || o.SVG != "" {
 				o.Stacks = true // both need stacks
 			}
-			if err := o.validate(); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if err := run(cmd.Context(), env, o); err != nil {
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
-			}
-			return nil
-		},
+			return o.validate()
+		}, runF, func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to count; 0 counts until Ctrl-C (Ctrl-C also ends a timed run early)")

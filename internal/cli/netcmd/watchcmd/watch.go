@@ -55,13 +55,8 @@ On a terminal it redraws a table with the top offender highlighted; piped, it
 prints one JSON object per interval (see docs/json.md). --format json or
 --format text chooses either explicitly (text when piped: plain lines).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = os.Args[1:]
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return run(cmd.Context(), env, o)
-		},
+		RunE: clienv.Action(o, func([]string) error { o.Args = os.Args[1:]; return nil }, runF,
+			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between samples")
