@@ -377,9 +377,14 @@ func captureFio(t *testing.T, pageFaultUser bool) {
 		t.Errorf("%d files, want 7: %+v", len(m.Files), m.Files)
 	}
 	// The held file was open at the start with its first 16 pages cached.
+	// The others were first used during the capture: their residency,
+	// when known, is from their first sight.
 	held := 0
 	for _, f := range m.Files {
-		if !f.ResidencyUnknown {
+		if !f.ResidencyUnknown && f.ResidencyAtNS != 0 && f.ResidentPages > (f.SizeStartBytes+m.System.PageSize-1)/m.System.PageSize {
+			t.Errorf("file %+v: more resident pages than its size at first sight", f)
+		}
+		if !f.ResidencyUnknown && f.ResidencyAtNS == 0 {
 			held++
 			if f.SizeBytes != 1<<20 || f.SizeStartBytes != 1<<20 || f.ResidentPages != 16 || len(f.Resident) != 1 || f.Resident[0] != [2]uint64{0, 16} {
 				t.Errorf("held file %+v: want 1 MiB with pages 0-15 resident", f)

@@ -50,6 +50,15 @@ type fileState struct {
 	f       capfile.File
 	handle  *os.File // to stat at the end; nil when it could not be opened
 	maxSeen uint64   // furthest byte seen, the size when there is no handle
+	late    *lateSight
+}
+
+// lateSight is a file first seen during the capture, its residency read
+// at that sight (see residency.go, "Late files").
+type lateSight struct {
+	from, at uint64      // the window: the event that showed the file, and the mincore
+	reads    [][2]uint64 // pages the traced processes read or faulted in that window
+	blocks   bool        // a block read was issued in the window
 }
 
 type mapping struct {
@@ -83,13 +92,19 @@ type run struct {
 	faults     uint64
 	unmatched  uint64
 	limitHit   bool
+	// late lists the files first seen during the capture whose window
+	// has not yet met a block read; lateUntil is the end of the latest
+	// window.
+	late        []*fileState
+	lateUntil   uint64
+	blockTraced bool
 }
 
 // newRun starts the state of a capture of target t.
 func newRun(opts Options, t *target) (*run, error) {
 	r := &run{o: opts, fs: opts.FS, mountDev: t.major<<20 | t.minor, pageSize: t.manifest.System.PageSize,
 		files: map[fileKey]*fileState{}, candidates: map[fileKey]*fileState{}, threads: map[uint32]uint32{}, procs: map[uint32]uint32{},
-		maps: map[uint32][]mapping{}, pending: map[uint32]*pendingFault{}}
+		maps: map[uint32][]mapping{}, pending: map[uint32]*pendingFault{}, blockTraced: len(t.devs) > 0}
 	if opts.Cgroup != "" {
 		rel, err := cgroupRel(t.mounts, opts.Cgroup)
 		if err != nil {
@@ -137,8 +152,9 @@ func (r *run) thread(tgid, tid uint32) uint32 {
 }
 
 // file returns the state of file (dev, ino), registering it on first
-// sight: open is a way to open it (a /proc fd or map_files link), or nil.
-func (r *run) file(dev uint32, ino uint64, open func() *os.File) *fileState {
+// sight: open is a way to open it (a /proc fd or map_files link), or nil;
+// at is when the event that names it started.
+func (r *run) file(dev uint32, ino uint64, at uint64, open func() *os.File) *fileState {
 	k := fileKey{dev, ino}
 	if f, ok := r.files[k]; ok {
 		return f
@@ -151,6 +167,11 @@ func (r *run) file(dev uint32, ino uint64, open func() *os.File) *fileState {
 	} else {
 		f = r.examine(ino, open, false)
 		f.f.ID, f.f.Name = id, capfile.FileName(id)
+		if f.late != nil {
+			f.late.from = min(at, f.late.at)
+			r.late = append(r.late, f)
+			r.lateUntil = max(r.lateUntil, f.late.at)
+		}
 	}
 	r.files[k] = f
 	r.fileList = append(r.fileList, f)
@@ -166,8 +187,8 @@ func (r *run) candidate(ino uint64, open func() *os.File) {
 	r.candidates[k] = r.examine(ino, open, true)
 }
 
-// examine opens a file through open to stat it (and at the start, to read
-// its residency).
+// examine opens a file through open to stat it and read its residency: at
+// the start, or at its first sight during the capture.
 func (r *run) examine(ino uint64, open func() *os.File, atStart bool) *fileState {
 	f := &fileState{f: capfile.File{ResidencyUnknown: true}}
 	if open != nil {
@@ -176,8 +197,10 @@ func (r *run) examine(ino uint64, open func() *os.File, atStart bool) *fileState
 			if unix.Fstat(int(h.Fd()), &st) == nil && st.Ino == ino {
 				f.handle = h
 				f.f.SizeStartBytes = uint64(st.Size)
-				if atStart {
-					f.f.Resident, f.f.ResidentPages, f.f.ResidentApprox, f.f.ResidencyUnknown = residency(h, uint64(st.Size), r.pageSize)
+				f.f.Resident, f.f.ResidentPages, f.f.ResidentApprox, f.f.ResidencyUnknown = residency(h, uint64(st.Size), r.pageSize)
+				if !atStart && !f.f.ResidencyUnknown {
+					f.late = &lateSight{at: r.rel(monotonicNow())}
+					f.f.ResidencyAtNS = max(f.late.at, 1)
 				}
 			} else {
 				h.Close()
@@ -190,6 +213,7 @@ func (r *run) examine(ino uint64, open func() *os.File, atStart bool) *fileState
 func (r *run) finishFiles() []capfile.File {
 	out := make([]capfile.File, len(r.fileList))
 	for i, f := range r.fileList {
+		r.settleLate(f)
 		f.f.SizeBytes = f.maxSeen
 		if f.handle != nil {
 			var st unix.Stat_t
@@ -230,6 +254,12 @@ func (r *run) write(o capfile.Op) error {
 	r.records++
 	if o.Kind == capfile.OpFault {
 		r.faults++
+	}
+	switch f := r.fileList[o.File-1]; {
+	case o.Kind == capfile.OpRead && o.Result > 0:
+		r.readInWindow(f, o.Start, o.Offset, uint64(o.Result), false)
+	case o.Kind == capfile.OpFault && o.Flags&capfile.FlagMajor != 0:
+		r.readInWindow(f, o.Start, o.Offset, o.Length, true)
 	}
 	if err := r.w.Ops.Write(o); err != nil {
 		return fmt.Errorf("write an op record: %w", err)
@@ -280,9 +310,9 @@ func (r *run) handle(e *iotrace.Event) error {
 	tid := r.thread(e.Tgid, e.Tid)
 	var f *fileState
 	if e.Kind == uint8(capfile.OpFault) {
-		f = r.file(e.Dev, e.Ino, nil)
+		f = r.file(e.Dev, e.Ino, start, nil)
 	} else {
-		f = r.file(e.Dev, e.Ino, r.openFd(e.Tgid, e.Fd))
+		f = r.file(e.Dev, e.Ino, start, r.openFd(e.Tgid, e.Fd))
 	}
 	o := capfile.Op{Kind: capfile.OpKind(e.Kind), Thread: tid, File: f.f.ID, Flags: uint32(e.Flags), Offset: e.Offset,
 		Length: e.Length, Result: e.Ret, Start: start, End: end}
@@ -394,7 +424,7 @@ func (r *run) madvise(e *iotrace.Event, start, end uint64) error {
 		if lo >= hi {
 			continue
 		}
-		f := r.file(m.file.dev, m.file.ino, nil)
+		f := r.file(m.file.dev, m.file.ino, start, nil)
 		return r.write(capfile.Op{Kind: capfile.OpMadvise, Thread: r.thread(e.Tgid, e.Tid), File: f.f.ID, Offset: m.pgoff + (lo - m.start),
 			Length: hi - lo, Arg: e.Arg, Result: min(e.Ret, 0), Start: start, End: end})
 	}
@@ -437,6 +467,9 @@ func (r *run) block(e *iotrace.Event) error {
 		b.Flags |= capfile.BlockFlagNoComplete
 	} else if e.End > e.Start {
 		b.Latency = e.End - e.Start
+	}
+	if b.Op == capfile.BlockRead {
+		r.blockReadAt(b.Issue)
 	}
 	r.records++
 	if err := r.w.Block.Write(b); err != nil {

@@ -139,8 +139,14 @@ type File struct {
 	ResidentPages  uint64      `json:"resident_pages"`
 	Resident       [][2]uint64 `json:"resident,omitempty"`
 	ResidentApprox bool        `json:"resident_approx,omitempty"`
-	// Unknown residency: the file could not be examined at the start (it was
-	// created during the capture, or mincore failed).
+	// ResidencyAtNS is set for a file first used during the capture: its
+	// residency was read at that first sight, this many ns after the
+	// start, less the pages the traced processes may have read from disk
+	// between the event that showed the file and that reading (docs/replay.md).
+	ResidencyAtNS uint64 `json:"residency_at_ns,omitempty"`
+	// Unknown residency: the file could not be examined (it was created
+	// during the capture, closed before the capture could open it, or
+	// mincore failed).
 	ResidencyUnknown bool `json:"residency_unknown,omitempty"`
 }
 
@@ -319,8 +325,8 @@ func (m *Manifest) Validate() error {
 		if pages != f.ResidentPages {
 			return bad("file %s: runs hold %d pages, resident_pages says %d", f.Name, pages, f.ResidentPages)
 		}
-		if f.ResidencyUnknown && f.ResidentPages != 0 {
-			return bad("file %s: unknown residency with resident pages", f.Name)
+		if f.ResidencyUnknown && (f.ResidentPages != 0 || f.ResidencyAtNS != 0) {
+			return bad("file %s: unknown residency with resident pages or a time", f.Name)
 		}
 	}
 	for i, t := range m.Threads {
