@@ -32,6 +32,8 @@ type Annotations struct {
 	NotRun []NotRun `json:"not_run,omitempty"`
 	// Tax is the expected encryption tax against the overhead observed.
 	Tax *Tax `json:"encryption_tax,omitempty"`
+	// Split is the tax measured in parts, where the sides allow it.
+	Split *TaxSplit `json:"tax_split,omitempty"`
 }
 
 // NotRun is a side that could not run, and why.

@@ -106,9 +106,26 @@ func TestDetectFigures(t *testing.T) {
 // no_workqueue (about the cipher's cost) and crypt on crypt, with a little
 // spread between runs.
 func labSides() ([]comparison.Side, []int) {
-	mk := func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
+	mk := sideMaker([]float64{1, 1.004, 0.997, 1.002})
+	sides := []comparison.Side{
+		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
+		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
+		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
+		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 12e3, 1.7e-3, 1.8, 1.1),
+	}
+	layers := []int{0, 1, 1, 2}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+	}
+	return sides, layers
+}
+
+// sideMaker makes sides whose runs are a lab job's, one run per factor of
+// spread.
+func sideMaker(spread []float64) func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
+	return func(name, path string, iops, p99, cpu, kcpu float64) comparison.Side {
 		s := comparison.Side{Name: name, Sources: []string{path}}
-		for i, f := range []float64{1, 1.004, 0.997, 1.002} {
+		for i, f := range spread {
 			c := 1 + 0.01*float64(i)
 			res := &benchresult.Result{Profile: "lab:randrw-4k", Figures: []benchresult.Figure{
 				{Name: "read_iops", Phase: "lab", Value: iops * f / 2, Unit: benchresult.UnitIOPS},
@@ -124,17 +141,6 @@ func labSides() ([]comparison.Side, []int) {
 		}
 		return s
 	}
-	sides := []comparison.Side{
-		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
-		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
-		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
-		mk("stacked", "/dev/mapper/slowpath-lab-1-stacked", 12e3, 1.7e-3, 1.8, 1.1),
-	}
-	layers := []int{0, 1, 1, 2}
-	for i := range sides {
-		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
-	}
-	return sides, layers
 }
 
 func labResult(t *testing.T, figures Figures) (*comparison.Result, []comparison.Side) {
@@ -238,5 +244,65 @@ func TestCryptJSONSaysWhatFiguresAre(t *testing.T) {
 		if tc.f.Kind == "icount-model" && !strings.Contains(got["figures_note"].(string), "not a measurement") {
 			t.Errorf("model note: %v", got["figures_note"])
 		}
+	}
+}
+
+// TestCryptSplitGolden: with null_cipher among the variants, lab crypt
+// measures the tax in parts: plain → null_cipher (dm-crypt's queueing),
+// null_cipher → default (the cipher), and what the bypass recovers with
+// and without a cipher; 6 runs a side, so Holm over the four steps can
+// decide (testdata/golden/lab-crypt-split.*). The null cipher side has no
+// encryption layer, so the expected tax leaves it out.
+func TestCryptSplitGolden(t *testing.T) {
+	mk := sideMaker([]float64{1, 1.004, 0.997, 1.002, 0.999, 1.003})
+	sides := []comparison.Side{
+		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
+		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
+		mk("no_workqueue", "/dev/mapper/slowpath-lab-1-no_workqueue", 89e3, 150e-6, 1.1, 0.02),
+		mk("null_cipher", "/dev/mapper/slowpath-lab-1-null_cipher", 52e3, 400e-6, 1.3, 0.6),
+		mk("null_cipher_no_workqueue", "/dev/mapper/slowpath-lab-1-null_cipher_no_workqueue", 104e3, 130e-6, 1.0, 0.02),
+	}
+	layers := []int{0, 1, 1, 0, 0}
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+	}
+	r, err := Result(Setup{Profile: Find("randrw-4k"), Backing: "ram:1G", BackingPath: "/dev/ram0", CryptVersion: "v1.24.0", Runs: 6, Runtime: 10 * time.Second,
+		Figures: Figures{Kind: "measured"}, Limit: &cipherlimit.Result{What: "the kernel's xts-aes-aesni through AF_ALG", PerCore: 1.41e9, Cores: 2, Kernel: &cipherlimit.Implementation{Driver: "xts-aes-aesni"}}},
+		sides, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
+		var b bytes.Buffer
+		if err := comparereport.Write(&b, r, f.format); err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-split."+f.ext), b.Bytes())
+	}
+	var b bytes.Buffer
+	if err := htmlreport.WriteCompare(&b, r, sides); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-split.html"), htmlreport.ElideLibrary(b.Bytes()))
+
+	s := r.Split
+	if s == nil || s.Metric != "IOPS" || len(s.Steps) != 4 {
+		t.Fatalf("split %+v: want four steps on IOPS", s)
+	}
+	want := []struct{ part, change string }{{"queueing", "worse"}, {"cipher", "worse"}, {"bypass, with AES", "better"}, {"bypass, no cipher", "better"}}
+	for i, st := range s.Steps {
+		if st.Part != want[i].part || st.Change != want[i].change {
+			t.Errorf("step %d: %s %q, want %s %q", i, st.Part, st.Change, want[i].part, want[i].change)
+		}
+	}
+	for _, ts := range r.Tax.Sides {
+		if strings.HasPrefix(ts.Name, "null_cipher") {
+			t.Errorf("the tax expects a cipher cost of %s, which encrypts nothing", ts.Name)
+		}
+	}
+	// Without a null cipher side there is no split.
+	r2, _ := labResult(t, Figures{Kind: "measured"})
+	if r2.Split != nil {
+		t.Errorf("a split without null_cipher: %+v", r2.Split)
 	}
 }

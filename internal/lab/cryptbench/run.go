@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,8 +86,11 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 			continue
 		}
 		n := 1
-		if m.Variant.Stacked {
+		switch {
+		case m.Variant.Stacked:
 			n = 2
+		case !m.Variant.Encrypts():
+			n = 0 // a dm-crypt layer that encrypts nothing: no tax expected
 		}
 		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Created: true}})
 		layers = append(layers, n)
@@ -190,7 +194,25 @@ func Result(c Setup, sides []comparison.Side, layers []int) (*comparison.Result,
 		r.IcountShift = &c.Figures.Shift
 	}
 	r.NotRun = c.NotRun
+	if slices.ContainsFunc(sides, func(s comparison.Side) bool { return s.Name == "null_cipher" }) && len(r.Primary) > 0 {
+		r.Split = comparison.Split(r, r.Primary[0], SplitSteps)
+		if r.Split != nil {
+			r.Split.Note = "null_cipher is dm-crypt copying without encrypting (ecb(cipher_null)), so plain → null_cipher is dm-crypt's queueing and null_cipher → default the cipher"
+		}
+	}
 	return r, nil
+}
+
+// SplitSteps are the parts of the tax lab crypt measures when its variants
+// include null_cipher: each the change between two sides that differ in
+// one thing. A step whose sides did not both run is left out.
+var SplitSteps = []comparison.StepSpec{
+	{Part: "queueing", From: "plain", To: "null_cipher"},
+	{Part: "cipher", From: "null_cipher", To: "default"},
+	{Part: "bypass, with AES", From: "default", To: "no_workqueue"},
+	{Part: "bypass of reads", From: "default", To: "no_read_workqueue"},
+	{Part: "bypass of writes", From: "default", To: "no_write_workqueue"},
+	{Part: "bypass, no cipher", From: "null_cipher", To: "null_cipher_no_workqueue"},
 }
 
 // declared is what the verdict and the tax are on: a bench profile's own

@@ -325,7 +325,9 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 	out, err := cmd.CombinedOutput()
 	pr.Close()
 	// dmsetup does not echo tables, but never let a key into an error.
-	out = bytes.ReplaceAll(out, hexKey, []byte("<key>"))
+	if len(hexKey) > 0 {
+		out = bytes.ReplaceAll(out, hexKey, []byte("<key>"))
+	}
 	if err != nil {
 		msg := string(bytes.TrimSpace(out))
 		if strings.Contains(msg, "Invalid argument") {

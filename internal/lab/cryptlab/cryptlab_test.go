@@ -50,6 +50,29 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestNullCipherTable: the null cipher has no key ("-" in the table, and
+// ParseVariants gives it none) and is not counted as encryption.
+func TestNullCipherTable(t *testing.T) {
+	vs, err := ParseVariants([]string{"null_cipher", "null_cipher_no_workqueue", "no_read_workqueue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"0 2048 crypt cipher_null-ecb - 0 1:0 0\n",
+		"0 2048 crypt cipher_null-ecb - 0 1:0 0 2 no_read_workqueue no_write_workqueue\n",
+		"0 2048 crypt aes-xts-plain64 0011 0 1:0 0 1 no_read_workqueue\n",
+	}
+	keys := [][]byte{nil, nil, []byte("0011")}
+	for i, v := range vs {
+		if got := string(v.Table(2048, "1:0", keys[i])); got != want[i] {
+			t.Errorf("%s: table %q, want %q", v.Name, got, want[i])
+		}
+		if v.Encrypts() != (i == 2) || (v.KeyBytes == 0) != (i < 2) {
+			t.Errorf("%s: encrypts %v, key %d bytes", v.Name, v.Encrypts(), v.KeyBytes)
+		}
+	}
+}
+
 func TestSupported(t *testing.T) {
 	debian61 := Version{1, 24, 0} // the VM lab's 6.1 kernel
 	vs, _ := ParseVariants(DefaultVariants)
@@ -72,7 +95,8 @@ func TestSupported(t *testing.T) {
 // Debian 5.10 1.22.0, 6.1 1.24.0, 6.12 1.28.0), and the refusal names the
 // version the kernel has and the one the variant needs.
 func TestCatalogueByKernel(t *testing.T) {
-	all := []string{"default", "same_cpu_crypt", "submit_from_crypt_cpus", "both", "no_workqueue", "high_priority", "sector_4096", "xts_256", "stacked"}
+	all := []string{"default", "same_cpu_crypt", "submit_from_crypt_cpus", "both", "no_workqueue", "no_read_workqueue", "no_write_workqueue",
+		"null_cipher", "null_cipher_no_workqueue", "high_priority", "sector_4096", "xts_256", "stacked"}
 	without := func(names ...string) []string {
 		return slices.DeleteFunc(slices.Clone(all), func(n string) bool { return slices.Contains(names, n) })
 	}
@@ -87,9 +111,12 @@ func TestCatalogueByKernel(t *testing.T) {
 		{"6.1 (crypt 1.24.0)", Version{1, 24, 0}, without("high_priority"),
 			map[string]string{"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.24.0 (high_priority came with Linux 6.10): unsupported on this kernel"}},
 		{"6.12 (crypt 1.28.0)", Version{1, 28, 0}, all, map[string]string{}},
-		{"5.4 (crypt 1.19.0)", Version{1, 19, 0}, without("high_priority", "no_workqueue"), map[string]string{
-			"high_priority": "needs dm-crypt target v1.26.0, kernel has v1.19.0 (high_priority came with Linux 6.10): unsupported on this kernel",
-			"no_workqueue":  "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9; no_write_workqueue came with Linux 5.9): unsupported on this kernel",
+		{"5.4 (crypt 1.19.0)", Version{1, 19, 0}, without("high_priority", "no_workqueue", "no_read_workqueue", "no_write_workqueue", "null_cipher_no_workqueue"), map[string]string{
+			"high_priority":            "needs dm-crypt target v1.26.0, kernel has v1.19.0 (high_priority came with Linux 6.10): unsupported on this kernel",
+			"no_workqueue":             "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9; no_write_workqueue came with Linux 5.9): unsupported on this kernel",
+			"no_read_workqueue":        "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9): unsupported on this kernel",
+			"no_write_workqueue":       "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_write_workqueue came with Linux 5.9): unsupported on this kernel",
+			"null_cipher_no_workqueue": "needs dm-crypt target v1.22.0, kernel has v1.19.0 (no_read_workqueue came with Linux 5.9; no_write_workqueue came with Linux 5.9): unsupported on this kernel",
 		}},
 		{"1.26.0 exactly", Version{1, 26, 0}, all, map[string]string{}},
 	}

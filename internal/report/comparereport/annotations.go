@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // title is the first line's command: "slowpath compare" unless the front
@@ -28,8 +29,8 @@ func writeTextSetup(w io.Writer, r *comparison.Result) {
 	}
 }
 
-// writeTextTail prints the sides that did not run and the encryption tax,
-// after the environment differences.
+// writeTextTail prints the sides that did not run, the encryption tax and
+// its split, after the environment differences.
 func writeTextTail(w io.Writer, r *comparison.Result) {
 	if len(r.NotRun) > 0 {
 		fmt.Fprintf(w, "\nNot run:\n")
@@ -37,6 +38,8 @@ func writeTextTail(w io.Writer, r *comparison.Result) {
 			fmt.Fprintf(w, "  %s: %s\n", n.Name, n.Reason)
 		}
 	}
+	// The split comes last, after whatever the tax printed.
+	defer writeTextSplit(w, r.Split)
 	t := r.Tax
 	if t == nil {
 		return
@@ -55,6 +58,34 @@ func writeTextTail(w io.Writer, r *comparison.Result) {
 	for _, s := range t.Sides {
 		fmt.Fprintf(w, "  %s: %s\n", t.Subject(s, r.Sides[0].Name), s.Line)
 	}
+}
+
+// writeTextSplit prints the tax measured in parts as a table.
+func writeTextSplit(w io.Writer, s *comparison.TaxSplit) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%s\n", s.Heading())
+	tw := table.New(w)
+	tw.Row(s.Columns()...)
+	for _, st := range s.Steps {
+		tw.Row(s.Cells(st)...)
+	}
+	_ = tw.Flush()
+}
+
+// writeMarkdownSplit is writeTextSplit as a Markdown section.
+func writeMarkdownSplit(w io.Writer, s *comparison.TaxSplit) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n## %s\n\n", mdEscape(s.Heading()))
+	tw := table.NewMarkdown(w)
+	tw.Row(s.Columns()...)
+	for _, st := range s.Steps {
+		tw.Row(s.Cells(st)...)
+	}
+	_ = tw.Flush()
 }
 
 // taxNotes are the lines under the tax's heading: its caveat and what the
@@ -86,6 +117,8 @@ func writeMarkdownSetup(w io.Writer, r *comparison.Result) {
 // writeMarkdownTail is writeTextTail as Markdown sections; the tax is a
 // table.
 func writeMarkdownTail(w io.Writer, r *comparison.Result) {
+	// The split comes last, after whatever the tax printed.
+	defer writeMarkdownSplit(w, r.Split)
 	if len(r.NotRun) > 0 {
 		fmt.Fprintf(w, "\n## Not run\n\n")
 		for _, n := range r.NotRun {

@@ -37,7 +37,7 @@ func tailSections(r *comparison.Result) []Section {
 	}
 	t := r.Tax
 	if t == nil {
-		return out
+		return append(out, splitSections(r.Split)...)
 	}
 	text := "The tax " + t.Basis() + "."
 	if t.Caveat != "" {
@@ -70,5 +70,29 @@ func tailSections(r *comparison.Result) []Section {
 		}
 		blocks = append(blocks, Block{Table: tab})
 	}
-	return append(out, Section{Heading: "Encryption tax", Blocks: blocks})
+	out = append(out, Section{Heading: "Encryption tax", Blocks: blocks})
+	return append(out, splitSections(r.Split)...)
+}
+
+// splitSections is the tax measured in parts, when there is one.
+func splitSections(s *comparison.TaxSplit) []Section {
+	if s == nil {
+		return nil
+	}
+	tab := &Table{Header: s.Columns()}
+	for _, st := range s.Steps {
+		var row []Cell
+		for i, c := range s.Cells(st) {
+			cls := ""
+			switch {
+			case i >= 2 && i <= 5:
+				cls = "num"
+			case i == 6 && st.Change == "worse":
+				cls = "bad"
+			}
+			row = append(row, Cell{Text: c, Class: cls})
+		}
+		tab.Rows = append(tab.Rows, row)
+	}
+	return []Section{{Heading: "Encryption tax in parts", Blocks: []Block{{Text: s.Heading() + "."}, {Table: tab}}}}
 }
