@@ -30,6 +30,7 @@ func TestKeyOnlyOnStdin(t *testing.T) {
 printf '%s\n' "$@" > ` + rec + `/argv
 env > ` + rec + `/env
 cat > ` + rec + `/stdin
+[ "$FAKE_REFUSE" = enoent ] && { echo "device-mapper: reload ioctl on $2 (254:4) failed: No such file or directory" >&2; exit 1; }
 [ -n "$FAKE_REFUSE" ] && { echo "device-mapper: reload ioctl on $2 failed: Invalid argument" >&2; exit 1; }
 [ "$1" = create ] && : > ` + dev + `/mapper/"$2"
 exit 0
@@ -85,5 +86,13 @@ exit 0
 	var refused *refusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "kernel refused the table (serpent-xts-plain64)") {
 		t.Errorf("refused table: %v", err)
+	}
+	// A cipher the kernel does not have (no module, ENOENT from the crypto
+	// API): the variant cannot run, and the reason names the module.
+	t.Setenv("FAKE_REFUSE", "enoent")
+	n, _ := ParseVariants([]string{"null_cipher"})
+	err = l.createDM(context.Background(), "sp-crypt-abc123-3", n[0], "1:0")
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "kernel has no cipher_null-ecb") || !strings.Contains(err.Error(), "crypto_null") {
+		t.Errorf("missing cipher: %v", err)
 	}
 }

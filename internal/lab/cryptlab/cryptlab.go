@@ -330,8 +330,17 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 	}
 	if err != nil {
 		msg := string(bytes.TrimSpace(out))
-		if strings.Contains(msg, "Invalid argument") {
+		switch {
+		case strings.Contains(msg, "Invalid argument"):
 			return &refusedError{fmt.Sprintf("kernel refused the table (%s): %s", v.Cipher, msg)}
+		case strings.Contains(msg, "No such file or directory"):
+			// dm-crypt's "Error allocating crypto tfm (-ENOENT)": the crypto
+			// API has no such algorithm and could not load a module for it.
+			hint := "is its module loaded?"
+			if !v.Encrypts() {
+				hint = "modprobe crypto_null (CONFIG_CRYPTO_NULL)"
+			}
+			return &refusedError{fmt.Sprintf("kernel has no %s cipher (%s): %s", v.Cipher, hint, msg)}
 		}
 		return fmt.Errorf("dmsetup create %s: %w: %s", name, err, msg)
 	}
