@@ -15,7 +15,7 @@ import (
 // tables and the result's shape, not a measurement (TCG).
 const splitScript = `set -e
 lab() { env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab "$@"; }
-rc=0; lab crypt --profile randrw-4k --backing ram:32M --runs 1 --runtime 1s \
+rc=0; lab crypt --profile randrw-4k --backing ram:32M --runs 1 --runtime 1s --neighbour \
 	--variants default,no_workqueue,no_read_workqueue,no_write_workqueue,null_cipher,null_cipher_no_workqueue \
 	--format json > /results/split.json 2> /results/split.err || rc=$?
 echo $rc > /results/split.rc
@@ -25,7 +25,8 @@ echo $rc > /results/split.rc
 // one-sided bypasses run (their crypt target versions take them: 5.10 is
 // v1.22.0), the null cipher side counts no encryption layer (no expected
 // tax), and the result has the tax in parts with each step lab crypt
-// names; with one run a side every step says too few runs. (The text,
+// names; with one run a side every step says too few runs. --neighbour
+// adds the co-runner's guard row. (The text,
 // Markdown and HTML forms of the split are golden files:
 // internal/lab/cryptbench TestCryptSplitGolden.)
 func TestCryptLabSplit(t *testing.T) {
@@ -39,6 +40,10 @@ func testCryptLabSplit(t *testing.T, k *kernelLab) {
 		t.Fatalf("lab crypt exited %s:\n%s", rc, res.Files["split.err"])
 	}
 	t.Logf("lab crypt's progress (TCG):\n%s", res.Files["split.err"])
+	type row struct {
+		Metric, Role string
+		Sides        []struct{ Median float64 }
+	}
 	var r struct {
 		Sides []struct {
 			Name string
@@ -48,6 +53,7 @@ func testCryptLabSplit(t *testing.T, k *kernelLab) {
 		Tax    struct {
 			Sides []struct{ Name string }
 		} `json:"encryption_tax"`
+		Rows  []row
 		Split *struct {
 			Metric string
 			Steps  []struct{ Part, From, To, Verdict string }
@@ -75,6 +81,13 @@ func testCryptLabSplit(t *testing.T, k *kernelLab) {
 		if strings.HasPrefix(s.Name, "null_cipher") {
 			t.Errorf("an expected tax for %s, which encrypts nothing", s.Name)
 		}
+	}
+	// --neighbour: the co-runner's lateness is a guard row on every side.
+	neighbour := slices.IndexFunc(r.Rows, func(w row) bool { return w.Metric == "neighbour wake p99" })
+	if neighbour < 0 || r.Rows[neighbour].Role != "guard" || len(r.Rows[neighbour].Sides) != len(r.Sides) {
+		t.Errorf("no neighbour guard row on every side: %s", res.Files["split.json"])
+	} else {
+		t.Logf("neighbour wake p99 per side (s, TCG): %+v", r.Rows[neighbour].Sides)
 	}
 	if r.Split == nil || r.Split.Metric != "IOPS" {
 		t.Fatalf("no tax split on IOPS: %s", res.Files["split.json"])

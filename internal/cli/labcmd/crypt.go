@@ -28,6 +28,9 @@ type CryptOptions struct {
 	HTML     string
 	Format   string
 	Emulated bool
+	// Neighbour runs a thread sleeping 1 ms beside every run; its wake-up
+	// lateness p99 is a guard.
+	Neighbour bool
 	// IcountShift is qemu's -icount shift when the guest runs under an
 	// instruction-count clock; -1: detect from the kernel command line.
 	IcountShift int
@@ -59,6 +62,7 @@ brd or loop. Variants: ` + strings.Join(cryptlab.KnownVariants(), ", ") + `.`,
 	f.StringVar(&o.Profile, "profile", "db-commit", "workload: "+cryptbench.Names())
 	f.StringVar(&o.HTML, "html", "", "deprecated, use --format html: also write the HTML page to `FILE` (- prints it instead of --format)")
 	f.StringVar(&o.Format, "format", "text", "text, markdown, json or html (a self-contained page with charts)")
+	f.BoolVar(&o.Neighbour, "neighbour", false, "run a latency-sensitive co-runner beside every run (a thread that sleeps 1 ms) and guard its wake-up lateness p99: what a variant costs other tenants")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
@@ -79,7 +83,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 		return &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
 	r, sides, err := cryptbench.Run(ctx, cryptbench.Options{FS: env.FS, Version: env.Version, Profile: prof, Backing: backing, Variants: variants,
-		Runs: o.Runs, Runtime: o.Runtime, Figures: cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift),
+		Runs: o.Runs, Runtime: o.Runtime, Neighbour: o.Neighbour, Figures: cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift),
 		Log: func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }})
 	if err == nil {
 		if o.HTML != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +305,82 @@ func TestCryptSplitGolden(t *testing.T) {
 	r2, _ := labResult(t, Figures{Kind: "measured"})
 	if r2.Split != nil {
 		t.Errorf("a split without null_cipher: %+v", r2.Split)
+	}
+}
+
+// TestCryptNeighbourGuard: with --neighbour each run carries the
+// co-runner's lateness p99, which is a guard row: a variant that makes
+// the neighbour significantly later is flagged whatever its own IOPS.
+func TestCryptNeighbourGuard(t *testing.T) {
+	mk := sideMaker([]float64{1, 1.004, 0.997, 1.002, 0.999, 1.003})
+	sides := []comparison.Side{
+		mk("plain", "/dev/ram0", 110e3, 120e-6, 0.9, 0.01),
+		mk("default", "/dev/mapper/slowpath-lab-1-default", 23e3, 900e-6, 1.6, 0.9),
+		mk("high_priority", "/dev/mapper/slowpath-lab-1-high_priority", 30e3, 700e-6, 1.6, 0.9),
+	}
+	late := []float64{60e-6, 80e-6, 400e-6} // the neighbour's p99 beside each side
+	co := newCoRunner(false)
+	for i := range sides {
+		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(min(i, 1))}}
+		for n := range sides[i].Runs {
+			name := fmt.Sprintf("%s-%d", sides[i].Name, n+1)
+			co.p99[name] = late[i] * (1 + 0.01*float64(n))
+			co.addTo(&sides[i].Runs[n], name)
+		}
+	}
+	r, err := Result(Setup{Profile: Find("randrw-4k"), Runs: 6, Runtime: time.Second, Neighbour: true,
+		Limit: &cipherlimit.Result{PerCore: 1.41e9, Cores: 2}}, sides, []int{0, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *comparison.Row
+	for i := range r.Rows {
+		if r.Rows[i].Metric == NeighbourP99 {
+			row = &r.Rows[i]
+		}
+	}
+	if row == nil || row.Role != comparison.RoleGuard {
+		t.Fatalf("neighbour row %+v: want a guard", row)
+	}
+	if c := row.Cells[2]; c.Change != "worse" {
+		t.Errorf("high_priority's neighbour p99 %v against plain's: %q, want significantly worse", c.Median, c.Change)
+	}
+	var worse []string
+	for _, v := range r.Verdicts {
+		if v.Side == "high_priority" {
+			worse = v.GuardsWorse
+		}
+	}
+	if !slices.Contains(worse, NeighbourP99) {
+		t.Errorf("high_priority's verdict does not name the neighbour guard: %v", worse)
+	}
+	if !slices.ContainsFunc(r.Setup, func(f comparison.Fact) bool { return f.Key == "neighbour" }) {
+		t.Errorf("setup does not say a neighbour ran: %+v", r.Setup)
+	}
+}
+
+// TestCoRunner: a real co-runner started and stopped per run, its p99
+// kept by the run's name; none when --neighbour is off.
+func TestCoRunner(t *testing.T) {
+	co := newCoRunner(true)
+	co.start("default-1")
+	time.Sleep(30 * time.Millisecond)
+	co.start("default-2") // stops the first
+	time.Sleep(30 * time.Millisecond)
+	co.stop()
+	co.stop() // idempotent
+	if _, ok := co.p99["default-1"]; !ok {
+		t.Errorf("no p99 for default-1: %v", co.p99)
+	}
+	run := comparison.Run{Metrics: map[string]comparison.Measure{}}
+	co.addTo(&run, "default-2")
+	if m, ok := run.Metrics[NeighbourP99]; !ok || m.Value < 0 || m.Better != comparison.LowerIsBetter {
+		t.Errorf("default-2: %+v", run.Metrics)
+	}
+	off := newCoRunner(false)
+	off.start("x-1")
+	off.stop()
+	if off.running != nil || len(off.p99) != 0 {
+		t.Error("a co-runner ran without --neighbour")
 	}
 }

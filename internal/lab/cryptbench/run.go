@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
@@ -23,6 +24,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 	"github.com/slowpath/slowpath/internal/workload/fio"
+	"github.com/slowpath/slowpath/internal/workload/neighbour"
 )
 
 // Options are one lab crypt run's.
@@ -35,6 +37,9 @@ type Options struct {
 	Runs     int
 	Runtime  time.Duration
 	Figures  Figures
+	// Neighbour runs the co-runner (internal/workload/neighbour) beside
+	// every run; its lateness p99 becomes a guard row.
+	Neighbour bool
 	// Log gets the lab's progress lines (setup, each run, teardown).
 	Log func(format string, args ...any)
 }
@@ -105,13 +110,22 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 	// The cipher was measured once before the lab was set up: no run
 	// measures it again.
 	cipher := limit.Cipher("lab crypt")
+	co := newCoRunner(o.Neighbour)
+	defer co.stop()
 	out, err := experiment.Run(ctx, experiment.Experiment{
 		Workload: experiment.Workload{Profile: prof.Workload, Runtime: o.Runtime},
 		Sides:    sides,
 		Runs:     o.Runs,
 		Env: experiment.Env{FS: o.FS, Version: o.Version, Cloud: cloud.Options{Cloud: "none"},
 			Cipher: cipher, CipherEmulated: figures.Kind != "measured"},
-		Progress: func(r experiment.RunInfo) { o.Log("%s", r) },
+		Progress: func(r experiment.RunInfo) {
+			o.Log("%s", r)
+			co.start(r.Name())
+		},
+		Result: func(r experiment.RunInfo, _ *benchresult.Result) error {
+			co.stop()
+			return nil
+		},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -132,11 +146,14 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 				cryptlab.AddCPU(&s.Runs[n], res)
 			}
 		}
+		for n := range s.Runs {
+			co.addTo(&s.Runs[n], experiment.RunInfo{Side: so.Name, N: n + 1}.Name())
+		}
 		s.Sources = []string{sides[i].Target.Device}
 		cs = append(cs, s)
 	}
 	r, err := Result(Setup{Profile: prof, Backing: lab.Backing.String(), BackingPath: lab.BackingPath, CryptVersion: lab.CryptVersion.String(),
-		Runs: o.Runs, Runtime: o.Runtime, Figures: figures, NotRun: notRun, Limit: limit}, cs, layers)
+		Runs: o.Runs, Runtime: o.Runtime, Figures: figures, NotRun: notRun, Limit: limit, Neighbour: o.Neighbour}, cs, layers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,6 +169,7 @@ type Setup struct {
 	Figures                            Figures
 	NotRun                             []comparison.NotRun
 	Limit                              *cipherlimit.Result
+	Neighbour                          bool // the runs have NeighbourP99 rows
 }
 
 // Result is lab crypt's one result: the comparison of the sides (plain
@@ -168,6 +186,9 @@ func Result(c Setup, sides []comparison.Side, layers []int) (*comparison.Result,
 	}
 	prof := c.Profile
 	d := declared(prof)
+	if c.Neighbour {
+		d.Guards = append(d.Guards, NeighbourP99)
+	}
 	tax := &comparison.TaxSource{Layers: layers, Cipher: func() (comparison.TaxInput, error) {
 		what := c.Limit.What
 		if c.Limit.Kernel != nil && !strings.Contains(what, c.Limit.Kernel.Driver) {
@@ -188,6 +209,9 @@ func Result(c Setup, sides []comparison.Side, layers []int) (*comparison.Result,
 		{Key: "dm-crypt target", Value: c.CryptVersion},
 		{Key: "runs", Value: fmt.Sprintf("%d × %v per side, interleaved", c.Runs, c.Runtime)},
 		{Key: "crypto CPU", Value: "CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)"},
+	}
+	if c.Neighbour {
+		r.Setup = append(r.Setup, comparison.Fact{Key: "neighbour", Value: fmt.Sprintf("a thread sleeping %v beside every run; %s (how late it woke) is a guard: what the variant costs other tenants", neighbour.Period, NeighbourP99)})
 	}
 	r.Figures, r.FiguresNote = c.Figures.Kind, c.Figures.Label()
 	if c.Figures.Kind == "icount-model" {
