@@ -8,12 +8,12 @@
 package neighbour
 
 import (
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/workload/timerslack"
 )
 
 // Period is the neighbour's sleep: a service ticking every millisecond.
@@ -44,17 +44,8 @@ func (n *Neighbour) Stop() []int64 {
 
 func (n *Neighbour) run(period time.Duration) {
 	// The thread is the neighbour: its wake-ups must not wait for the Go
-	// scheduler, and the default 50 µs timer slack would be lateness of
-	// its own (Documentation/timers/timers-howto.rst).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	oldSlack, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	defer func() {
-		if oldSlack > 0 {
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(oldSlack), 0, 0, 0)
-		}
-	}()
+	// scheduler nor for timer slack.
+	defer timerslack.Lock()()
 	var late []int64
 	next := now() + period.Nanoseconds()
 	for {

@@ -150,8 +150,15 @@ func captureJob(t *testing.T, mnt, sub string) string {
 	// The blob: random data, written back and out of the cache, as a
 	// service's index would be before it is read.
 	layoutBlob(t, filepath.Join(dir, "blob"), 128<<20)
-	job := filepath.Join(t.TempDir(), "search.fio")
-	if err := os.WriteFile(job, fmt.Appendf(nil, searchJob, dir), 0o644); err != nil {
+	return captureFio(t, mnt, fmt.Sprintf(searchJob, dir))
+}
+
+// captureFio captures the fio job text (its directory under mnt) from
+// before it starts to its end, and returns the capture.
+func captureFio(t *testing.T, mnt, jobText string) string {
+	t.Helper()
+	job := filepath.Join(t.TempDir(), "job.fio")
+	if err := os.WriteFile(job, []byte(jobText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	capDir := filepath.Join(t.TempDir(), "cap")
@@ -360,32 +367,7 @@ func TestFidelityLateOpen(t *testing.T) {
 	if _, err := os.ReadFile(blob); err != nil {
 		t.Fatal(err)
 	}
-	job := filepath.Join(t.TempDir(), "late.fio")
-	if err := os.WriteFile(job, fmt.Appendf(nil, lateJob, dir), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	capDir := filepath.Join(t.TempDir(), "cap")
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := capture.Run(ctx, capture.Options{Mount: mnt, Ready: func() { close(ready) }}, capDir)
-		done <- err
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		testenv.Unavailable(t, fmt.Sprintf("capture: %v", err))
-	}
-	out, ferr := exec.Command("fio", "--output-format=terse", job).CombinedOutput()
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("capture: %v", err)
-	}
-	if ferr != nil {
-		t.Fatalf("fio: %v: %s", ferr, out)
-	}
+	capDir := captureFio(t, mnt, fmt.Sprintf(lateJob, dir))
 	c, err := capfile.Open(capDir)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/workload/timerslack"
 )
 
 // Timing is how closely a timed replay kept its schedule: how late each
@@ -233,19 +234,8 @@ func sleepUntil(ctx context.Context, at int64) bool {
 
 func (r *threadRun) run(ctx context.Context, start int64) {
 	// One OS thread per captured thread, as the service had; the sleeps
-	// block only this thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	// The default 50 µs slack would add up to 50 µs to every wake
-	// (Documentation/timers/timers-howto.rst; prctl PR_SET_TIMERSLACK).
-	// The OS thread goes back to the runtime afterwards: restore it.
-	oldSlack, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	defer func() {
-		if oldSlack > 0 {
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(oldSlack), 0, 0, 0)
-		}
-	}()
+	// block only this thread and end on time.
+	defer timerslack.Lock()()
 	for _, o := range r.th.Ops {
 		at := start + int64(o.At)
 		if !sleepUntil(ctx, at) {

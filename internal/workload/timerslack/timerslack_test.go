@@ -1,0 +1,25 @@
+package timerslack
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestLock: the thread's slack is 1 ns while locked and what it was after.
+func TestLock(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		// A goroutine of its own: the test's thread keeps its slack.
+		restore := Lock()
+		inside, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		if err == nil && inside != 1 {
+			t.Errorf("slack %d ns while locked, want 1", inside)
+		}
+		restore()
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
