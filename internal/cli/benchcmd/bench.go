@@ -109,34 +109,32 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 // validate checks everything that needs no host access.
 func (o *Options) validate() error {
 	if err := profile.ParseScale(o.Scale); err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if o.Runtime <= 0 {
-		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
+		return clienv.Usage(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
 	if o.Format != "" && o.Format != "text" && o.Format != "json" { // "": text
-		return usageErr(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+		return clienv.Usage(fmt.Errorf("unknown --format %q: use text or json", o.Format))
 	}
 	if o.Interval < 100*time.Millisecond {
-		return usageErr(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
+		return clienv.Usage(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
 	}
 	if !known(o.Profile) {
-		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
+		return clienv.Usage(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
 	}
 	switch {
 	case o.Dir == "" && o.Device == "":
-		return usageErr(errors.New("give --dir DIR (or --device DEV --destroy-data)"))
+		return clienv.Usage(errors.New("give --dir DIR (or --device DEV --destroy-data)"))
 	case o.Dir != "" && o.Device != "":
-		return usageErr(errors.New("give --dir or --device, not both"))
+		return clienv.Usage(errors.New("give --dir or --device, not both"))
 	case o.Device != "" && !o.DestroyData:
-		return usageErr(fmt.Errorf("--device %s overwrites the device: add --destroy-data if that is what you want", o.Device))
+		return clienv.Usage(fmt.Errorf("--device %s overwrites the device: add --destroy-data if that is what you want", o.Device))
 	case o.Device != "" && o.Profile == profile.SearchIndex:
-		return usageErr(errors.New("search-index writes and loads files: it needs a filesystem (--dir)"))
+		return clienv.Usage(errors.New("search-index writes and loads files: it needs a filesystem (--dir)"))
 	}
 	return nil
 }
@@ -152,13 +150,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	w.Scale, w.Runtime, w.SlowLoad, w.Interval = o.Scale, o.Runtime, o.SlowLoad, o.Interval
 	xenv := experiment.Env{FS: env.FS, Version: env.Version, Cloud: o.Cloud}
 	if o.CipherLimit != "" {
 		if xenv.Cipher, xenv.CipherEmulated, err = experiment.ReadCipherLimit(o.CipherLimit); err != nil {
-			return usageErr(fmt.Errorf("--cipher-limit: %w", err))
+			return clienv.Usage(fmt.Errorf("--cipher-limit: %w", err))
 		}
 	}
 	var pb *bar // the progress bar, made once the plan is known
@@ -173,7 +171,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	defer stop()
 	res, err := experiment.RunWorkload(sctx, xenv, w, experiment.Target{Dir: o.Dir, Device: o.Device})
 	if res == nil {
-		return usageErr(flagged(err))
+		return clienv.Usage(flagged(err))
 	}
 	// The result on stdout (--format json or -o -) puts the summary on
 	// stderr, so stdout stays one JSON document.

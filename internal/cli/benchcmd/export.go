@@ -59,17 +59,17 @@ const dirPlaceholder = "@DIR@"
 
 func runExport(env *clienv.Env, o *ExportOptions) error {
 	if err := profile.ParseScale(o.Scale); err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if o.Runtime <= 0 {
-		return usageErr(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
+		return clienv.Usage(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
 	if !known(o.Profile) {
-		return usageErr(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
+		return clienv.Usage(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
 	}
 	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if w.Capture != nil {
 		return exportReplay(env, o, w)
@@ -79,13 +79,13 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	// file it would turn a checked relative path into another one
 	// ("..@DIR@/x" is one name here, "../tmp/..." there).
 	if bytes.Contains(jobFile, []byte(dirPlaceholder)) {
-		return usageErr(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, dirPlaceholder))
+		return clienv.Usage(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, dirPlaceholder))
 	}
 	name := w.Profile
 	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: dirPlaceholder, SlowLoad: o.SlowLoad,
 		JobFile: jobFile, NumCPU: runtime.NumCPU()})
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	var (
 		res      *benchresult.Result
@@ -93,20 +93,20 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	)
 	if o.Result != "" {
 		if resBytes, err = stdfile.ReadFile(o.Result); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 		if res, err = benchresult.Read(bytes.NewReader(resBytes)); err != nil {
-			return usageErr(fmt.Errorf("--result %s: %w", stdfile.Name(o.Result), err))
+			return clienv.Usage(fmt.Errorf("--result %s: %w", stdfile.Name(o.Result), err))
 		}
 		if res.Profile != name {
-			return usageErr(fmt.Errorf("--result %s is a %s run, not %s", stdfile.Name(o.Result), res.Profile, name))
+			return clienv.Usage(fmt.Errorf("--result %s is a %s run, not %s", stdfile.Name(o.Result), res.Profile, name))
 		}
 	}
 	if err := os.Mkdir(o.Output, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return usageErr(fmt.Errorf("-o %s exists: give a new directory", o.Output))
+			return clienv.Usage(fmt.Errorf("-o %s exists: give a new directory", o.Output))
 		}
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	files := map[string][]byte{}
 	var jobNames []string
@@ -135,13 +135,13 @@ func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) erro
 		return err
 	}
 	if o.Result != "" {
-		return usageErr(fmt.Errorf("--result: a replay's export carries no result (give the bench result file alongside it)"))
+		return clienv.Usage(fmt.Errorf("--result: a replay's export carries no result (give the bench result file alongside it)"))
 	}
 	if err := os.Mkdir(o.Output, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return usageErr(fmt.Errorf("-o %s exists: give a new directory", o.Output))
+			return clienv.Usage(fmt.Errorf("-o %s exists: give a new directory", o.Output))
 		}
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	t := w.Capture.Trace
 	var r strings.Builder

@@ -86,8 +86,6 @@ worse) or --fail-on different (either direction) is met, 2 on error.`,
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 // validate checks the flags before anything runs, so a typo never costs a
 // bench run.
 func (o *Options) validate() ([]Target, error) {
@@ -174,7 +172,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	targets, err := o.validate()
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	var sides []comparison.Side
 	if len(targets) > 0 {
@@ -182,10 +180,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		// file never costs a run.
 		w, err := o.Bench.workload(o.Profile)
 		if err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 		if sides, err = runInterleaved(ctx, env, o, w, targets); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	} else {
 		var names []string
@@ -193,16 +191,16 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		for _, arg := range o.Sides {
 			name, files := parseSide(arg)
 			if len(files) == 0 {
-				return usageErr(fmt.Errorf("side %q names no file", arg))
+				return clienv.Usage(fmt.Errorf("side %q names no file", arg))
 			}
 			if err := validSideName(name); err != nil {
-				return usageErr(err)
+				return clienv.Usage(err)
 			}
 			names = append(names, name)
 			lists = append(lists, files)
 		}
 		if sides, err = loadSides(names, lists); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	}
 	// The verdict on the profile's declared metrics; the tax on the first
@@ -214,13 +212,13 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}}
 	res, err := comparison.ForProfile(sides, d, comparison.Options{Alpha: o.Alpha, Confidence: o.Confidence}, tax)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if o.HTML != "" {
 		fmt.Fprintf(env.Stderr, "slowpath compare: --html is deprecated: %s\n", comparereport.HTMLDeprecated)
 	}
 	if err := comparereport.Print(env.Stdout, res, sides, o.Format, o.HTML); err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if fail, why, _ := res.Fails(o.FailOn); fail {
 		return &clienv.ExitError{Code: clienv.ExitFindings, Err: errors.New(why)}

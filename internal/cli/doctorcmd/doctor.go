@@ -52,24 +52,22 @@ Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 on error.`,
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	failOn, err := check.ParseSeverity(o.FailOn)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	switch o.Format {
 	case "text", "json", "markdown", "md", "html":
 	default:
-		return usageErr(fmt.Errorf("unknown --format %q: use text, json, markdown or html", o.Format))
+		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json, markdown or html", o.Format))
 	}
 	cfg, err := loadConfig(o.ConfigPath)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	s, err := collectcmd.Snapshot(ctx, o.From, o.Collect)
 	if err != nil {
@@ -77,7 +75,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	r, err := analyze.Run(s, cfg)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if o.Format == "html" {
 		err = htmlreport.WriteDoctor(env.Stdout, r)
@@ -85,7 +83,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		err = report.Write(env.Stdout, r, o.Format, report.Options{Color: env.Color(), FailOn: failOn, From: o.From})
 	}
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if w := check.Worst(r.Findings); w != 0 && w >= failOn {
 		return &clienv.ExitError{Code: clienv.ExitFindings}

@@ -104,27 +104,25 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if !slices.Contains(fix.Formats, o.Format) {
-		return usageErr(fmt.Errorf("unknown --format %q: use %s", o.Format, strings.Join(fix.Formats, ", ")))
+		return clienv.Usage(fmt.Errorf("unknown --format %q: use %s", o.Format, strings.Join(fix.Formats, ", ")))
 	}
 	if o.Rollback && (o.Apply || o.Persist) {
-		return usageErr(errors.New("--rollback cannot be combined with --apply or --persist"))
+		return clienv.Usage(errors.New("--rollback cannot be combined with --apply or --persist"))
 	}
 	if o.Watch < 0 {
-		return usageErr(errors.New("--watch must not be negative"))
+		return clienv.Usage(errors.New("--watch must not be negative"))
 	}
 	if o.Apply && o.Watch < fix.MinWatch*time.Second {
-		return usageErr(fmt.Errorf("--watch %s is too short to verify a change: --apply needs at least %ds (two counter samples that far apart)", o.Watch, fix.MinWatch))
+		return clienv.Usage(fmt.Errorf("--watch %s is too short to verify a change: --apply needs at least %ds (two counter samples that far apart)", o.Watch, fix.MinWatch))
 	}
 	w, err := o.Prove.validate(o)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if o.Rollback {
 		// A missing state file records nothing: saying "rollback done"
@@ -134,17 +132,17 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			state = apply.DefaultStatePath
 		}
 		if _, err := os.Stat(state); errors.Is(err, fs.ErrNotExist) {
-			return usageErr(fmt.Errorf("rollback: no state file %s: nothing slowpath applied is recorded there (already rolled back, or --state names another file)", state))
+			return clienv.Usage(fmt.Errorf("rollback: no state file %s: nothing slowpath applied is recorded there (already rolled back, or --state names another file)", state))
 		} else if err != nil {
-			return usageErr(fmt.Errorf("rollback: %w", err))
+			return clienv.Usage(fmt.Errorf("rollback: %w", err))
 		}
 		a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
 		if err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 		defer a.Close()
 		if err := a.Rollback(o.Force); err != nil {
-			return usageErr(fmt.Errorf("rollback: %w", err))
+			return clienv.Usage(fmt.Errorf("rollback: %w", err))
 		}
 		fmt.Fprintln(env.Stderr, "rollback done: nothing recorded remains")
 		return nil
@@ -155,25 +153,25 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	plan, err := fix.Build(s, r.Findings, fix.Options{Only: o.Only})
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	// A snapshot from elsewhere (a ticket, another node) names devices
 	// that may be other devices here: its plan is only printed unless the
 	// snapshot is shown to be of this host (docs/fix.md).
 	if o.From != "" && (o.Apply || o.Persist) {
 		if err := apply.CheckSameHost(s, apply.Live(o.Collect.FS), plan); err != nil {
-			return usageErr(fmt.Errorf("fix --from %s with --apply or --persist: %w; run slowpath fix on this host without --from (it collects this host), or drop --apply and --persist to only print the plan", o.From, err))
+			return clienv.Usage(fmt.Errorf("fix --from %s with --apply or --persist: %w; run slowpath fix on this host without --from (it collects this host), or drop --apply and --persist to only print the plan", o.From, err))
 		}
 	}
 	if err := fix.WriteWith(env.Stdout, plan, o.Format, o.K8s); err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	if !o.Apply && !o.Persist {
 		return nil
 	}
 	a, err := apply.Open(apply.Live(o.Collect.FS), o.StatePath, env.Stderr)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	defer a.Close()
 	entries := plan.Entries
@@ -181,16 +179,16 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	switch {
 	case o.Apply && o.Prove.Workload != "":
 		if entries, rolledBack, err = proveAndApply(ctx, env, a, o, w, s, plan); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	case o.Apply:
 		if entries, rolledBack, err = applyAndVerify(ctx, env.Stderr, a, o, plan); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	}
 	if o.Persist {
 		if err := persist(env.Stderr, a, entries); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	}
 	if rolledBack {
@@ -231,7 +229,7 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, 
 	}
 	r, err := analyze.Run(s, check.Config{})
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, nil, clienv.Usage(err)
 	}
 	return s, r, nil
 }

@@ -54,20 +54,18 @@ With --from it prints the network model of a saved snapshot.`,
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
-		return usageErr(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
+		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
 	}
 	var s *snapshot.Snapshot
 	if o.From != "" {
 		var err error
 		if s, err = snapshot.Load(o.From); err != nil {
-			return usageErr(err)
+			return clienv.Usage(err)
 		}
 	} else {
 		s = &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion, CollectedAt: time.Now().UTC()}}
@@ -78,7 +76,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	m, err := netmodel.Build(s)
 	if err != nil {
-		return usageErr(err)
+		return clienv.Usage(err)
 	}
 	switch o.Format {
 	case "json":

@@ -66,11 +66,9 @@ prints one JSON object per interval (see docs/json.md). --format json or
 	return cmd
 }
 
-func usageErr(err error) error { return &clienv.ExitError{Code: clienv.ExitUsage, Err: err} }
-
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Interval <= 0 {
-		return usageErr(fmt.Errorf("--interval must be positive, got %s", o.Interval))
+		return clienv.Usage(fmt.Errorf("--interval must be positive, got %s", o.Interval))
 	}
 	format := o.Format
 	switch format {
@@ -82,7 +80,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 			format = "text"
 		}
 	default:
-		return usageErr(fmt.Errorf("unknown --format %q: use text, json or auto", o.Format))
+		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json or auto", o.Format))
 	}
 	if o.Netns != "" && os.Getenv(envInNetns) != o.Netns {
 		return reexecInNetns(o)
@@ -268,16 +266,16 @@ func (p *printer) table(iv Interval) error {
 func reexecInNetns(o *Options) error {
 	ip, err := exec.LookPath("ip")
 	if err != nil {
-		return usageErr(errors.New("--netns needs ip: apt-get install iproute2"))
+		return clienv.Usage(errors.New("--netns needs ip: apt-get install iproute2"))
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return usageErr(fmt.Errorf("--netns: find own executable: %w", err))
+		return clienv.Usage(fmt.Errorf("--netns: find own executable: %w", err))
 	}
 	argv := append([]string{"ip", "netns", "exec", o.Netns, self}, o.Args...)
 	env := append(os.Environ(), envInNetns+"="+o.Netns)
 	if err := syscall.Exec(ip, argv, env); err != nil {
-		return usageErr(fmt.Errorf("--netns %s: exec ip netns exec: %w (needs root or CAP_SYS_ADMIN)", o.Netns, err))
+		return clienv.Usage(fmt.Errorf("--netns %s: exec ip netns exec: %w (needs root or CAP_SYS_ADMIN)", o.Netns, err))
 	}
 	return nil
 }
