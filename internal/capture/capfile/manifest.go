@@ -144,9 +144,9 @@ type File struct {
 	// start, less the pages the traced processes may have read from disk
 	// between the event that showed the file and that reading (docs/replay.md).
 	ResidencyAtNS uint64 `json:"residency_at_ns,omitempty"`
-	// Unknown residency: the file could not be examined (it was created
-	// during the capture, closed before the capture could open it, or
-	// mincore failed).
+	// Unknown residency: the file could not be examined (first seen
+	// through a fault or madvise with no descriptor to open it by, closed
+	// before the capture could open it, or mincore failed).
 	ResidencyUnknown bool `json:"residency_unknown,omitempty"`
 }
 
