@@ -199,7 +199,7 @@ func (r *run) examine(ino uint64, open func() *os.File, atStart bool) *fileState
 				f.f.SizeStartBytes = uint64(st.Size)
 				f.f.Resident, f.f.ResidentPages, f.f.ResidentApprox, f.f.ResidencyUnknown = residency(h, uint64(st.Size), r.pageSize)
 				if !atStart && !f.f.ResidencyUnknown {
-					f.late = &lateSight{at: r.rel(monotonicNow())}
+					f.late = &lateSight{at: r.rel(monoNow())}
 					f.f.ResidencyAtNS = max(f.late.at, 1)
 				}
 			} else {

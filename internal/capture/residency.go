@@ -97,15 +97,6 @@ func coarsen(runs [][2]uint64, limit int) ([][2]uint64, bool) {
 // block read in the window was a cache hit and stays. A major fault in the
 // window read its page from disk: always taken out.
 
-// monotonicNow is CLOCK_MONOTONIC, the clock of the kernel's events.
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
-
 // maxWindowRuns bounds what one file's window remembers; beyond it the
 // runs are coarsened (more pages taken out, never fewer).
 const maxWindowRuns = 4096
