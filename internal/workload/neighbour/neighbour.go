@@ -10,8 +10,6 @@ package neighbour
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/workload/timerslack"
 )
@@ -47,7 +45,7 @@ func (n *Neighbour) run(period time.Duration) {
 	// scheduler nor for timer slack.
 	defer timerslack.Lock()()
 	var late []int64
-	next := now() + period.Nanoseconds()
+	next := timerslack.Now() + period.Nanoseconds()
 	for {
 		select {
 		case <-n.stop:
@@ -55,10 +53,8 @@ func (n *Neighbour) run(period time.Duration) {
 			return
 		default:
 		}
-		ts := unix.NsecToTimespec(next)
-		for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
-		}
-		woke := now()
+		timerslack.SleepUntil(next)
+		woke := timerslack.Now()
 		if len(late) < maxSamples {
 			late = append(late, max(0, woke-next))
 		}
@@ -66,12 +62,6 @@ func (n *Neighbour) run(period time.Duration) {
 		// does not make the following ones early.
 		next = woke + period.Nanoseconds()
 	}
-}
-
-func now() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // P99 is the 99th percentile of lateness in seconds (stats' quantile);

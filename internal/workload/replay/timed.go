@@ -81,13 +81,13 @@ func Replay(ctx context.Context, dir string, t *Trace) (*Outcome, error) {
 	// threads wait for a CPU only; so does the replay with a P for each
 	// of its threads besides the ones there were.
 	defer setProcs(runtime.GOMAXPROCS(0) + len(rs))()
-	start := monoNow()
+	start := timerslack.Now()
 	var wg sync.WaitGroup
 	for _, r := range rs {
 		wg.Go(func() { r.run(ctx, start) })
 	}
 	wg.Wait()
-	out := &Outcome{Elapsed: time.Duration(monoNow() - start)}
+	out := &Outcome{Elapsed: time.Duration(timerslack.Now() - start)}
 	var late []int64
 	for _, r := range rs {
 		out.Streams = append(out.Streams, r.streams()...)
@@ -204,31 +204,21 @@ func setProcs(n int) func() {
 	}
 }
 
-// monoNow is CLOCK_MONOTONIC in ns, the clock clock_nanosleep sleeps on.
-func monoNow() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
-
 // sleepUntil sleeps the calling OS thread until the monotonic time at
 // (ns), in steps of at most 50 ms so that a cancel is seen. Go's timers
 // wake at a millisecond's resolution at best (runtime netpoll rounds a
-// shorter wait up to 1 ms); clock_nanosleep with TIMER_ABSTIME is an
-// hrtimer with this thread's timer slack (set to 1 ns in run).
+// shorter wait up to 1 ms); timerslack.SleepUntil is an hrtimer with this
+// thread's timer slack (set to 1 ns in run).
 func sleepUntil(ctx context.Context, at int64) bool {
 	for {
 		if ctx.Err() != nil {
 			return false
 		}
-		now := monoNow()
+		now := timerslack.Now()
 		if now >= at {
 			return true
 		}
-		step := min(at, now+int64(50*time.Millisecond))
-		ts := unix.NsecToTimespec(step)
-		for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
-		}
+		timerslack.SleepUntil(min(at, now+int64(50*time.Millisecond)))
 	}
 }
 
@@ -241,12 +231,12 @@ func (r *threadRun) run(ctx context.Context, start int64) {
 		if !sleepUntil(ctx, at) {
 			return
 		}
-		issue := monoNow()
+		issue := timerslack.Now()
 		if err := r.do(o); err != nil {
 			r.err = fmt.Errorf("thread %s: %s of %s at %d: %w", r.th.Name, o.Kind, r.t.Files[o.File].Name, o.Offset, err)
 			return
 		}
-		done := monoNow()
+		done := timerslack.Now()
 		r.late = append(r.late, issue-at)
 		r.lat[o.Kind] = append(r.lat[o.Kind], done-issue)
 		if r.first[o.Kind] == 0 {

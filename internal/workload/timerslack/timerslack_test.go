@@ -23,3 +23,16 @@ func TestLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSleepUntil: the sleep never ends before its deadline, on the clock
+// Now reads.
+func TestSleepUntil(t *testing.T) {
+	for range 20 {
+		at := Now() + 200_000 // 200 µs
+		SleepUntil(at)
+		if woke := Now(); woke < at {
+			t.Fatalf("woke %d ns before the deadline", at-woke)
+		}
+	}
+	SleepUntil(Now() - 1) // a deadline already past returns at once
+}
