@@ -62,25 +62,22 @@ func writeTextTail(w io.Writer, r *comparison.Result) {
 
 // writeTextSplit prints the tax measured in parts as a table.
 func writeTextSplit(w io.Writer, s *comparison.TaxSplit) {
-	if s == nil {
-		return
+	if s != nil {
+		fmt.Fprintf(w, "\n%s\n", s.Heading())
+		writeSplitTable(table.New(w), s)
 	}
-	fmt.Fprintf(w, "\n%s\n", s.Heading())
-	tw := table.New(w)
-	tw.Row(s.Columns()...)
-	for _, st := range s.Steps {
-		tw.Row(s.Cells(st)...)
-	}
-	_ = tw.Flush()
 }
 
 // writeMarkdownSplit is writeTextSplit as a Markdown section.
 func writeMarkdownSplit(w io.Writer, s *comparison.TaxSplit) {
-	if s == nil {
-		return
+	if s != nil {
+		fmt.Fprintf(w, "\n## %s\n\n", mdEscape(s.Heading()))
+		writeSplitTable(table.NewMarkdown(w), s)
 	}
-	fmt.Fprintf(w, "\n## %s\n\n", mdEscape(s.Heading()))
-	tw := table.NewMarkdown(w)
+}
+
+// writeSplitTable is the split's rows in either kind of table.
+func writeSplitTable(tw *table.Writer, s *comparison.TaxSplit) {
 	tw.Row(s.Columns()...)
 	for _, st := range s.Steps {
 		tw.Row(s.Cells(st)...)
