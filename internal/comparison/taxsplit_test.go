@@ -78,3 +78,37 @@ func TestSplitTooFewRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitAA: sides that are the same configuration (every run from one
+// distribution) make a step significant in at most alpha of the trials:
+// Holm keeps the family-wise rate over the steps at alpha. 400 seeded
+// trials of 6 runs a side and three steps; the bound is alpha plus three
+// binomial standard deviations.
+func TestSplitAA(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const trials = 400
+	hits := 0
+	for range trials {
+		res, err := Compare([]Side{
+			{Name: "plain", Runs: runs(r, 6, 50000, 0.05)},
+			{Name: "null", Runs: runs(r, 6, 50000, 0.05)},
+			{Name: "aes", Runs: runs(r, 6, 50000, 0.05)},
+			{Name: "bypass", Runs: runs(r, 6, 50000, 0.05)},
+		}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range Split(res, "read IOPS", splitSpecs).Steps {
+			if st.Verdict == stats.Significant {
+				hits++
+				break
+			}
+		}
+	}
+	alpha := stats.DefaultAlpha
+	bound := alpha*trials + 3*math.Sqrt(trials*alpha*(1-alpha))
+	t.Logf("A/A: a significant step in %d of %d trials (alpha %.2f, bound %.0f)", hits, trials, alpha, bound)
+	if float64(hits) > bound {
+		t.Errorf("a significant step in %d of %d A/A trials, more than alpha allows (%.0f)", hits, trials, bound)
+	}
+}
