@@ -125,99 +125,85 @@ func Open(dir string) (*Capture, error) {
 	return &Capture{Dir: dir, Manifest: m}, nil
 }
 
-// OpStream reads ops.bin and checks it against the manifest: every record's
-// thread and file exist, and at the end the count, size and SHA-256 match.
-type OpStream struct {
-	c    *Capture
-	f    *os.File
-	r    *OpReader
-	path string
+// StreamFile reads one stream file of a capture and checks it against the
+// manifest: every record's references exist (check), and at the end the
+// count, size and SHA-256 match.
+type StreamFile[T any] struct {
+	f     *os.File
+	r     *RecordReader[T]
+	path  string
+	want  Stream
+	check func(T) error
 }
+
+// OpStream reads ops.bin: every record's thread and file exist.
+// BlockStream reads block.bin: every record's device exists.
+type (
+	OpStream    = StreamFile[Op]
+	BlockStream = StreamFile[Block]
+)
 
 // Ops opens ops.bin. Close it.
 func (c *Capture) Ops() (*OpStream, error) {
-	p := filepath.Join(c.Dir, OpsName)
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	r, err := NewOpReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return &OpStream{c: c, f: f, r: r, path: p}, nil
-}
-
-// Next returns the next record, io.EOF at the verified end.
-func (s *OpStream) Next() (Op, error) {
-	o, err := s.r.Next()
-	if err == io.EOF {
-		if err := s.c.checkEnd(s.r.Summary(), s.c.Manifest.Streams.Ops); err != nil {
-			return Op{}, fmt.Errorf("%s: %w", s.path, err)
+	m := c.Manifest
+	return openStream(c, OpsName, NewOpReader, m.Streams.Ops, func(o Op) error {
+		if o.Thread > uint32(len(m.Threads)) || o.File > uint32(len(m.Files)) {
+			return fmt.Errorf("%w: %s record of thread %d, file %d: the manifest has %d threads, %d files",
+				ErrCorrupt, o.Kind, o.Thread, o.File, len(m.Threads), len(m.Files))
 		}
-		return Op{}, io.EOF
-	}
-	if err != nil {
-		return Op{}, fmt.Errorf("%s: %w", s.path, err)
-	}
-	m := s.c.Manifest
-	if o.Thread > uint32(len(m.Threads)) || o.File > uint32(len(m.Files)) {
-		return Op{}, fmt.Errorf("%s: %w: %s record of thread %d, file %d: the manifest has %d threads, %d files",
-			s.path, ErrCorrupt, o.Kind, o.Thread, o.File, len(m.Threads), len(m.Files))
-	}
-	return o, nil
-}
-
-// Close closes the file.
-func (s *OpStream) Close() error { return s.f.Close() }
-
-// BlockStream reads block.bin and checks it against the manifest.
-type BlockStream struct {
-	c    *Capture
-	f    *os.File
-	r    *BlockReader
-	path string
+		return nil
+	})
 }
 
 // Block opens block.bin. Close it.
 func (c *Capture) Block() (*BlockStream, error) {
-	p := filepath.Join(c.Dir, BlockName)
+	m := c.Manifest
+	return openStream(c, BlockName, NewBlockReader, m.Streams.Block, func(b Block) error {
+		if b.Device > uint32(len(m.Devices)) {
+			return fmt.Errorf("%w: %s record of device %d: the manifest has %d devices",
+				ErrCorrupt, b.Op, b.Device, len(m.Devices))
+		}
+		return nil
+	})
+}
+
+func openStream[T any](c *Capture, name string, newReader func(io.Reader) (*RecordReader[T], error), want Stream, check func(T) error) (*StreamFile[T], error) {
+	p := filepath.Join(c.Dir, name)
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewBlockReader(f)
+	r, err := newReader(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return &BlockStream{c: c, f: f, r: r, path: p}, nil
+	return &StreamFile[T]{f: f, r: r, path: p, want: want, check: check}, nil
 }
 
 // Next returns the next record, io.EOF at the verified end.
-func (s *BlockStream) Next() (Block, error) {
-	b, err := s.r.Next()
+func (s *StreamFile[T]) Next() (T, error) {
+	var zero T
+	v, err := s.r.Next()
 	if err == io.EOF {
-		if err := s.c.checkEnd(s.r.Summary(), s.c.Manifest.Streams.Block); err != nil {
-			return Block{}, fmt.Errorf("%s: %w", s.path, err)
+		if err := checkEnd(s.r.Summary(), s.want); err != nil {
+			return zero, fmt.Errorf("%s: %w", s.path, err)
 		}
-		return Block{}, io.EOF
+		return zero, io.EOF
+	}
+	if err == nil {
+		err = s.check(v)
 	}
 	if err != nil {
-		return Block{}, fmt.Errorf("%s: %w", s.path, err)
+		return zero, fmt.Errorf("%s: %w", s.path, err)
 	}
-	if b.Device > uint32(len(s.c.Manifest.Devices)) {
-		return Block{}, fmt.Errorf("%s: %w: %s record of device %d: the manifest has %d devices",
-			s.path, ErrCorrupt, b.Op, b.Device, len(s.c.Manifest.Devices))
-	}
-	return b, nil
+	return v, nil
 }
 
 // Close closes the file.
-func (s *BlockStream) Close() error { return s.f.Close() }
+func (s *StreamFile[T]) Close() error { return s.f.Close() }
 
-func (c *Capture) checkEnd(got Summary, want Stream) error {
+func checkEnd(got Summary, want Stream) error {
 	if got.Records != want.Records || got.Bytes != want.Bytes || got.SHA256 != want.SHA256 {
 		return fmt.Errorf("%w: stream has %d records in %d bytes (sha256 %s); the manifest says %d in %d (%s)",
 			ErrCorrupt, got.Records, got.Bytes, got.SHA256, want.Records, want.Bytes, want.SHA256)
@@ -227,43 +213,27 @@ func (c *Capture) checkEnd(got Summary, want Stream) error {
 
 // EachOp calls fn for every file-level record, in file order, then checks
 // the stream's end.
-func (c *Capture) EachOp(fn func(Op) error) error {
-	s, err := c.Ops()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	for {
-		o, err := s.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(o); err != nil {
-			return err
-		}
-	}
-}
+func (c *Capture) EachOp(fn func(Op) error) error { return each(c.Ops, fn) }
 
 // EachBlock calls fn for every block record, in file order, then checks the
 // stream's end.
-func (c *Capture) EachBlock(fn func(Block) error) error {
-	s, err := c.Block()
+func (c *Capture) EachBlock(fn func(Block) error) error { return each(c.Block, fn) }
+
+func each[T any](open func() (*StreamFile[T], error), fn func(T) error) error {
+	s, err := open()
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	for {
-		b, err := s.Next()
+		v, err := s.Next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := fn(b); err != nil {
+		if err := fn(v); err != nil {
 			return err
 		}
 	}

@@ -126,24 +126,17 @@ type dec struct {
 	err error
 }
 
-func (d *dec) u() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errVarint
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) u() uint64 { return varint(d, binary.Uvarint) }
 
-func (d *dec) s() int64 {
+func (d *dec) s() int64 { return varint(d, binary.Varint) }
+
+// varint takes one varint off d with read (binary.Uvarint or Varint); 0
+// once d has failed.
+func varint[T uint64 | int64](d *dec, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.err = errVarint
 		return 0

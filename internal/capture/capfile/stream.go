@@ -56,16 +56,31 @@ type Summary struct {
 	SHA256  string // hex
 }
 
-type countingWriter struct {
-	w io.Writer
+// tally is the size and SHA-256 of a stream's bytes so far.
+type tally struct {
 	h hash.Hash
 	n uint64
 }
 
+func newTally() tally { return tally{h: sha256.New()} }
+
+func (t *tally) add(p []byte) {
+	t.h.Write(p)
+	t.n += uint64(len(p))
+}
+
+func (t *tally) summary(records uint64) Summary {
+	return Summary{Records: records, Bytes: t.n, SHA256: hex.EncodeToString(t.h.Sum(nil))}
+}
+
+type countingWriter struct {
+	w io.Writer
+	tally
+}
+
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	c.n += uint64(n)
+	c.add(p[:n])
 	return n, err
 }
 
@@ -81,7 +96,7 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, kind byte) *streamWriter {
-	cw := &countingWriter{w: w, h: sha256.New()}
+	cw := &countingWriter{w: w, tally: newTally()}
 	s := &streamWriter{cw: cw, bw: bufio.NewWriterSize(cw, 128<<10), payload: make([]byte, 0, flushAt+256)}
 	var h [headerLen]byte
 	copy(h[:], magic)
@@ -158,62 +173,55 @@ func (s *streamWriter) close() (Summary, error) {
 	if s.err != nil {
 		return Summary{}, s.err
 	}
-	return Summary{Records: s.total, Bytes: s.cw.n, SHA256: hex.EncodeToString(s.cw.h.Sum(nil))}, nil
+	return s.cw.summary(s.total), nil
 }
 
-// OpWriter writes ops.bin.
-type OpWriter struct{ s *streamWriter }
+// RecordWriter writes one stream.
+type RecordWriter[T any] struct {
+	s        *streamWriter
+	what     string
+	validate func(*T) error
+	append   func([]byte, *T) []byte
+}
+
+// OpWriter writes ops.bin; BlockWriter writes block.bin.
+type (
+	OpWriter    = RecordWriter[Op]
+	BlockWriter = RecordWriter[Block]
+)
 
 // NewOpWriter starts an ops stream on w.
-func NewOpWriter(w io.Writer) *OpWriter { return &OpWriter{newStreamWriter(w, streamOps)} }
-
-// Write appends one record; it refuses a record a reader would refuse.
-func (w *OpWriter) Write(o Op) error {
-	if w.s.closed {
-		return errors.New("op writer closed")
-	}
-	if err := validateOp(&o); err != nil {
-		return fmt.Errorf("op record: %w", err)
-	}
-	w.s.payload = appendOp(w.s.payload, &o)
-	return w.s.added()
+func NewOpWriter(w io.Writer) *OpWriter {
+	return &OpWriter{s: newStreamWriter(w, streamOps), what: "op", validate: validateOp, append: appendOp}
 }
-
-// Flush hands the records so far to the underlying writer.
-func (w *OpWriter) Flush() error { return w.s.Flush() }
-
-// Close writes the end frame; the stream is complete only then.
-func (w *OpWriter) Close() (Summary, error) { return w.s.close() }
-
-// BlockWriter writes block.bin.
-type BlockWriter struct{ s *streamWriter }
 
 // NewBlockWriter starts a block stream on w.
-func NewBlockWriter(w io.Writer) *BlockWriter { return &BlockWriter{newStreamWriter(w, streamBlock)} }
+func NewBlockWriter(w io.Writer) *BlockWriter {
+	return &BlockWriter{s: newStreamWriter(w, streamBlock), what: "block", validate: validateBlock, append: appendBlock}
+}
 
 // Write appends one record; it refuses a record a reader would refuse.
-func (w *BlockWriter) Write(r Block) error {
+func (w *RecordWriter[T]) Write(v T) error {
 	if w.s.closed {
-		return errors.New("block writer closed")
+		return fmt.Errorf("%s writer closed", w.what)
 	}
-	if err := validateBlock(&r); err != nil {
-		return fmt.Errorf("block record: %w", err)
+	if err := w.validate(&v); err != nil {
+		return fmt.Errorf("%s record: %w", w.what, err)
 	}
-	w.s.payload = appendBlock(w.s.payload, &r)
+	w.s.payload = w.append(w.s.payload, &v)
 	return w.s.added()
 }
 
 // Flush hands the records so far to the underlying writer.
-func (w *BlockWriter) Flush() error { return w.s.Flush() }
+func (w *RecordWriter[T]) Flush() error { return w.s.Flush() }
 
 // Close writes the end frame; the stream is complete only then.
-func (w *BlockWriter) Close() (Summary, error) { return w.s.close() }
+func (w *RecordWriter[T]) Close() (Summary, error) { return w.s.close() }
 
 // streamReader reads frames and hands out their payload record by record.
 type streamReader struct {
-	r       *bufio.Reader
-	h       hash.Hash
-	n       uint64
+	r *bufio.Reader
+	tally
 	payload []byte
 	d       dec
 	left    uint32 // records left in the current frame
@@ -224,13 +232,12 @@ type streamReader struct {
 
 func (s *streamReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
-	s.h.Write(p[:n])
-	s.n += uint64(n)
+	s.add(p[:n])
 	return n, err
 }
 
 func newStreamReader(r io.Reader, kind byte) (*streamReader, error) {
-	s := &streamReader{r: bufio.NewReaderSize(r, 128<<10), h: sha256.New()}
+	s := &streamReader{r: bufio.NewReaderSize(r, 128<<10), tally: newTally()}
 	var h [headerLen]byte
 	if _, err := io.ReadFull(s, h[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -332,63 +339,54 @@ func (s *streamReader) readFrame() error {
 }
 
 func (s *streamReader) summary() Summary {
-	return Summary{Records: s.total, Bytes: s.n, SHA256: hex.EncodeToString(s.h.Sum(nil))}
+	return s.tally.summary(s.total)
 }
 
-// OpReader reads ops.bin record by record, in constant memory.
-type OpReader struct{ s *streamReader }
+// RecordReader reads one stream record by record, in constant memory.
+type RecordReader[T any] struct {
+	s      *streamReader
+	what   string
+	decode func(*dec) (T, error)
+}
+
+// OpReader reads ops.bin; BlockReader reads block.bin.
+type (
+	OpReader    = RecordReader[Op]
+	BlockReader = RecordReader[Block]
+)
 
 // NewOpReader checks the stream's header.
 func NewOpReader(r io.Reader) (*OpReader, error) {
-	s, err := newStreamReader(r, streamOps)
-	if err != nil {
-		return nil, err
-	}
-	return &OpReader{s}, nil
+	return newRecordReader(r, streamOps, "op", decodeOp)
 }
-
-// Next returns the next record; io.EOF only after the end frame was read
-// and checked.
-func (r *OpReader) Next() (Op, error) {
-	d, err := r.s.next()
-	if err != nil {
-		return Op{}, err
-	}
-	o, err := decodeOp(d)
-	if err != nil {
-		return Op{}, r.s.fail(fmt.Errorf("%w: op record %d: %v", ErrCorrupt, r.s.total-uint64(r.s.left), err))
-	}
-	return o, nil
-}
-
-// Summary is what was read so far: after io.EOF, the whole stream.
-func (r *OpReader) Summary() Summary { return r.s.summary() }
-
-// BlockReader reads block.bin record by record, in constant memory.
-type BlockReader struct{ s *streamReader }
 
 // NewBlockReader checks the stream's header.
 func NewBlockReader(r io.Reader) (*BlockReader, error) {
-	s, err := newStreamReader(r, streamBlock)
+	return newRecordReader(r, streamBlock, "block", decodeBlock)
+}
+
+func newRecordReader[T any](r io.Reader, kind byte, what string, decode func(*dec) (T, error)) (*RecordReader[T], error) {
+	s, err := newStreamReader(r, kind)
 	if err != nil {
 		return nil, err
 	}
-	return &BlockReader{s}, nil
+	return &RecordReader[T]{s: s, what: what, decode: decode}, nil
 }
 
 // Next returns the next record; io.EOF only after the end frame was read
 // and checked.
-func (r *BlockReader) Next() (Block, error) {
+func (r *RecordReader[T]) Next() (T, error) {
+	var zero T
 	d, err := r.s.next()
 	if err != nil {
-		return Block{}, err
+		return zero, err
 	}
-	b, err := decodeBlock(d)
+	v, err := r.decode(d)
 	if err != nil {
-		return Block{}, r.s.fail(fmt.Errorf("%w: block record %d: %v", ErrCorrupt, r.s.total-uint64(r.s.left), err))
+		return zero, r.s.fail(fmt.Errorf("%w: %s record %d: %v", ErrCorrupt, r.what, r.s.total-uint64(r.s.left), err))
 	}
-	return b, nil
+	return v, nil
 }
 
 // Summary is what was read so far: after io.EOF, the whole stream.
-func (r *BlockReader) Summary() Summary { return r.s.summary() }
+func (r *RecordReader[T]) Summary() Summary { return r.s.summary() }
