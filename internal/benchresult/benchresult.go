@@ -17,8 +17,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
@@ -364,39 +362,16 @@ func Write(w io.Writer, r *Result) error {
 // WriteFile writes r to path atomically (a temporary file in the same
 // directory, renamed), so an interrupted write never leaves half a result.
 func WriteFile(path string, r *Result) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".bench-result-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if err := Write(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return stdfile.WriteFile(path, func(w io.Writer) error { return Write(w, r) })
 }
 
 // Read decodes one result and validates it. A truncated file, a document
 // that is not a bench result and a schema version this slowpath does not
 // read are distinct, clear errors (errors.Is(err, ErrVersion) for the last).
 func Read(r io.Reader) (*Result, error) {
-	b, err := io.ReadAll(r)
+	b, err := stdfile.ReadDocument(r, "bench result")
 	if err != nil {
-		return nil, fmt.Errorf("read bench result: %w", err)
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil, errors.New("bench result is empty")
+		return nil, err
 	}
 	// The envelope first: a newer schema may not decode into these types.
 	var env struct {

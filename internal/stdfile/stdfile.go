@@ -3,12 +3,15 @@
 // reader of a file a user names goes through it, the domain packages'
 // included; Dash also names standard output, which the writers (collect
 // -o, bench -o, net drops) send to their command's stdout themselves.
+// WriteFile is the one way a result file is written: whole or not at all.
 package stdfile
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // Dash is the name that stands for standard input or output.
@@ -40,6 +43,47 @@ func ReadFile(name string) ([]byte, error) {
 	}
 	if len(b) > MaxStdin {
 		return nil, fmt.Errorf("stdin: more than %d MiB, the most slowpath reads from a pipe", MaxStdin>>20)
+	}
+	return b, nil
+}
+
+// WriteFile writes path through a temporary file in the same directory,
+// renamed into place (mode 0644) only when write succeeded, so a failed or
+// interrupted write never leaves half a file under the name asked for.
+// Errors name path.
+func WriteFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadDocument reads a whole document from r without the white space
+// around it; an error names what when r fails or holds nothing else.
+func ReadDocument(r io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s is empty", what)
 	}
 	return b, nil
 }

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/units"
 )
 
@@ -27,25 +26,7 @@ func WriteCompare(w io.Writer, r *comparison.Result, sides []comparison.Side) er
 // same directory, so a failed render never leaves half a report under the
 // requested name (compare, lab crypt and fix --prove --html).
 func WriteCompareFile(path string, r *comparison.Result, sides []comparison.Side) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-compare-*.html")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := WriteCompare(tmp, r, sides); err != nil {
-		tmp.Close()
-		return fmt.Errorf("render %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return stdfile.WriteFile(path, func(w io.Writer) error { return WriteCompare(w, r, sides) })
 }
 
 // ComparePage lays out a comparison: the table, the latency CDFs per side,
@@ -203,12 +184,14 @@ func round4(v float64) float64 {
 	return math.Round(v*e) / e
 }
 
-func latencyNames(sides []comparison.Side) []string {
+// runKeys is the sorted union of the keys that keys gives for every run
+// of every side.
+func runKeys[V any](sides []comparison.Side, keys func(comparison.Run) map[string]V) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, s := range sides {
 		for _, run := range s.Runs {
-			for n := range run.Latencies {
+			for n := range keys(run) {
 				if !seen[n] {
 					seen[n] = true
 					names = append(names, n)
@@ -222,7 +205,7 @@ func latencyNames(sides []comparison.Side) []string {
 
 func cdfBlocks(sides []comparison.Side) []Block {
 	var out []Block
-	for _, name := range latencyNames(sides) {
+	for _, name := range runKeys(sides, func(r comparison.Run) map[string]stats.Histogram { return r.Latencies }) {
 		var series []any
 		for _, s := range sides {
 			h, ok := merged(s, name)
@@ -247,19 +230,7 @@ func cdfBlocks(sides []comparison.Side) []Block {
 }
 
 func timelineBlocks(sides []comparison.Side) []Block {
-	seen := map[string]bool{}
-	var names []string
-	for _, s := range sides {
-		for _, run := range s.Runs {
-			for n := range run.Timeline {
-				if !seen[n] {
-					seen[n] = true
-					names = append(names, n)
-				}
-			}
-		}
-	}
-	sort.Strings(names)
+	names := runKeys(sides, func(r comparison.Run) map[string][]comparison.Point { return r.Timeline })
 	palette := []string{"#3b78c2", "#d35400", "#1a7f37", "#8e44ad", "#c62828", "#00838f"}
 	var out []Block
 	for _, name := range names {

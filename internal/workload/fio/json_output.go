@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Result is fio's --output-format=json document, reduced to what slowpath
@@ -153,13 +155,9 @@ type jsonLat struct {
 // Parse reads one fio JSON document (fio 3.x, which reports latencies in
 // nanoseconds as clat_ns).
 func Parse(r io.Reader) (*Result, error) {
-	b, err := io.ReadAll(r)
+	b, err := stdfile.ReadDocument(r, "fio output")
 	if err != nil {
-		return nil, fmt.Errorf("read fio output: %w", err)
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil, errors.New("fio output is empty")
+		return nil, err
 	}
 	var messages []string
 	for len(b) > 0 && b[0] != '{' {
