@@ -253,3 +253,32 @@ func isLowerHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= '
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
+
+// eachNamed validates every element of items (at list[i]) with check and
+// refuses a name (name gives it) that two elements have; what is the
+// plural the error uses, src where the kernel keeps names unique.
+func eachNamed[T any](list string, items []T, name func(*T) string, what, src string, check func(string, *T) error) error {
+	seen := map[string]int{}
+	for i := range items {
+		p := fmt.Sprintf("%s[%d]", list, i)
+		if err := check(p, &items[i]); err != nil {
+			return err
+		}
+		n := name(&items[i])
+		if j, dup := seen[n]; dup {
+			return invalidString(p+".name", n, "names two "+what, fmt.Sprintf("also %s[%d]", list, j), src)
+		}
+		seen[n] = i
+	}
+	return nil
+}
+
+// eachString checks every string of a list (at list[i]) with check.
+func eachString(list string, items []string, check func(p, s string) error) error {
+	for i, s := range items {
+		if err := check(fmt.Sprintf("%s[%d]", list, i), s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -195,21 +195,8 @@ func checkBootID(p, s string) error {
 		return nil
 	}
 	const src = "drivers/char/random.c proc_do_uuid, lib/uuid.c generate_random_uuid"
-	if len(s) != 36 {
-		return invalidString(p, s, "not a boot id", "want a lower-case UUID xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", src)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return invalidString(p, s, "not a boot id", fmt.Sprintf("want '-' at position %d", i+1), src)
-			}
-		default:
-			if !isLowerHex(c) {
-				return invalidString(p, s, "not a boot id", "want lower-case hex digits", src)
-			}
-		}
+	if err := checkHexShape(p, s, "not a boot id", "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "a lower-case UUID xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", src); err != nil {
+		return err
 	}
 	if s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) {
 		return invalidString(p, s, "not a boot id", "the kernel makes version 4, variant 1 UUIDs", src)
@@ -224,16 +211,29 @@ func checkMachineID(p, s string) error {
 		return nil
 	}
 	const src = "machine-id(5)"
-	if len(s) != 32 {
-		return invalidString(p, s, "not a machine id", "want 32 lower-case hex digits", src)
-	}
-	for i := 0; i < len(s); i++ {
-		if !isLowerHex(s[i]) {
-			return invalidString(p, s, "not a machine id", "want 32 lower-case hex digits", src)
-		}
+	if err := checkHexShape(p, s, "not a machine id", strings.Repeat("x", 32), "32 lower-case hex digits", src); err != nil {
+		return err
 	}
 	if s == strings.Repeat("0", 32) {
 		return invalidString(p, s, "not a machine id", "all zeros is the null ID", src)
+	}
+	return nil
+}
+
+// checkHexShape checks s against shape: an x stands for a lower-case hex
+// digit, any other byte for itself (a UUID's dashes); want describes the
+// shape in the error.
+func checkHexShape(p, s, what, shape, want, src string) error {
+	if len(s) != len(shape) {
+		return invalidString(p, s, what, "want "+want, src)
+	}
+	for i := 0; i < len(s); i++ {
+		switch {
+		case shape[i] != 'x' && s[i] != shape[i]:
+			return invalidString(p, s, what, fmt.Sprintf("want %q at position %d", shape[i], i+1), src)
+		case shape[i] == 'x' && !isLowerHex(s[i]):
+			return invalidString(p, s, what, "want "+want, src)
+		}
 	}
 	return nil
 }

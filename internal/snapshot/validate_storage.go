@@ -139,20 +139,8 @@ func validateStorage(st *Storage) error {
 			return err
 		}
 	}
-	seen := map[string]int{}
-	for i := range st.BlockDevices {
-		p := fmt.Sprintf("storage.block_devices[%d]", i)
-		if err := validateBlockDevice(p, &st.BlockDevices[i]); err != nil {
-			return err
-		}
-		// One directory per name in /sys/class/block.
-		name := st.BlockDevices[i].Name
-		if j, dup := seen[name]; dup {
-			return invalidString(p+".name", name, "names two block devices", fmt.Sprintf("also storage.block_devices[%d]", j), "sysfs: one directory per name in /sys/class/block")
-		}
-		seen[name] = i
-	}
-	return nil
+	// One directory per name in /sys/class/block.
+	return eachNamed("storage.block_devices", st.BlockDevices, func(d *BlockDevice) string { return d.Name }, "block devices", "sysfs: one directory per name in /sys/class/block", validateBlockDevice)
 }
 
 func validateMount(p string, m *Mount) error {
@@ -222,15 +210,11 @@ func validateBlockDevice(p string, d *BlockDevice) error {
 	if d.SizeBytes%512 != 0 {
 		return invalidNumber(p+".size_bytes", d.SizeBytes, "not a whole number of sectors", "sysfs size counts 512-byte sectors", "block/genhd.c part_size_show")
 	}
-	for i, n := range d.Slaves {
-		if err := checkBlockName(fmt.Sprintf("%s.slaves[%d]", p, i), n); err != nil {
-			return err
-		}
+	if err := eachString(p+".slaves", d.Slaves, checkBlockName); err != nil {
+		return err
 	}
-	for i, n := range d.Holders {
-		if err := checkBlockName(fmt.Sprintf("%s.holders[%d]", p, i), n); err != nil {
-			return err
-		}
+	if err := eachString(p+".holders", d.Holders, checkBlockName); err != nil {
+		return err
 	}
 	if q := d.Queue; q != nil {
 		if err := validateQueue(p+".queue", q); err != nil {

@@ -17,17 +17,11 @@ import (
 // See https://docs.kernel.org/filesystems/proc.html and
 // arch/x86/kernel/cpu/proc.c.
 func collectCPUInfo(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
+	cpus, ok := readProc(fs, s, "host.cpuinfo", "cpuinfo", procfs.FS.CPUInfo)
+	if !ok {
+		return
+	}
 	p := fs.ProcPath("cpuinfo")
-	pfs, err := procfs.NewFS(fs.Proc)
-	if err != nil {
-		s.AddError("host.cpuinfo", p, err)
-		return
-	}
-	cpus, err := pfs.CPUInfo()
-	if err != nil {
-		s.AddError("host.cpuinfo", p, fmt.Errorf("read %s: %w", p, err))
-		return
-	}
 	if len(cpus) == 0 {
 		s.AddError("host.cpuinfo", p, errors.New("no processor entries"))
 		return

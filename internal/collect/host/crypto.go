@@ -23,18 +23,25 @@ var cryptoInteresting = []string{"aes", "xts", "cbc", "gcm", "essiv", "adiantum"
 // hardware acceleration. See https://docs.kernel.org/crypto/api-intro.html
 // and crypto/proc.c.
 func collectCrypto(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
-	p := fs.ProcPath("crypto")
+	if all, ok := readProc(fs, s, "host.crypto", "crypto", procfs.FS.Crypto); ok {
+		h.Crypto = filterCrypto(all)
+	}
+}
+
+// readProc reads /proc/NAME with procfs's parser read; a failure is an
+// error of the snapshot's section, and ok false.
+func readProc[T any](fs hostfs.FS, s *snapshot.Snapshot, section, name string, read func(procfs.FS) (T, error)) (v T, ok bool) {
+	p := fs.ProcPath(name)
 	pfs, err := procfs.NewFS(fs.Proc)
 	if err != nil {
-		s.AddError("host.crypto", p, err)
-		return
+		s.AddError(section, p, err)
+		return v, false
 	}
-	all, err := pfs.Crypto()
-	if err != nil {
-		s.AddError("host.crypto", p, fmt.Errorf("read %s: %w", p, err))
-		return
+	if v, err = read(pfs); err != nil {
+		s.AddError(section, p, fmt.Errorf("read %s: %w", p, err))
+		return v, false
 	}
-	h.Crypto = filterCrypto(all)
+	return v, true
 }
 
 func filterCrypto(all []procfs.Crypto) []snapshot.CryptoAlg {

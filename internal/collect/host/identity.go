@@ -32,27 +32,26 @@ var appID = [16]byte{0x5e, 0x0b, 0x3a, 0x6f, 0x2c, 0x41, 0x4d, 0x8e, 0x9b, 0x17,
 // tree): that is quiet and leaves the field empty. A value of the wrong
 // shape is a host.identity error and no value.
 func collectIdentity(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
-	p := fs.ProcPath("sys", "kernel", "random", "boot_id")
-	if v, err := hostfs.ReadValue(p); err != nil {
-		if hostfs.Classify(err) != hostfs.KindMissing {
-			s.AddError("host.identity", p, err)
-		}
-	} else if id, err := parseBootID(v); err != nil {
-		s.AddError("host.identity", p, err)
-	} else {
-		h.BootID = id
-	}
+	h.BootID = readID(s, fs.ProcPath("sys", "kernel", "random", "boot_id"), parseBootID)
+	h.MachineID = readID(s, fs.RootPath("etc", "machine-id"), appSpecificMachineID)
+}
 
-	p = fs.RootPath("etc", "machine-id")
-	if v, err := hostfs.ReadValue(p); err != nil {
+// readID reads one identity file and parses it: "" when the file is
+// missing (quiet) or unreadable or of the wrong shape (errors).
+func readID(s *snapshot.Snapshot, p string, parse func(string) (string, error)) string {
+	v, err := hostfs.ReadValue(p)
+	if err != nil {
 		if hostfs.Classify(err) != hostfs.KindMissing {
 			s.AddError("host.identity", p, err)
 		}
-	} else if id, err := appSpecificMachineID(v); err != nil {
-		s.AddError("host.identity", p, err)
-	} else {
-		h.MachineID = id
+		return ""
 	}
+	id, err := parse(v)
+	if err != nil {
+		s.AddError("host.identity", p, err)
+		return ""
+	}
+	return id
 }
 
 // parseBootID accepts the kernel's boot_id format: a UUID as 8-4-4-4-12
