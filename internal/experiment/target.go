@@ -35,15 +35,19 @@ type TargetError struct {
 	Err     error
 }
 
-func (e *TargetError) Error() string {
-	what := "directory"
+func (e *TargetError) Error() string { return e.Named("directory", "device").Error() }
+
+// Named is the error with the target called what the caller calls it (a
+// command: its --dir and --device flags); it wraps Err.
+func (e *TargetError) Named(dir, device string) error {
+	what := dir
 	if e.Device {
-		what = "device"
+		what = device
 	}
 	if e.Refused {
-		return fmt.Sprintf("refusing %s %s: %v", what, e.Target, e.Err)
+		return fmt.Errorf("refusing %s %s: %w", what, e.Target, e.Err)
 	}
-	return fmt.Sprintf("%s: %v", what, e.Err)
+	return fmt.Errorf("%s: %w", what, e.Err)
 }
 
 func (e *TargetError) Unwrap() error { return e.Err }

@@ -26,6 +26,17 @@ func (e *UnsafeError) Error() string {
 	return fmt.Sprintf("%s %q: character %s %s", e.Format, e.Value, e.Char, e.Why)
 }
 
+// scan returns an UnsafeError at the first byte of s for which why says
+// why it is unsafe in format, nil when no byte is.
+func scan(format, s string, why func(c byte) string) error {
+	for i := 0; i < len(s); i++ {
+		if w := why(s[i]); w != "" {
+			return unsafeAt(format, s, i, w)
+		}
+	}
+	return nil
+}
+
 func unsafeAt(format, s string, i int, why string) *UnsafeError {
 	r, n := utf8.DecodeRuneInString(s[i:])
 	c := fmt.Sprintf("%q", r)
@@ -50,26 +61,24 @@ func Udev(s string) (string, error) {
 	if s == "" {
 		return "", &UnsafeError{Format: format, Value: s, Why: "is empty, which udev reads as \"property absent\""}
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		var why string
+	if err := scan(format, s, func(c byte) string {
 		switch {
 		case c < 0x20 || c == 0x7f:
-			why = "is a control character, which would end or corrupt the rule line"
+			return "is a control character, which would end or corrupt the rule line"
 		case c == '"':
-			why = "ends udev's quoted value (the \\\" escape is not read by every udev version)"
+			return "ends udev's quoted value (the \\\" escape is not read by every udev version)"
 		case c == '\\':
-			why = "would escape udev's closing quote"
+			return "would escape udev's closing quote"
 		case c == '*' || c == '?' || c == '[':
-			why = "is an fnmatch glob in udev match values and udev has no escape for it"
+			return "is an fnmatch glob in udev match values and udev has no escape for it"
 		case c == '|':
-			why = "separates alternatives in udev match values and udev has no escape for it"
+			return "separates alternatives in udev match values and udev has no escape for it"
 		case c == '$' || c == '%':
-			why = "starts a udev substitution"
+			return "starts a udev substitution"
 		}
-		if why != "" {
-			return "", unsafeAt(format, s, i, why)
-		}
+		return ""
+	}); err != nil {
+		return "", err
 	}
 	return `"` + s + `"`, nil
 }
@@ -89,22 +98,20 @@ func Crypttab(s string) (string, error) {
 	if s[0] == '#' {
 		return "", unsafeAt(format, s, 0, "at the start makes the line a comment")
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		var why string
+	if err := scan(format, s, func(c byte) string {
 		switch {
 		case c == ' ' || c == '\t':
-			why = "separates crypttab fields and has no escape that both systemd and Debian's cryptsetup read"
+			return "separates crypttab fields and has no escape that both systemd and Debian's cryptsetup read"
 		case c < 0x20 || c == 0x7f:
-			why = "is a control character, which would end or corrupt the line"
+			return "is a control character, which would end or corrupt the line"
 		case c == '\\':
-			why = "starts an octal escape for Debian's cryptsetup but not for systemd"
+			return "starts an octal escape for Debian's cryptsetup but not for systemd"
 		case c == '"' || c == '\'':
-			why = "may be taken as quoting by the crypttab reader"
+			return "may be taken as quoting by the crypttab reader"
 		}
-		if why != "" {
-			return "", unsafeAt(format, s, i, why)
-		}
+		return ""
+	}); err != nil {
+		return "", err
 	}
 	return s, nil
 }
@@ -138,26 +145,24 @@ func TunedDevice(s string) (string, error) {
 	if strings.TrimSpace(s) != s {
 		return "", &UnsafeError{Format: format, Value: s, Why: "has white space at an end, which tuned's INI reader strips"}
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		var why string
+	if err := scan(format, s, func(c byte) string {
 		switch {
 		case c < 0x20 || c == 0x7f:
-			why = "is a control character, which would end or corrupt the line"
+			return "is a control character, which would end or corrupt the line"
 		case c == ',':
-			why = "separates tuned's device list and has no escape"
+			return "separates tuned's device list and has no escape"
 		case c == '!':
-			why = "negates a device in tuned's device list"
+			return "negates a device in tuned's device list"
 		case c == '*' || c == '?' || c == '[' || c == ']':
-			why = "is an fnmatch pattern in tuned's device list and has no escape"
+			return "is an fnmatch pattern in tuned's device list and has no escape"
 		case c == '$' || c == '%':
-			why = "starts a tuned variable or INI interpolation"
+			return "starts a tuned variable or INI interpolation"
 		case c == '#' || c == ';':
-			why = "may be taken as a comment by tuned's INI reader"
+			return "may be taken as a comment by tuned's INI reader"
 		}
-		if why != "" {
-			return "", unsafeAt(format, s, i, why)
-		}
+		return ""
+	}); err != nil {
+		return "", err
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@
 package taxtree
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/tools/txtar"
 
 	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
@@ -31,6 +34,11 @@ const (
 	topDir    = "sys/devices/virtual/block/dm-0"
 	bottomDir = "sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1"
 )
+
+// staticTree is the part of the tree that does not move.
+//
+//go:embed tree.txtar
+var staticTree []byte
 
 // Tree is the host tree. Advance is safe to call while an agent reads it.
 type Tree struct {
@@ -55,38 +63,12 @@ func (c counters) line() string {
 func Write(t testing.TB, cpus int) *Tree {
 	t.Helper()
 	root := t.TempDir()
-	w := func(rel, content string) { hostfstest.WriteFile(t, root, rel, content) }
-	link := func(rel, target string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w("proc/self/mountinfo", "22 1 253:0 / /data rw,relatime shared:1 - xfs /dev/mapper/data rw\n")
-	w("proc/sys/kernel/osrelease", "6.1.0-test\n")
-	w("proc/sys/kernel/hostname", "taxtree\n")
+	hostfstest.Extract(t, root, txtar.Parse(staticTree))
 	var ci strings.Builder
 	for i := range cpus {
 		fmt.Fprintf(&ci, "processor\t: %d\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 aes avx2\n\n", i)
 	}
-	w("proc/cpuinfo", ci.String())
-	link("sys/class/block/dm-0", "../../devices/virtual/block/dm-0")
-	link("sys/class/block/nvme0n1", "../../devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1")
-	w(bottomDir+"/dev", "259:0\n")
-	w(bottomDir+"/size", "1953525168\n")
-	w(bottomDir+"/queue/rotational", "0\n")
-	w(bottomDir+"/queue/logical_block_size", "512\n")
-	w(bottomDir+"/queue/scheduler", "[none] mq-deadline\n")
-	link(bottomDir+"/holders/dm-0", "../../../../../../virtual/block/dm-0")
-	w(topDir+"/dev", "253:0\n")
-	w(topDir+"/size", "1953492400\n")
-	w(topDir+"/dm/name", "data\n")
-	w(topDir+"/dm/uuid", "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-data\n")
-	w(topDir+"/queue/rotational", "0\n")
-	link(topDir+"/slaves/nvme0n1", "../../../../pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1")
+	hostfstest.WriteFile(t, root, "proc/cpuinfo", ci.String())
 	tr := &Tree{Root: root, FS: hostfs.New(root)}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()

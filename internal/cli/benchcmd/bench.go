@@ -216,12 +216,5 @@ func flagged(err error) error {
 	if !errors.As(err, &te) {
 		return err
 	}
-	flag := "--dir"
-	if te.Device {
-		flag = "--device"
-	}
-	if te.Refused {
-		return fmt.Errorf("refusing %s %s: %w", flag, te.Target, te.Err)
-	}
-	return fmt.Errorf("%s: %w", flag, te.Err)
+	return te.Named("--dir", "--device")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/units"
+	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
@@ -213,13 +214,8 @@ case $1 in
     printf 'run.sh: DIR %s: use a path of letters, digits and / . _ + @ , = - not starting with - (the fio job files embed it)\n' "$1" >&2
     exit 2;;
 esac
-command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d "$1/slowpath-repro.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
-out="$here/results"
-mkdir -p "$out"
 `)
+	b.WriteString(fio.ScriptSetup("slowpath-repro"))
 	for i, j := range jobs {
 		ph := plan.Phases[i]
 		fmt.Fprintf(&b, "\n# Phase %d: %s\nsed \"s|%s|$work|g\" \"$here\"/%s > \"$work\"/%s\n", i+1, ph.Name, dirPlaceholder, quote.Shell(j), quote.Shell(j))

@@ -26,13 +26,21 @@ func Materialise(t testing.TB, path string) hostfs.FS {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	Extract(t, dir, a)
+	return hostfs.New(dir)
+}
+
+// Extract writes the members of a under root; a member named
+// "path -> target" becomes a symlink, as sysfs is made of them.
+func Extract(t testing.TB, root string, a *txtar.Archive) {
+	t.Helper()
 	for _, f := range a.Files {
 		name, target, isLink := strings.Cut(f.Name, " -> ")
 		if !isLink {
-			WriteFile(t, dir, name, string(f.Data))
+			WriteFile(t, root, name, string(f.Data))
 			continue
 		}
-		p := filepath.Join(dir, name)
+		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +48,6 @@ func Materialise(t testing.TB, path string) hostfs.FS {
 			t.Fatal(err)
 		}
 	}
-	return hostfs.New(dir)
 }
 
 // WriteFile writes content to root/rel, making the directories above it:

@@ -55,18 +55,7 @@ func tailSections(r *comparison.Result) []Section {
 	default:
 		tab := &Table{Header: t.Columns(r.Sides[0].Name)}
 		for _, s := range t.Sides {
-			var row []Cell
-			for i, c := range t.Cells(s) {
-				cls := ""
-				switch {
-				case i >= 1 && i <= 4:
-					cls = "num"
-				case i == 5 && s.Verdict == cryptotax.VerdictFarAbove:
-					cls = "bad"
-				}
-				row = append(row, Cell{Text: c, Class: cls})
-			}
-			tab.Rows = append(tab.Rows, row)
+			tab.Rows = append(tab.Rows, numberRow(t.Cells(s), 1, 4, s.Verdict == cryptotax.VerdictFarAbove))
 		}
 		blocks = append(blocks, Block{Table: tab})
 	}
@@ -81,18 +70,23 @@ func splitSections(s *comparison.TaxSplit) []Section {
 	}
 	tab := &Table{Header: s.Columns()}
 	for _, st := range s.Steps {
-		var row []Cell
-		for i, c := range s.Cells(st) {
-			cls := ""
-			switch {
-			case i >= 2 && i <= 5:
-				cls = "num"
-			case i == 6 && st.Change == "worse":
-				cls = "bad"
-			}
-			row = append(row, Cell{Text: c, Class: cls})
-		}
-		tab.Rows = append(tab.Rows, row)
+		tab.Rows = append(tab.Rows, numberRow(s.Cells(st), 2, 5, st.Change == "worse"))
 	}
 	return []Section{{Heading: "Encryption tax in parts", Blocks: []Block{{Text: s.Heading() + "."}, {Table: tab}}}}
+}
+
+// numberRow makes a table row of text cells: columns first..last are
+// numbers, and the column after them, the verdict, is marked bad when bad.
+func numberRow(texts []string, first, last int, bad bool) []Cell {
+	row := make([]Cell, len(texts))
+	for i, c := range texts {
+		row[i] = Cell{Text: c}
+		switch {
+		case i >= first && i <= last:
+			row[i].Class = "num"
+		case i == last+1 && bad:
+			row[i].Class = "bad"
+		}
+	}
+	return row
 }

@@ -234,3 +234,17 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	}
 	return res, nil
 }
+
+// ScriptSetup is the part of an exported run.sh (bench export, replay
+// export) after its argument checks: it fails without fio, makes a work
+// directory $work under the script's DIR ($1) named after prefix, removed
+// on exit, and $out, results/ beside the script.
+func ScriptSetup(prefix string) string {
+	return `command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "$1/` + prefix + `.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+out="$here/results"
+mkdir -p "$out"
+`
+}

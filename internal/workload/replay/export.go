@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/workload/fio"
 )
 
 // Export job file names: the as-fast-as-possible replay and fio's own
@@ -53,13 +54,7 @@ set -eu
 # DIR is only ever a quoted argument (the job files and iologs name files
 # relative to the work directory); a leading - would be an option of mktemp.
 case $1 in ''|-*) printf 'run.sh: DIR %%s: give a path not starting with -\n' "$1" >&2; exit 2;; esac
-command -v fio >/dev/null || { echo "fio not found: apt-get install fio" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d "$1/slowpath-replay.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
-out="$here/results"
-mkdir -p "$out"
-# df's 1024-byte blocks, compared as integers (awk would print a large
+%s# df's 1024-byte blocks, compared as integers (awk would print a large
 # byte count in exponent notation).
 need_kib=%d
 free_kib=$(df -Pk "$work" | awk 'NR==2 {printf "%%d", $4}')
@@ -70,7 +65,7 @@ if [ "$free_kib" -lt "$need_kib" ]; then
 fi
 layout() {
   rm -f "$work"/*
-`, quote.Shell(profile), ExportAFAPJob, ExportTimedJob, (t.Space()+1023)/1024)
+`, quote.Shell(profile), ExportAFAPJob, ExportTimedJob, fio.ScriptSetup("slowpath-replay"), (t.Space()+1023)/1024)
 	for _, f := range t.Files {
 		name := quote.Shell(f.Name)
 		fmt.Fprintf(&b, "  head -c %d /dev/urandom > \"$work\"/%s\n", f.Size, name)
