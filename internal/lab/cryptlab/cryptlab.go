@@ -37,6 +37,10 @@ import (
 type Options struct {
 	Backing  Backing
 	Variants []Variant
+	// PlainMapping makes the plain side a dm-linear mapping over the
+	// backing (Lab.PlainPath): a filesystem can be neither made nor
+	// mounted on the backing itself while the crypt mappings hold it.
+	PlainMapping bool
 	// Sys is the sysfs mountpoint (default /sys); Dev the devtmpfs one
 	// (default /dev); Proc the procfs one (default /proc), for the mount
 	// tables recovery checks before unloading brd.
@@ -62,8 +66,11 @@ type Lab struct {
 	CryptVersion Version
 	Backing      Backing
 	BackingPath  string // /dev/ram0 or /dev/loopN
-	Sectors      uint64 // size of the backing device in 512-byte sectors
-	Mappings     []Mapping
+	// PlainPath is the plain side's device: BackingPath, or with
+	// Options.PlainMapping its dm-linear mapping.
+	PlainPath string
+	Sectors   uint64 // size of the backing device in 512-byte sectors
+	Mappings  []Mapping
 
 	opts  Options
 	lock  *hostlock.Lock
@@ -159,6 +166,15 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 	}
 	if err := l.makeBacking(ctx); err != nil {
 		return l, err
+	}
+	l.PlainPath = l.BackingPath
+	if opts.PlainMapping {
+		name := NamePrefix + id + "-plain"
+		table := fmt.Appendf(nil, "0 %d linear %s 0\n", l.Sectors, l.BackingPath)
+		if err := l.loadTable(ctx, name, table, nil, "linear"); err != nil {
+			return l, err
+		}
+		l.PlainPath = filepath.Join(opts.Dev, "mapper", name)
 	}
 	for i, v := range opts.Variants {
 		if err := ctx.Err(); err != nil {
@@ -288,12 +304,6 @@ func (e *refusedError) Error() string { return e.msg }
 // memory only: hex-encoded into a buffer, piped to dmsetup's stdin, and
 // the buffers are cleared before returning.
 func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string) error {
-	uuid := UUIDPrefix + l.ID + "-" + strings.TrimPrefix(name, NamePrefix+l.ID+"-")
-	l.state.DM = append(l.state.DM, dmRecord{Name: name, UUID: uuid})
-	rec := &l.state.DM[len(l.state.DM)-1]
-	if err := l.state.save(); err != nil {
-		return err
-	}
 	key := make([]byte, v.KeyBytes)
 	hexKey := make([]byte, 2*v.KeyBytes)
 	defer clear(key)
@@ -306,6 +316,28 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 	// which is the backing's.
 	table := v.Table(l.Sectors, lower, hexKey)
 	defer clear(table)
+	err := l.loadTable(ctx, name, table, hexKey, v.Cipher)
+	var refused *refusedError
+	if errors.As(err, &refused) && strings.HasPrefix(refused.msg, "kernel has no") && !v.Encrypts() {
+		refused.msg = strings.Replace(refused.msg, "is its module loaded?", "modprobe crypto_null (CONFIG_CRYPTO_NULL)", 1)
+	}
+	if err == nil {
+		l.log("cryptlab %s: %s = %s %s (%s)", l.ID, name, v.Cipher, strings.Join(v.Flags, " "), l.state.DM[len(l.state.DM)-1].Dev)
+	}
+	return err
+}
+
+// loadTable creates dm device name with table, recorded in the state file
+// before (intent) and after (its device number). hexKey, when the table
+// holds one, is kept out of any error; what names the target in errors
+// (the cipher, or "linear").
+func (l *Lab) loadTable(ctx context.Context, name string, table, hexKey []byte, what string) error {
+	uuid := UUIDPrefix + l.ID + "-" + strings.TrimPrefix(name, NamePrefix+l.ID+"-")
+	l.state.DM = append(l.state.DM, dmRecord{Name: name, UUID: uuid})
+	rec := &l.state.DM[len(l.state.DM)-1]
+	if err := l.state.save(); err != nil {
+		return err
+	}
 	// The table goes through a pipe whose read end is dmsetup's stdin: with
 	// an *os.File as Stdin, os/exec copies nothing through a buffer of its
 	// own. 64 KiB of pipe capacity holds the table, so the write does not
@@ -332,15 +364,11 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 		msg := string(bytes.TrimSpace(out))
 		switch {
 		case strings.Contains(msg, "Invalid argument"):
-			return &refusedError{fmt.Sprintf("kernel refused the table (%s): %s", v.Cipher, msg)}
+			return &refusedError{fmt.Sprintf("kernel refused the table (%s): %s", what, msg)}
 		case strings.Contains(msg, "No such file or directory"):
 			// dm-crypt's "Error allocating crypto tfm (-ENOENT)": the crypto
 			// API has no such algorithm and could not load a module for it.
-			hint := "is its module loaded?"
-			if !v.Encrypts() {
-				hint = "modprobe crypto_null (CONFIG_CRYPTO_NULL)"
-			}
-			return &refusedError{fmt.Sprintf("kernel has no %s cipher (%s): %s", v.Cipher, hint, msg)}
+			return &refusedError{fmt.Sprintf("kernel has no %s cipher (is its module loaded?): %s", what, msg)}
 		}
 		return fmt.Errorf("dmsetup create %s: %w: %s", name, err, msg)
 	}
@@ -349,7 +377,6 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 		return err
 	}
 	rec.Dev = dev
-	l.log("cryptlab %s: %s = %s %s (%s)", l.ID, name, v.Cipher, strings.Join(v.Flags, " "), dev)
 	return l.state.save()
 }
 
@@ -360,17 +387,7 @@ func (l *Lab) Close() error {
 	if l == nil || l.lock == nil {
 		return nil
 	}
-	h, err := observeHost(l.opts.Sys, l.opts.Proc)
-	var errs []error
-	if err != nil {
-		errs = append(errs, err)
-	}
-	acts, skipped := planRecovery(l.state, h)
-	for _, s := range skipped {
-		errs = append(errs, fmt.Errorf("left %s alone: %s", s.Record, s.Reason))
-	}
-	errs = append(errs, execute(acts, l.log))
-	if err := errors.Join(errs...); err != nil {
+	if err := teardown(l.state, l.opts.Sys, l.opts.Proc, l.log); err != nil {
 		return fmt.Errorf("cryptlab %s teardown: %w", l.ID, err)
 	}
 	_ = os.Remove(statePath(l.ID))
@@ -398,16 +415,7 @@ func RecoverStale(ctx context.Context, sys, proc string, logf func(string, ...an
 			continue
 		}
 		logf("cryptlab: cleaning up lab %s left by process %d", st.ID, st.PID)
-		h, err := observeHost(sys, proc)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		acts, skipped := planRecovery(st, h)
-		for _, s := range skipped {
-			logf("cryptlab: left %s alone: %s", s.Record, s.Reason)
-		}
-		if err := execute(acts, logf); err != nil {
+		if err := teardown(st, sys, proc, logf); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -417,6 +425,28 @@ func RecoverStale(ctx context.Context, sys, proc string, logf func(string, ...an
 		return fmt.Errorf("clean up a crypt lab that did not close: %w", err)
 	}
 	return nil
+}
+
+// teardown undoes what st records: the mounts first, then, on a fresh look
+// at the host, the devices, the backing file and brd. Whatever it leaves
+// alone is an error naming why.
+func teardown(st labState, sys, proc string, logf func(string, ...any)) error {
+	var errs []error
+	for _, plan := range []func(labState, hostView) ([]Action, []Skipped){planUnmounts, planRecovery} {
+		h, err := observeHost(sys, proc)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		acts, skipped := plan(st, h)
+		for _, s := range skipped {
+			errs = append(errs, fmt.Errorf("left %s alone: %s", s.Record, s.Reason))
+		}
+		errs = append(errs, execute(acts, logf))
+	}
+	if len(st.Mounts) > 0 {
+		_ = os.Remove(filepath.Join(StateDir, "mnt-"+st.ID))
+	}
+	return errors.Join(errs...)
 }
 
 func execute(acts []Action, logf func(string, ...any)) error {
@@ -432,7 +462,9 @@ func execute(acts []Action, logf func(string, ...any)) error {
 			})
 		case "loop":
 			err = retryBusy(func() ([]byte, error) { return exec.Command("losetup", "-d", a.Target).CombinedOutput() })
-		case "file":
+		case "umount":
+			err = unmount(a.Target)
+		case "file", "dir":
 			if e := os.Remove(a.Target); e != nil && !errors.Is(e, os.ErrNotExist) {
 				err = e
 			}
@@ -442,7 +474,11 @@ func execute(acts []Action, logf func(string, ...any)) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove %s %s: %w", a.Kind, a.Target, err))
 		} else {
-			logf("cryptlab: removed %s %s", a.Kind, a.Target)
+			if a.Kind == "umount" {
+				logf("cryptlab: unmounted %s", a.Target)
+			} else {
+				logf("cryptlab: removed %s %s", a.Kind, a.Target)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -485,7 +521,7 @@ func observeHost(sys, proc string) (hostView, error) {
 		return hostView{}, err
 	}
 	h := hostView{Devs: devs, Brd: readBrdParams(sys)}
-	h.Mounted, h.MountErr = mountedDevices(proc)
+	h.Mounted, h.MountPoints, h.MountErr = mountedDevices(proc)
 	return h, nil
 }
 
@@ -524,8 +560,9 @@ func observe(sys string) ([]Observed, error) {
 // another mount namespace). PID 1's table may be absent, as in a test tree.
 // Both are read with collect/storage's mountinfo reader; a line that does
 // not parse fails the check, as the lab must not guess a device is free.
-func mountedDevices(proc string) ([]string, error) {
+func mountedDevices(proc string) ([]string, map[string]string, error) {
 	var out []string
+	points := map[string]string{}
 	for _, pid := range []string{"self", "1"} {
 		mounts, lineErrs, err := storage.ReadMountInfo(filepath.Join(proc, pid, "mountinfo"))
 		if pid == "1" && errors.Is(err, fs.ErrNotExist) {
@@ -535,13 +572,16 @@ func mountedDevices(proc string) ([]string, error) {
 			err = fmt.Errorf("%s: %w", filepath.Join(proc, pid, "mountinfo"), lineErrs[0])
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read mount tables: %w", err)
+			return nil, nil, fmt.Errorf("read mount tables: %w", err)
 		}
 		for _, m := range mounts {
 			out = append(out, m.MajorMinor)
+			if pid == "self" {
+				points[m.MountPoint] = m.MajorMinor
+			}
 		}
 	}
-	return out, nil
+	return out, points, nil
 }
 
 // readBrdParams returns brd's module parameters, nil when brd is not loaded.

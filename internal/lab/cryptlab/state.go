@@ -43,6 +43,9 @@ type labState struct {
 	// File is a backing file the lab created (removed at teardown).
 	File string     `json:"file,omitempty"`
 	DM   []dmRecord `json:"dm,omitempty"` // in creation order
+	// Mounts are the filesystems mounted on the lab's devices now
+	// (Filesystem), undone before the devices.
+	Mounts []mountRecord `json:"mounts,omitempty"`
 }
 
 type loopRecord struct {
@@ -104,6 +107,9 @@ type hostView struct {
 	// be read (then no ramdisk can be shown to be unmounted).
 	Mounted  []string
 	MountErr error
+	// MountPoints maps the mount points of this process's mount table to
+	// their device numbers.
+	MountPoints map[string]string
 }
 
 // Action is one undo step recovery decided on.
@@ -168,6 +174,33 @@ func planRecovery(st labState, h hostView) ([]Action, []Skipped) {
 			}
 		} else {
 			acts = append(acts, Action{"brd", "brd"})
+		}
+	}
+	return acts, skip
+}
+
+// planUnmounts decides which of a lab's recorded mounts to undo: one under
+// the lab's own mount directory that is mounted from the recorded device
+// (a directory only made, or already unmounted, is just removed); a
+// recorded mount anywhere else, or of another device now, is left alone.
+// Devices are removed only after, on a fresh look at the host.
+func planUnmounts(st labState, h hostView) ([]Action, []Skipped) {
+	var acts []Action
+	var skip []Skipped
+	root := filepath.Join(StateDir, "mnt-"+st.ID) + "/"
+	for _, m := range slices.Backward(st.Mounts) {
+		if !strings.HasPrefix(m.Dir, root) || filepath.Clean(m.Dir) != m.Dir {
+			skip = append(skip, Skipped{m.Dir, "recorded mount is not under the lab's directory " + root})
+			continue
+		}
+		dev, mounted := h.MountPoints[m.Dir]
+		switch {
+		case !mounted:
+			acts = append(acts, Action{"dir", m.Dir})
+		case dev != m.Dev:
+			skip = append(skip, Skipped{m.Dir, fmt.Sprintf("mounted from %s, recorded %s", dev, m.Dev)})
+		default:
+			acts = append(acts, Action{"umount", m.Dir})
 		}
 	}
 	return acts, skip

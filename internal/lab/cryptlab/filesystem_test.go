@@ -1,0 +1,134 @@
+package cryptlab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+)
+
+// TestPlanUnmounts: a recorded mount under the lab's directory is
+// unmounted when the recorded device is mounted there, only removed as a
+// directory when nothing is, and left alone when another device is mounted
+// there or the record points outside the lab's directory (a forged or
+// stale state file must not unmount /home).
+func TestPlanUnmounts(t *testing.T) {
+	StateDir = t.TempDir()
+	root := filepath.Join(StateDir, "mnt-abc123")
+	st := labState{ID: "abc123", Mounts: []mountRecord{
+		{Dir: root + "/plain", Dev: "1:0"},
+		{Dir: root + "/default", Dev: "253:1"},
+		{Dir: root + "/no_workqueue", Dev: "253:2"},
+		{Dir: "/home", Dev: "8:1"},
+		{Dir: root + "/../../etc", Dev: "8:1"},
+	}}
+	h := hostView{MountPoints: map[string]string{
+		root + "/plain":        "1:0",
+		root + "/no_workqueue": "8:3", // someone else's device now
+		"/home":                "8:1",
+	}}
+	acts, skip := planUnmounts(st, h)
+	want := []Action{{"dir", root + "/default"}, {"umount", root + "/plain"}}
+	if diff := cmp.Diff(want, acts); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	var skipped []string
+	for _, s := range skip {
+		skipped = append(skipped, s.Record)
+	}
+	slices.Sort(skipped)
+	if want := []string{"/home", root + "/../../etc", root + "/no_workqueue"}; !slices.Equal(skipped, func() []string { slices.Sort(want); return want }()) {
+		t.Errorf("skipped %q, want %q", skipped, want)
+	}
+}
+
+func TestParseFilesystem(t *testing.T) {
+	if f, err := ParseFilesystem("none"); f != nil || err != nil {
+		t.Errorf("none: %v, %v", f, err)
+	}
+	for _, typ := range Filesystems {
+		f, err := ParseFilesystem(typ)
+		if err != nil || f.Type != typ {
+			t.Fatalf("%s: %v, %v", typ, f, err)
+		}
+		args := f.Mkfs("/dev/ram0")
+		if args[len(args)-1] != "/dev/ram0" || !strings.Contains(f.String(), typ) {
+			t.Errorf("%s: mkfs %q, fact %q", typ, args, f)
+		}
+	}
+	if _, err := ParseFilesystem("btrfs"); err == nil || !strings.Contains(err.Error(), "ext4, xfs or none") {
+		t.Errorf("btrfs: %v", err)
+	}
+}
+
+// TestMountOnLoop makes each filesystem on a real loop device through
+// Lab.Mount: it is mounted from that device on the side's directory under
+// the lab's own, recorded in the state file while mounted; the undo
+// unmounts it and removes the directory. A mount left by a lab that died
+// (its state file read back) is undone by teardown, and a device that is
+// not the lab's is refused before mkfs touches it.
+func TestMountOnLoop(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, typ := range Filesystems {
+		t.Run(typ, func(t *testing.T) {
+			f := Filesystem{Type: typ}
+			testenv.RequireTool(t, f.Mkfs("")[0], map[string]string{"ext4": "e2fsprogs", "xfs": "xfsprogs"}[typ])
+			dev := loopfs.Device(t, max(f.MinBytes(), 64<<20)+16<<20)
+			StateDir = loopfs.SharedArena(t, t.TempDir())
+			l := &Lab{ID: "fs" + typ, BackingPath: dev, log: t.Logf}
+			l.state = labState{PID: os.Getpid(), ID: l.ID}
+			if _, err := l.Mount(context.Background(), "/dev/vda", f, "plain"); err == nil || !strings.Contains(err.Error(), "not a device of lab") {
+				t.Fatalf("mount on a device the lab did not make: %v", err)
+			}
+			undo, err := l.Mount(context.Background(), dev, f, "plain")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := l.MountDir("plain")
+			mm, _ := devNumber(dev)
+			_, points, err := mountedDevices("/proc")
+			if err != nil || points[dir] != mm {
+				t.Fatalf("%s mounted from %q (%v), want %s", dir, points[dir], err, mm)
+			}
+			st, err := readState(statePath(l.ID))
+			if err != nil || len(st.Mounts) != 1 || st.Mounts[0].Dir != dir {
+				t.Fatalf("state while mounted: %+v, %v", st.Mounts, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := undo(); err != nil {
+				t.Fatal(err)
+			}
+			if _, points, _ := mountedDevices("/proc"); points[dir] != "" {
+				t.Fatalf("%s still mounted after the undo", dir)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("%s left behind: %v", dir, err)
+			}
+			// A lab killed while mounted: the next one reads its state.
+			if _, err := l.Mount(context.Background(), dev, f, "default"); err != nil {
+				t.Fatal(err)
+			}
+			st, err = readState(statePath(l.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := teardown(st, "/sys", "/proc", t.Logf); err != nil {
+				t.Fatal(err)
+			}
+			if _, points, _ := mountedDevices("/proc"); points[l.MountDir("default")] != "" {
+				t.Fatal("teardown left the dead lab's mount")
+			}
+			if _, err := os.Stat(filepath.Join(StateDir, "mnt-"+l.ID)); !os.IsNotExist(err) {
+				t.Fatalf("the lab's mount directory left behind: %v", err)
+			}
+		})
+	}
+}
