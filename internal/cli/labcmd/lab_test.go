@@ -61,6 +61,14 @@ func TestCryptRefusals(t *testing.T) {
 		{[]string{"--backing", "file:/var/tmp/x.img:32M", "--profile", "telemetry-ingest"}, "use --backing file:/var/tmp/x.img:320M"},
 		{[]string{"--format", "xml"}, "use text, markdown, json or html"},
 		{[]string{"--icount-shift", "11"}, "qemu's -icount shift is 0 to 10"},
+		// A filesystem where the profile needs files, none where it runs
+		// on the device; a family's argument is read before anything runs.
+		{[]string{"--profile", "search-index", "--fs", "none"}, "profile search-index runs on files: give --fs ext4 or xfs"},
+		{[]string{"--profile", "randrw-4k", "--fs", "ext4"}, "profile randrw-4k runs on the raw device: leave --fs out"},
+		{[]string{"--fs", "btrfs"}, `--fs "btrfs": use ext4, xfs or none`},
+		{[]string{"--profile", "fio:/nonexistent/job.fio"}, "/nonexistent/job.fio"},
+		{[]string{"--profile", "replay:/nonexistent"}, "/nonexistent"},
+		{[]string{"--profile", "db-commit", "--fs", "xfs", "--backing", "ram:256M"}, "mkfs.xfs makes nothing smaller than 300 MiB"},
 	} {
 		env, _, _ := testEnv()
 		called := false

@@ -15,17 +15,48 @@ import (
 // device and fit any size.
 const defaultRAM = 1 << 30
 
-// profileSpace is what a bench profile writes on this machine at scale 1
-// on a device, with a sentence saying so (its plan decides both: planned
+// Sizing is what the backing is sized for besides the profile.
+type Sizing struct {
+	NumCPU int
+	// MemAvailable is /proc/meminfo's MemAvailable in bytes; 0: unknown
+	// (no refusal for memory).
+	MemAvailable uint64
+	// Filesystem is the one the profile runs on; nil: the raw device.
+	Filesystem *cryptlab.Filesystem
+	// Scale is the bench profiles' --scale; 0 is 1.
+	Scale float64
+}
+
+func (z Sizing) scale() float64 {
+	if z.Scale == 0 {
+		return 1
+	}
+	return z.Scale
+}
+
+// profileSpace is what a bench profile writes on this machine at the
+// sizing's scale, on a device or a filesystem, with a sentence saying so (its plan decides both: planned
 // here on a stand-in path, never opened); 0 for the lab jobs, which run
 // over the whole device and fit any size.
-func profileSpace(p *Profile, numCPU int) (uint64, string) {
+func profileSpace(p *Profile, z Sizing) (uint64, string) {
 	if p.IO != nil {
 		return 0, ""
 	}
-	plan, err := profile.New(p.Workload, profile.Params{Scale: 1, Runtime: time.Second, Device: standIn, NumCPU: numCPU})
+	fs := z.Filesystem
+	params := profile.Params{Scale: z.scale(), Runtime: time.Second, Device: standIn, NumCPU: z.NumCPU, JobFile: p.Arg.JobFile, Capture: p.Arg.Capture}
+	if fs != nil {
+		params.Device, params.Dir = "", standInDir
+	}
+	plan, err := profile.New(p.Workload, params)
 	if err != nil {
 		return 0, ""
+	}
+	if fs != nil {
+		// A filesystem's own metadata (journal or log, inode tables)
+		// and free-space reserve: an eighth more, at least 64 MiB.
+		meta := max(plan.SpaceBytes/8, 64<<20)
+		why := fmt.Sprintf("profile %s writes up to %d MiB on this machine, plus %d MiB for %s's own metadata", p.Name, plan.SpaceBytes>>20, meta>>20, fs.Type)
+		return plan.SpaceBytes + meta, why
 	}
 	why := fmt.Sprintf("profile %s writes up to %d MiB on this machine", p.Name, plan.SpaceBytes>>20)
 	if plan.SpaceNote != "" {
@@ -34,8 +65,12 @@ func profileSpace(p *Profile, numCPU int) (uint64, string) {
 	return plan.SpaceBytes, why
 }
 
-// standIn is the device a profile is planned on to size the backing.
-const standIn = "/dev/sizing-only"
+// standIn and standInDir are the device and directory a profile is
+// planned on to size the backing (never opened).
+const (
+	standIn    = "/dev/sizing-only"
+	standInDir = "/sizing-only"
+)
 
 // fitSize is a backing size for need bytes, as --backing spells it: an
 // eighth to spare, rounded up to 64 MiB.
@@ -53,8 +88,15 @@ func fitSize(need uint64) string {
 // profiles) or sized to the profile's files, refused when it would take
 // more than half of the available memory (memAvail bytes, 0 if unknown).
 // Every refusal names the --backing and --profile that would do.
-func ChooseBacking(given string, p *Profile, numCPU int, memAvail uint64) (cryptlab.Backing, error) {
-	need, why := profileSpace(p, numCPU)
+//
+// With a filesystem (fs) the backing holds its metadata too, and is at
+// least the filesystem's smallest size (xfs: 300 MB).
+func ChooseBacking(given string, p *Profile, z Sizing) (cryptlab.Backing, error) {
+	fs, memAvail := z.Filesystem, z.MemAvailable
+	need, why := profileSpace(p, z)
+	if fs != nil && uint64(fs.MinBytes()) > need {
+		need, why = uint64(fs.MinBytes()), fmt.Sprintf("mkfs.%s makes nothing smaller than %d MiB", fs.Type, fs.MinBytes()>>20)
+	}
 	if given != "" {
 		b, err := cryptlab.ParseBacking(given)
 		if err != nil {

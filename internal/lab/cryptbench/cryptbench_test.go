@@ -28,26 +28,34 @@ import (
 // way out, when memory is short or a given backing is too small; the fio
 // profiles keep ram:1G and fit any backing.
 func TestChooseBacking(t *testing.T) {
-	db, fioProf := Find("db-commit"), Find("randrw-4k")
+	db, fioProf, si := Find("db-commit"), Find("randrw-4k"), Find("search-index")
+	ext4, xfs := &cryptlab.Filesystem{Type: "ext4"}, &cryptlab.Filesystem{Type: "xfs"}
 	for _, tc := range []struct {
 		given string
 		p     *Profile
 		cpus  int
 		mem   uint64
+		fs    *cryptlab.Filesystem
 		want  string // the backing, or
 		err   string // the refusal
 	}{
-		{"", db, 2, 24 << 30, "ram:256M", ""},    // 64 + 4 × 32 = 192 MiB, + 1/8, in 64 MiB steps
-		{"", db, 1, 0, "ram:192M", ""},           // 128 MiB: the 1-vCPU VM
-		{"", db, 64, 256 << 30, "ram:2432M", ""}, // 64 + 64 × 32 = 2112 MiB: outgrows ram:1G
-		{"", db, 64, 2 << 30, "", "profile db-commit writes up to 2112 MiB on this machine (a 64m database region and 32m for each of 64 commit jobs, 2 per CPU): a ramdisk of 2432M would take more than half of the 2048 MiB of memory available: use --backing file:PATH:2432M"},
-		{"", fioProf, 64, 24 << 30, "ram:1G", ""},
-		{"", fioProf, 2, 1 << 30, "", "--profile randrw-4k with a smaller --backing ram:SIZE"},
-		{"ram:1G", db, 16, 0, "", "profile db-commit writes up to 1088 MiB on this machine (a 64m database region and 32m for each of 32 commit jobs, 2 per CPU) and --backing ram:1G has 1024 MiB: use --backing ram:1280M"},
-		{"ram:32M", fioProf, 64, 0, "ram:32M", ""},
-		{"file:/var/tmp/c.img:4G", db, 64, 0, "file:/var/tmp/c.img:4G", ""},
+		{"", db, 2, 24 << 30, nil, "ram:256M", ""},    // 64 + 4 × 32 = 192 MiB, + 1/8, in 64 MiB steps
+		{"", db, 1, 0, nil, "ram:192M", ""},           // 128 MiB: the 1-vCPU VM
+		{"", db, 64, 256 << 30, nil, "ram:2432M", ""}, // 64 + 64 × 32 = 2112 MiB: outgrows ram:1G
+		{"", db, 64, 2 << 30, nil, "", "profile db-commit writes up to 2112 MiB on this machine (a 64m database region and 32m for each of 64 commit jobs, 2 per CPU): a ramdisk of 2432M would take more than half of the 2048 MiB of memory available: use --backing file:PATH:2432M"},
+		{"", fioProf, 64, 24 << 30, nil, "ram:1G", ""},
+		{"", fioProf, 2, 1 << 30, nil, "", "--profile randrw-4k with a smaller --backing ram:SIZE"},
+		{"ram:1G", db, 16, 0, nil, "", "profile db-commit writes up to 1088 MiB on this machine (a 64m database region and 32m for each of 32 commit jobs, 2 per CPU) and --backing ram:1G has 1024 MiB: use --backing ram:1280M"},
+		{"ram:32M", fioProf, 64, 0, nil, "ram:32M", ""},
+		{"file:/var/tmp/c.img:4G", db, 64, 0, nil, "file:/var/tmp/c.img:4G", ""},
+		// On a filesystem: its metadata on top (an eighth, at least 64
+		// MiB), and xfs's smallest size.
+		{"", db, 2, 24 << 30, ext4, "ram:320M", ""},
+		{"", si, 2, 24 << 30, ext4, "ram:704M", ""}, // 512 MiB of files + 64 MiB of metadata, + 1/8
+		{"", db, 1, 24 << 30, xfs, "ram:384M", ""},
+		{"ram:256M", db, 1, 0, xfs, "", "mkfs.xfs makes nothing smaller than 300 MiB and --backing ram:256M has 256 MiB: use --backing ram:384M"},
 	} {
-		b, err := ChooseBacking(tc.given, tc.p, tc.cpus, tc.mem)
+		b, err := ChooseBacking(tc.given, tc.p, Sizing{NumCPU: tc.cpus, MemAvailable: tc.mem, Filesystem: tc.fs})
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q %s %d CPUs: err %v, want %q", tc.given, tc.p.Name, tc.cpus, err, tc.err)
@@ -382,5 +390,41 @@ func TestCoRunner(t *testing.T) {
 	off.stop()
 	if off.running != nil || len(off.p99) != 0 {
 		t.Error("a co-runner ran without --neighbour")
+	}
+}
+
+// TestResolveAndFilesystem: every bench profile is in the lab; the ones
+// that need files get ext4 by default, the ones that can run on the device
+// keep it; a fio:FILE reads its job file when resolved.
+func TestResolveAndFilesystem(t *testing.T) {
+	job := filepath.Join(t.TempDir(), "mine.fio")
+	if err := os.WriteFile(job, []byte("[w]\nrw=randwrite\nbs=4k\nsize=8m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, wantFS, workload string }{
+		{"randrw-4k", "none", "lab:randrw-4k"},
+		{"db-commit", "none", "db-commit"},
+		{"telemetry-ingest", "none", "telemetry-ingest"},
+		{"search-index", "ext4", "search-index"},
+		{"fio:" + job, "ext4", "fio:mine.fio"},
+	} {
+		p, err := Resolve(tc.name)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		fs, err := ChooseFilesystem("", p)
+		got := "none"
+		if fs != nil {
+			got = fs.Type
+		}
+		if err != nil || got != tc.wantFS || p.Workload != tc.workload {
+			t.Errorf("%s: workload %s, filesystem %s (%v); want %s on %s", tc.name, p.Workload, got, err, tc.workload, tc.wantFS)
+		}
+	}
+	if p, _ := Resolve("fio:" + job); len(p.Arg.JobFile) == 0 {
+		t.Error("fio:FILE resolved without its job file")
+	}
+	if _, err := Resolve("lab:randrw-4k"); err == nil {
+		t.Error("lab:randrw-4k resolved: the lab names its jobs without the prefix")
 	}
 }

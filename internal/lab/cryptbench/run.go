@@ -36,7 +36,12 @@ type Options struct {
 	Variants []cryptlab.Variant
 	Runs     int
 	Runtime  time.Duration
-	Figures  Figures
+	// Scale is the bench profiles' size (bench --scale); 0 is 1.
+	Scale   float64
+	Figures Figures
+	// Filesystem, when set, is made on every side before each run and the
+	// profile runs on its files (ChooseFilesystem); nil: on the raw device.
+	Filesystem *cryptlab.Filesystem
 	// Neighbour runs the co-runner (internal/workload/neighbour) beside
 	// every run; its lateness p99 becomes a guard row.
 	Neighbour bool
@@ -58,7 +63,8 @@ func Run(ctx context.Context, o Options) (*comparison.Result, []comparison.Side,
 	if err != nil {
 		return nil, nil, fmt.Errorf("crypto-limit: %w", err)
 	}
-	lab, err := cryptlab.Setup(ctx, cryptlab.Options{Backing: o.Backing, Variants: o.Variants, Sys: o.FS.Sys, Proc: o.FS.Proc, Log: o.Log})
+	lab, err := cryptlab.Setup(ctx, cryptlab.Options{Backing: o.Backing, Variants: o.Variants, PlainMapping: o.Filesystem != nil,
+		Sys: o.FS.Sys, Proc: o.FS.Proc, Log: o.Log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,9 +87,10 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 		return nil, nil, err
 	}
 	// Every variant is a side whose target is its mapping; the plain side
-	// is the backing device beneath them.
-	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.BackingPath, Created: true}}}
-	layers := []int{0}
+	// is the backing device beneath them (on a filesystem, a dm-linear
+	// mapping over it: cryptlab.Options.PlainMapping).
+	sides := []experiment.Side{{Name: "plain", Target: experiment.Target{Device: lab.PlainPath, Created: true}}}
+	devs, layers := []string{lab.PlainPath}, []int{0}
 	var notRun []comparison.NotRun
 	for _, m := range lab.Mappings {
 		if m.Unsupported != "" {
@@ -98,10 +105,15 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 			n = 0 // a dm-crypt layer that encrypts nothing: no tax expected
 		}
 		sides = append(sides, experiment.Side{Name: m.Variant.Name, Target: experiment.Target{Device: m.Path, Created: true}})
-		layers = append(layers, n)
+		devs, layers = append(devs, m.Path), append(layers, n)
 	}
 	for i := range sides {
 		sides[i].Facts = []comparison.Fact{{Key: "encryption layers", Value: fmt.Sprint(layers[i])}}
+		if fs := o.Filesystem; fs != nil {
+			dev, name := devs[i], sides[i].Name
+			sides[i].Target = experiment.Target{Dir: lab.MountDir(name)}
+			sides[i].Setup = func(ctx context.Context) (func() error, error) { return lab.Mount(ctx, dev, *fs, name) }
+		}
 	}
 	if len(sides) < 2 {
 		_, err := Result(Setup{Profile: prof, NotRun: notRun, Limit: limit}, nil, nil)
@@ -113,7 +125,7 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 	co := newCoRunner(o.Neighbour)
 	defer co.stop()
 	out, err := experiment.Run(ctx, experiment.Experiment{
-		Workload: experiment.Workload{Profile: prof.Workload, Runtime: o.Runtime},
+		Workload: experiment.Workload{Profile: prof.Workload, JobFile: prof.Arg.JobFile, Capture: prof.Arg.Capture, Runtime: o.Runtime, Scale: o.Scale},
 		Sides:    sides,
 		Runs:     o.Runs,
 		Env: experiment.Env{FS: o.FS, Version: o.Version, Cloud: cloud.Options{Cloud: "none"},
@@ -149,11 +161,11 @@ func matrix(ctx context.Context, o Options, lab *cryptlab.Lab, limit *cipherlimi
 		for n := range s.Runs {
 			co.addTo(&s.Runs[n], experiment.RunInfo{Side: so.Name, N: n + 1}.Name())
 		}
-		s.Sources = []string{sides[i].Target.Device}
+		s.Sources = []string{devs[i]}
 		cs = append(cs, s)
 	}
 	r, err := Result(Setup{Profile: prof, Backing: lab.Backing.String(), BackingPath: lab.BackingPath, CryptVersion: lab.CryptVersion.String(),
-		Runs: o.Runs, Runtime: o.Runtime, Figures: figures, NotRun: notRun, Limit: limit, Neighbour: o.Neighbour}, cs, layers)
+		Runs: o.Runs, Runtime: o.Runtime, Figures: figures, NotRun: notRun, Limit: limit, Neighbour: o.Neighbour, Filesystem: o.Filesystem, Scale: o.Scale}, cs, layers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,6 +182,8 @@ type Setup struct {
 	NotRun                             []comparison.NotRun
 	Limit                              *cipherlimit.Result
 	Neighbour                          bool // the runs have NeighbourP99 rows
+	Filesystem                         *cryptlab.Filesystem
+	Scale                              float64 // 0 or 1: the profile's own size
 }
 
 // Result is lab crypt's one result: the comparison of the sides (plain
@@ -209,6 +223,13 @@ func Result(c Setup, sides []comparison.Side, layers []int) (*comparison.Result,
 		{Key: "dm-crypt target", Value: c.CryptVersion},
 		{Key: "runs", Value: fmt.Sprintf("%d × %v per side, interleaved", c.Runs, c.Runtime)},
 		{Key: "crypto CPU", Value: "CPU of kernel threads (dm-crypt encrypts in kcryptd workers and submits writes from dmcrypt_write)"},
+	}
+	if c.Scale != 0 && c.Scale != 1 {
+		r.Setup[0].Value += fmt.Sprintf(", at --scale %g", c.Scale)
+	}
+	if c.Filesystem != nil {
+		r.Setup = append(r.Setup, comparison.Fact{Key: "filesystem", Value: c.Filesystem.String() + " on each side; unmounted after it, which drops its page cache"},
+			comparison.Fact{Key: "plain side", Value: "a dm-linear mapping over the backing (the device-mapper layer without dm-crypt): the backing itself cannot hold a filesystem while the crypt mappings hold it"})
 	}
 	if c.Neighbour {
 		r.Setup = append(r.Setup, comparison.Fact{Key: "neighbour", Value: fmt.Sprintf("a thread sleeping %v beside every run; %s (how late it woke) is a guard: what the variant costs other tenants", neighbour.Period, NeighbourP99)})
