@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,19 +42,40 @@ const (
 	// for a scenario whose kernel facts the full-set kernel only repeats:
 	// its CPU goes to the full-set scenarios.
 	outsideFullSet
+	// fullSetAndNewest: the full set and the newest kernel of the matrix
+	// (6.1 and 6.12), for a feature whose kernel facts the oldest one only
+	// repeats.
+	fullSetAndNewest
 )
 
-// boots says whether a scenario of scope sc boots kernel k.
-func (sc scope) boots(k *kernelLab) bool {
+// boots says whether a scenario of scope sc boots kernel k of the
+// matrix ks.
+func (sc scope) boots(k *kernelLab, ks []*kernelLab) bool {
 	full := k.Expect.Group == GroupFull
 	switch sc {
 	case fullSet:
 		return full
 	case outsideFullSet:
 		return !full
+	case fullSetAndNewest:
+		return full || !slices.ContainsFunc(ks, func(o *kernelLab) bool { return olderRelease(k.Name, o.Name) })
 	default:
 		return true
 	}
+}
+
+// olderRelease says whether kernel release a ("5.10") is older than b
+// ("6.12"), comparing the numbers of each dotted part.
+func olderRelease(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
 }
 
 // KernelEnv selects kernels of the matrix by name, comma-separated
@@ -125,7 +148,7 @@ func onKernels(t *testing.T, sc scope, fn func(t *testing.T, k *kernelLab)) {
 	}
 	ran := 0
 	for _, k := range ks {
-		if !sc.boots(k) {
+		if !sc.boots(k, ks) {
 			continue
 		}
 		ran++

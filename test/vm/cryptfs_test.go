@@ -1,0 +1,185 @@
+package vm
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/capture/capfile"
+)
+
+// cryptFSScript runs lab crypt on ext4 with the profiles that need files:
+// a captured service's replay (a capture written on the host, below), a
+// user's fio job file and search-index at a small scale, each plain and
+// under default, no_workqueue and null_cipher, one short run a side: the
+// kernels' acceptance of the filesystem per side and the result's shape
+// (TCG), not a measurement. After each lab, nothing of it may be mounted.
+const cryptFSScript = `set -e
+lab() { env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab "$@"; }
+for p in replay:/cap fio:/job.fio search-index; do
+	n=${p%%:*}
+	rc=0; lab crypt --profile $p --fs ext4 --scale 0.02 --runs 1 --runtime 2s \
+		--variants default,no_workqueue,null_cipher --format json > /results/$n.json 2> /results/$n.err || rc=$?
+	echo $rc > /results/$n.rc
+	grep -c /run/slowpath/cryptlab /proc/self/mountinfo > /results/$n.mounts || true
+done
+`
+
+const cryptFSJob = `[global]
+ioengine=psync
+bs=4k
+size=8m
+[writer]
+rw=randwrite
+fdatasync=16
+[reader]
+rw=randread
+`
+
+// TestCryptLabOnFilesystem: lab crypt runs a replay of a captured service,
+// a fio job file and search-index on ext4 that it makes on every side
+// (plain, default, no_workqueue, null_cipher) on the full-set kernel and
+// the newest: each gives a result whose setup names the filesystem, with
+// every side run, the null cipher counted as no encryption layer and the
+// tax in parts; the lab leaves nothing mounted.
+func TestCryptLabOnFilesystem(t *testing.T) {
+	t.Parallel()
+	onKernels(t, fullSetAndNewest, testCryptLabOnFilesystem)
+}
+
+func testCryptLabOnFilesystem(t *testing.T, k *kernelLab) {
+	files := map[string][]byte{"job.fio": []byte(cryptFSJob)}
+	capDir := writeServiceCapture(t)
+	for _, n := range []string{capfile.ManifestName, capfile.OpsName, capfile.BlockName} {
+		b, err := os.ReadFile(filepath.Join(capDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["cap/"+n] = b
+	}
+	res := boot(t, k, Scenario{Name: "crypt-fs", Script: cryptFSScript, Files: files, Timeout: 9 * time.Minute})
+	for _, n := range []string{"replay", "fio", "search-index"} {
+		if rc := strings.TrimSpace(string(res.Files[n+".rc"])); rc != "0" && rc != "1" {
+			t.Errorf("%s: lab crypt exited %s:\n%s", n, rc, res.Files[n+".err"])
+			continue
+		}
+		if m := strings.TrimSpace(string(res.Files[n+".mounts"])); m != "0" {
+			t.Errorf("%s: %s lab mounts left after lab crypt", n, m)
+		}
+		t.Logf("%s: lab crypt's progress (TCG):\n%s", n, res.Files[n+".err"])
+		checkFSResult(t, n, res.Files[n+".json"])
+	}
+}
+
+func checkFSResult(t *testing.T, name string, doc []byte) {
+	t.Helper()
+	var r struct {
+		Setup []struct{ Key, Value string }
+		Sides []struct {
+			Name string
+			Runs int
+		}
+		NotRun []struct{ Name, Reason string } `json:"not_run"`
+		Tax    *struct {
+			Sides []struct{ Name string }
+		} `json:"encryption_tax"`
+		Split *struct {
+			Metric string
+			Steps  []struct{ Part, From, To, Change, Verdict string }
+		} `json:"tax_split"`
+		Rows []struct {
+			Metric, Role string
+			Sides        []struct{ Median float64 }
+		}
+	}
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Errorf("%s: lab crypt JSON: %v\n%s", name, err, doc)
+		return
+	}
+	if len(r.NotRun) != 0 {
+		t.Errorf("%s: not run: %+v", name, r.NotRun)
+	}
+	var sides []string
+	for _, s := range r.Sides {
+		sides = append(sides, s.Name)
+		if s.Runs != 1 {
+			t.Errorf("%s: side %s has %d runs, want 1", name, s.Name, s.Runs)
+		}
+	}
+	if want := []string{"plain", "default", "no_workqueue", "null_cipher"}; !slices.Equal(sides, want) {
+		t.Errorf("%s: sides %v, want %v", name, sides, want)
+	}
+	i := slices.IndexFunc(r.Setup, func(f struct{ Key, Value string }) bool { return f.Key == "filesystem" })
+	if i < 0 || !strings.HasPrefix(r.Setup[i].Value, "ext4: mke2fs -t ext4") {
+		t.Errorf("%s: setup %+v has no ext4 filesystem fact", name, r.Setup)
+	}
+	if r.Split == nil {
+		t.Errorf("%s: no tax in parts", name)
+		return
+	}
+	for _, row := range r.Rows {
+		if row.Role == "primary" || row.Role == "guard" {
+			var med []float64
+			for _, sd := range row.Sides {
+				med = append(med, sd.Median)
+			}
+			t.Logf("%s: %s (%s): medians %v %v", name, row.Metric, row.Role, sides, med)
+		}
+	}
+	var parts []string
+	for _, s := range r.Split.Steps {
+		parts = append(parts, s.Part)
+		t.Logf("%s: tax in parts on %s: %s (%s → %s): %s %s", name, r.Split.Metric, s.Part, s.From, s.To, s.Change, s.Verdict)
+	}
+	if !slices.Contains(parts, "queueing") || !slices.Contains(parts, "cipher") {
+		t.Errorf("%s: tax in parts %v, want queueing and cipher", name, parts)
+	}
+	if r.Tax != nil && slices.ContainsFunc(r.Tax.Sides, func(s struct{ Name string }) bool { return s.Name == "null_cipher" }) {
+		t.Errorf("%s: the null cipher has an expected tax: it encrypts nothing", name)
+	}
+}
+
+// writeServiceCapture writes a small capture on the host: a writer
+// appending 64 KiB with an fdatasync every 8, and a reader of a 4 MiB file,
+// over 100 ms.
+func writeServiceCapture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := capfile.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(40) {
+		at := i * uint64(2*time.Millisecond)
+		ops := []capfile.Op{
+			{Kind: capfile.OpWrite, Thread: 1, File: 1, Flags: capfile.FlagPositional, Offset: i << 16, Length: 1 << 16, Result: 1 << 16, Start: at, End: at + 50e3},
+			{Kind: capfile.OpRead, Thread: 2, File: 2, Flags: capfile.FlagPositional, Offset: (i * 7919 % 1024) << 12, Length: 4096, Result: 4096, Start: at, End: at + 30e3},
+		}
+		if i%8 == 7 {
+			ops = append(ops, capfile.Op{Kind: capfile.OpFdatasync, Thread: 1, File: 1, Start: at + 60e3, End: at + 900e3})
+		}
+		for _, o := range ops {
+			if err := w.Ops.Write(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Block.Write(capfile.Block{Device: 1, Op: capfile.BlockRead, Bytes: 4096, Issue: at, Latency: 25e3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &capfile.Manifest{Status: capfile.StatusComplete, Started: time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC), DurationNS: 100e6,
+		Kernel:  capfile.Kernel{Release: "6.1.0-test", FaultSource: capfile.FaultSourceFilemap},
+		Filters: capfile.Filters{MountDevice: "254:0", FSType: "ext4"}, Limits: capfile.Limits{DurationNS: 100e6, MaxRecords: 1 << 20},
+		Devices: []capfile.Device{{ID: 1, Name: "vda", MajorMinor: "254:0", Kind: "disk", Source: capfile.BlockSourceRq}},
+		Files:   []capfile.File{{ID: 1, Name: "f0001", SizeBytes: 0, SizeStartBytes: 0}, {ID: 2, Name: "f0002", SizeBytes: 4 << 20, SizeStartBytes: 4 << 20}},
+		Threads: []capfile.Thread{{ID: 1, Process: 1}, {ID: 2, Process: 1}},
+		System:  capfile.System{PageSize: 4096, Sysctls: map[string]string{}}}
+	if err := w.Finish(m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
