@@ -22,7 +22,7 @@ const cryptFSScript = `set -e
 lab() { env PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/slowpath lab "$@"; }
 for p in replay:/cap fio:/job.fio search-index; do
 	n=${p%%:*}
-	rc=0; lab crypt --profile $p --fs ext4 --scale 0.02 --runs 1 --runtime 2s \
+	rc=0; lab crypt --profile $p --fs ext4 --scale 0.02 --runs 1 --runtime 1s \
 		--variants default,no_workqueue,null_cipher --format json > /results/$n.json 2> /results/$n.err || rc=$?
 	echo $rc > /results/$n.rc
 	grep -c /run/slowpath/cryptlab /proc/self/mountinfo > /results/$n.mounts || true

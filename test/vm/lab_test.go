@@ -38,10 +38,9 @@ const (
 	// reasons, crypt target version, crypto driver, softnet_stat): it runs
 	// on every kernel of the matrix.
 	everyKernel
-	// outsideFullSet: the kernels around the full set (5.10 and 6.12),
-	// for a scenario whose kernel facts the full-set kernel only repeats:
-	// its CPU goes to the full-set scenarios.
-	outsideFullSet
+	// oldest: the oldest kernel of the matrix (5.10), for a scenario whose
+	// kernel facts the others only repeat or another scenario covers.
+	oldest
 	// fullSetAndNewest: the full set and the newest kernel of the matrix
 	// (6.1 and 6.12), for a feature whose kernel facts the oldest one only
 	// repeats.
@@ -55,8 +54,8 @@ func (sc scope) boots(k *kernelLab, ks []*kernelLab) bool {
 	switch sc {
 	case fullSet:
 		return full
-	case outsideFullSet:
-		return !full
+	case oldest:
+		return !slices.ContainsFunc(ks, func(o *kernelLab) bool { return olderRelease(o.Name, k.Name) })
 	case fullSetAndNewest:
 		return full || !slices.ContainsFunc(ks, func(o *kernelLab) bool { return olderRelease(k.Name, o.Name) })
 	default:
