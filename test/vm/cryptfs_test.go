@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
+	"github.com/slowpath/slowpath/internal/capture/capfile/capfiletest"
 )
 
 // cryptFSScript runs lab crypt on ext4 with the profiles that need files:
@@ -53,7 +54,7 @@ func TestCryptLabOnFilesystem(t *testing.T) {
 
 func testCryptLabOnFilesystem(t *testing.T, k *kernelLab) {
 	files := map[string][]byte{"job.fio": []byte(cryptFSJob)}
-	capDir := writeServiceCapture(t)
+	capDir := capfiletest.Service(t)
 	for _, n := range []string{capfile.ManifestName, capfile.OpsName, capfile.BlockName} {
 		b, err := os.ReadFile(filepath.Join(capDir, n))
 		if err != nil {
@@ -141,45 +142,4 @@ func checkFSResult(t *testing.T, name string, doc []byte) {
 	if r.Tax != nil && slices.ContainsFunc(r.Tax.Sides, func(s struct{ Name string }) bool { return s.Name == "null_cipher" }) {
 		t.Errorf("%s: the null cipher has an expected tax: it encrypts nothing", name)
 	}
-}
-
-// writeServiceCapture writes a small capture on the host: a writer
-// appending 64 KiB with an fdatasync every 8, and a reader of a 4 MiB file,
-// over 100 ms.
-func writeServiceCapture(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := capfile.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range uint64(40) {
-		at := i * uint64(2*time.Millisecond)
-		ops := []capfile.Op{
-			{Kind: capfile.OpWrite, Thread: 1, File: 1, Flags: capfile.FlagPositional, Offset: i << 16, Length: 1 << 16, Result: 1 << 16, Start: at, End: at + 50e3},
-			{Kind: capfile.OpRead, Thread: 2, File: 2, Flags: capfile.FlagPositional, Offset: (i * 7919 % 1024) << 12, Length: 4096, Result: 4096, Start: at, End: at + 30e3},
-		}
-		if i%8 == 7 {
-			ops = append(ops, capfile.Op{Kind: capfile.OpFdatasync, Thread: 1, File: 1, Start: at + 60e3, End: at + 900e3})
-		}
-		for _, o := range ops {
-			if err := w.Ops.Write(o); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Block.Write(capfile.Block{Device: 1, Op: capfile.BlockRead, Bytes: 4096, Issue: at, Latency: 25e3}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m := &capfile.Manifest{Status: capfile.StatusComplete, Started: time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC), DurationNS: 100e6,
-		Kernel:  capfile.Kernel{Release: "6.1.0-test", FaultSource: capfile.FaultSourceFilemap},
-		Filters: capfile.Filters{MountDevice: "254:0", FSType: "ext4"}, Limits: capfile.Limits{DurationNS: 100e6, MaxRecords: 1 << 20},
-		Devices: []capfile.Device{{ID: 1, Name: "vda", MajorMinor: "254:0", Kind: "disk", Source: capfile.BlockSourceRq}},
-		Files:   []capfile.File{{ID: 1, Name: "f0001", SizeBytes: 0, SizeStartBytes: 0}, {ID: 2, Name: "f0002", SizeBytes: 4 << 20, SizeStartBytes: 4 << 20}},
-		Threads: []capfile.Thread{{ID: 1, Process: 1}, {ID: 2, Process: 1}},
-		System:  capfile.System{PageSize: 4096, Sysctls: map[string]string{}}}
-	if err := w.Finish(m); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -6,55 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
+	"github.com/slowpath/slowpath/internal/capture/capfile/capfiletest"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
-// writeCapture writes a small capture named cap: a writer appending
-// 64 KiB with an fdatasync every 8, and a reader of a 4 MiB file.
-func writeCapture(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := capfile.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range uint64(40) {
-		at := i * uint64(2*time.Millisecond)
-		ops := []capfile.Op{
-			{Kind: capfile.OpWrite, Thread: 1, File: 1, Flags: capfile.FlagPositional, Offset: i << 16, Length: 1 << 16, Result: 1 << 16, Start: at, End: at + 50e3},
-			{Kind: capfile.OpRead, Thread: 2, File: 2, Flags: capfile.FlagPositional, Offset: (i * 7919 % 1024) << 12, Length: 4096, Result: 4096, Start: at, End: at + 30e3},
-		}
-		if i%8 == 7 {
-			ops = append(ops, capfile.Op{Kind: capfile.OpFdatasync, Thread: 1, File: 1, Start: at + 60e3, End: at + 900e3})
-		}
-		for _, o := range ops {
-			if err := w.Ops.Write(o); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Block.Write(capfile.Block{Device: 1, Op: capfile.BlockRead, Bytes: 4096, Issue: at, Latency: 25e3}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m := &capfile.Manifest{Status: capfile.StatusComplete, Started: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC), DurationNS: 1e9,
-		Kernel:  capfile.Kernel{Release: "6.1.0-test", FaultSource: capfile.FaultSourceFilemap},
-		Filters: capfile.Filters{MountDevice: "254:0", FSType: "ext4"}, Limits: capfile.Limits{DurationNS: 1e9, MaxRecords: 1 << 20},
-		Devices: []capfile.Device{{ID: 1, Name: "vda", MajorMinor: "254:0", Kind: "disk", Source: capfile.BlockSourceRq}},
-		Files:   []capfile.File{{ID: 1, Name: "f0001", ResidencyUnknown: true}, {ID: 2, Name: "f0002", SizeBytes: 4 << 20, SizeStartBytes: 4 << 20}},
-		Threads: []capfile.Thread{{ID: 1, Process: 1}, {ID: 2, Process: 1}},
-		System:  capfile.System{PageSize: 4096, Sysctls: map[string]string{}}}
-	if err := w.Finish(m); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func TestReplay(t *testing.T) {
-	capDir := writeCapture(t)
+	capDir := capfiletest.Service(t)
 	for _, prof := range []string{"replay:", "replay-afap:"} {
 		t.Run(prof, func(t *testing.T) {
 			testenv.RequireTool(t, "fio", "fio") // bench checks for fio first
@@ -97,7 +57,7 @@ func TestReplay(t *testing.T) {
 }
 
 func TestReplayRefused(t *testing.T) {
-	capDir := writeCapture(t)
+	capDir := capfiletest.Service(t)
 	ops := filepath.Join(capDir, capfile.OpsName)
 	b, err := os.ReadFile(ops)
 	if err != nil {
@@ -152,7 +112,7 @@ func TestReplayNoSpace(t *testing.T) {
 }
 
 func TestExportReplay(t *testing.T) {
-	capDir := writeCapture(t)
+	capDir := capfiletest.Service(t)
 	out := filepath.Join(t.TempDir(), "repro")
 	code, stdout, stderr := run(t, "bench", "export", "replay:"+capDir, "-o", out)
 	if code != 0 {
@@ -179,7 +139,7 @@ func TestExportReplay(t *testing.T) {
 // replay's declared metrics.
 func TestCompareReplay(t *testing.T) {
 	testenv.RequireTool(t, "fio", "fio")
-	capDir := writeCapture(t)
+	capDir := capfiletest.Service(t)
 	code, stdout, stderr := run(t, "compare", "--profile", "replay:"+capDir, "--target", "a="+t.TempDir(), "--target", "b="+t.TempDir(), "--runs", "2", "--format", "json")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
