@@ -21,8 +21,8 @@ TestCatalogue: SLOWPATH_UPDATE=1 go test ./internal/workload/profile.
 Do not edit; docs/adding-a-profile.md says how to add one. -->
 
 Every workload slowpath runs: ` + "`slowpath bench --profile`" + `, ` + "`compare --profile`" + `,
-` + "`fix --prove`" + ` and ` + "`lab crypt --profile`" + ` (the lab jobs and the bench profiles
-that run on a device; lab crypt names a lab job without its ` + "`lab:`" + `). The
+` + "`fix --prove`" + ` and ` + "`lab crypt --profile`" + ` (every one: those that run on a directory
+on a filesystem it makes, ` + "`--fs`" + `; lab crypt names a lab job without its ` + "`lab:`" + `). The
 primary metrics decide compare's verdict in order, the guards must not get
 worse for fix --prove to keep a change (docs/compare.md); a row name is
 "PHASE figure" for a figure of one phase. The tax shape is the fixed-size
