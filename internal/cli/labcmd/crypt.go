@@ -69,7 +69,7 @@ unmounts after the run; the others run on the raw devices.`,
 			func(ctx context.Context) error { return runCrypt(ctx, env, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Backing, "backing", "", "ram:SIZE (a brd ramdisk) or file:PATH:SIZE (a loop device over a new file, removed afterwards); default: a ramdisk of 1G for the fio profiles, sized to the files of db-commit and telemetry-ingest")
+	f.StringVar(&o.Backing, "backing", "", "ram:SIZE (a brd ramdisk) or file:PATH:SIZE (a loop device over a new file, removed afterwards); default: a ramdisk of 1G for the lab jobs, sized to the files of a bench profile (and its filesystem's metadata)")
 	f.StringSliceVar(&o.Variants, "variants", cryptlab.DefaultVariants, "dm-crypt variants, comma-separated: "+strings.Join(cryptlab.KnownVariants(), ", "))
 	f.IntVar(&o.Runs, "runs", 5, "runs per target, interleaved (a verdict needs 4 or more at alpha 0.05)")
 	f.DurationVar(&o.Runtime, "runtime", 10*time.Second, "length of each run")

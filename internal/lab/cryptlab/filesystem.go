@@ -100,15 +100,19 @@ func (l *Lab) Mount(ctx context.Context, dev string, f Filesystem, side string) 
 	}
 	args := f.Mkfs(dev)
 	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+		os.Remove(dir)
 		return nil, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	l.state.Mounts = append(l.state.Mounts, mountRecord{Dir: dir, Dev: mm})
 	if err := l.state.save(); err != nil {
+		l.forgetMount(dir)
+		os.Remove(dir)
 		return nil, err
 	}
 	if err := unix.Mount(dev, dir, f.Type, 0, ""); err != nil {
 		l.forgetMount(dir)
-		return nil, fmt.Errorf("mount %s (%s) on %s: %w", dev, f.Type, dir, err)
+		os.Remove(dir)
+		return nil, errors.Join(fmt.Errorf("mount %s (%s) on %s: %w", dev, f.Type, dir, err), l.state.save())
 	}
 	return func() error {
 		if err := unmount(dir); err != nil {

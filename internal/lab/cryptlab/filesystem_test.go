@@ -129,6 +129,19 @@ func TestMountOnLoop(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(StateDir, "mnt-"+l.ID)); !os.IsNotExist(err) {
 				t.Fatalf("the lab's mount directory left behind: %v", err)
 			}
+			if typ == "xfs" {
+				// mkfs.xfs refuses a device below its minimum: no
+				// directory, no record is left.
+				small := loopfs.Device(t, 16<<20)
+				l.BackingPath = small
+				if _, err := l.Mount(context.Background(), small, f, "small"); err == nil || !strings.Contains(err.Error(), "mkfs.xfs") {
+					t.Fatalf("xfs on 16 MiB: %v", err)
+				}
+				recorded := slices.ContainsFunc(l.state.Mounts, func(m mountRecord) bool { return m.Dir == l.MountDir("small") })
+				if _, err := os.Stat(l.MountDir("small")); !os.IsNotExist(err) || recorded {
+					t.Fatalf("a failed mkfs left %s (%v) or records %+v", l.MountDir("small"), err, l.state.Mounts)
+				}
+			}
 		})
 	}
 }
