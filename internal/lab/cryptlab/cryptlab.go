@@ -172,9 +172,15 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 		name := NamePrefix + id + "-plain"
 		table := fmt.Appendf(nil, "0 %d linear %s 0\n", l.Sectors, l.BackingPath)
 		if err := l.loadTable(ctx, name, table, nil, "linear"); err != nil {
+			var refused *refusedError
+			if errors.As(err, &refused) {
+				// Not a variant the kernel lacks: the plain side itself.
+				return l, fmt.Errorf("%w: the plain side's dm-linear mapping: %s", ErrNoDM, refused.msg)
+			}
 			return l, err
 		}
 		l.PlainPath = filepath.Join(opts.Dev, "mapper", name)
+		l.log("cryptlab %s: %s = linear over %s (%s)", l.ID, name, l.BackingPath, l.state.DM[len(l.state.DM)-1].Dev)
 	}
 	for i, v := range opts.Variants {
 		if err := ctx.Err(); err != nil {
@@ -387,7 +393,12 @@ func (l *Lab) Close() error {
 	if l == nil || l.lock == nil {
 		return nil
 	}
-	if err := teardown(l.state, l.opts.Sys, l.opts.Proc, l.log); err != nil {
+	skipped, err := teardown(l.state, l.opts.Sys, l.opts.Proc, l.log)
+	errs := []error{err}
+	for _, s := range skipped {
+		errs = append(errs, fmt.Errorf("left %s alone: %s", s.Record, s.Reason))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cryptlab %s teardown: %w", l.ID, err)
 	}
 	_ = os.Remove(statePath(l.ID))
@@ -415,7 +426,11 @@ func RecoverStale(ctx context.Context, sys, proc string, logf func(string, ...an
 			continue
 		}
 		logf("cryptlab: cleaning up lab %s left by process %d", st.ID, st.PID)
-		if err := teardown(st, sys, proc, logf); err != nil {
+		skipped, err := teardown(st, sys, proc, logf)
+		for _, s := range skipped {
+			logf("cryptlab: left %s alone: %s", s.Record, s.Reason)
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -428,25 +443,33 @@ func RecoverStale(ctx context.Context, sys, proc string, logf func(string, ...an
 }
 
 // teardown undoes what st records: the mounts first, then, on a fresh look
-// at the host, the devices, the backing file and brd. Whatever it leaves
-// alone is an error naming why.
-func teardown(st labState, sys, proc string, logf func(string, ...any)) error {
-	var errs []error
-	for _, plan := range []func(labState, hostView) ([]Action, []Skipped){planUnmounts, planRecovery} {
-		h, err := observeHost(sys, proc)
-		if err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		acts, skipped := plan(st, h)
-		for _, s := range skipped {
-			errs = append(errs, fmt.Errorf("left %s alone: %s", s.Record, s.Reason))
-		}
-		errs = append(errs, execute(acts, logf))
+// at the host, the devices, the backing file and brd. It returns what it
+// left alone (Close fails on it; recovery of a dead lab logs it, as the
+// record cannot be acted on) and the errors of what it tried. While a
+// recorded mount is not undone, no device is touched: a dm device under a
+// mount cannot go, and a loop device would only be set to autoclear while
+// its backing file was removed under the mounted filesystem.
+func teardown(st labState, sys, proc string, logf func(string, ...any)) ([]Skipped, error) {
+	var skipped []Skipped
+	h, err := observeHost(sys, proc)
+	if err != nil {
+		return nil, err
 	}
-	if len(st.Mounts) > 0 {
-		_ = os.Remove(filepath.Join(StateDir, "mnt-"+st.ID))
+	acts, skip := planUnmounts(st, h)
+	skipped = append(skipped, skip...)
+	// A record it cannot act on (outside the lab's directory, another
+	// device mounted there now) holds none of the lab's devices; a failed
+	// unmount, or mount tables it cannot read, may.
+	uncertain := h.MountErr != nil && len(st.Mounts) > 0
+	if err := execute(acts, logf); err != nil || uncertain {
+		return skipped, errors.Join(err, errors.New("a mount of the lab may still be there: its devices are left for the next lab to retry"))
 	}
-	return errors.Join(errs...)
+	_ = os.Remove(mountRoot(st.ID)) // empty by now; absent when no side had a filesystem
+	if h, err = observeHost(sys, proc); err != nil {
+		return skipped, err
+	}
+	acts, skip = planRecovery(st, h)
+	return append(skipped, skip...), execute(acts, logf)
 }
 
 func execute(acts []Action, logf func(string, ...any)) error {
@@ -507,8 +530,8 @@ func readState(path string) (labState, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, err
 	}
-	if st.ID == "" {
-		return st, errors.New("no lab id")
+	if !validID(st.ID) || filepath.Base(path) != "lab-"+st.ID+".json" {
+		return st, fmt.Errorf("lab id %q is not the 6 hex digits of %s", st.ID, filepath.Base(path))
 	}
 	return st, nil
 }

@@ -51,6 +51,23 @@ func (f Filesystem) Mkfs(dev string) []string {
 	}
 }
 
+// Package is the Debian package of the filesystem's mkfs.
+func (f Filesystem) Package() string {
+	if f.Type == "xfs" {
+		return "xfsprogs"
+	}
+	return "e2fsprogs"
+}
+
+// CheckTools says what to install when this host has no mkfs for f:
+// before the lab creates anything.
+func (f Filesystem) CheckTools() error {
+	if _, err := exec.LookPath(f.Mkfs("")[0]); err != nil {
+		return fmt.Errorf("--fs %s: %s not found (apt-get install %s)", f.Type, f.Mkfs("")[0], f.Package())
+	}
+	return nil
+}
+
 // MinBytes is the smallest device mkfs makes the filesystem on: xfsprogs
 // refuses below 300 MB since 5.19 (Debian 12 ships 6.1); ext4 has no
 // practical floor here.
@@ -77,9 +94,7 @@ type mountRecord struct {
 }
 
 // MountDir is the directory a side's filesystem is mounted on.
-func (l *Lab) MountDir(side string) string {
-	return filepath.Join(StateDir, "mnt-"+l.ID, side)
-}
+func (l *Lab) MountDir(side string) string { return filepath.Join(mountRoot(l.ID), side) }
 
 // Mount makes f on dev, which must be the lab's backing device or one of
 // its mappings, mounts it on MountDir(side) and returns the undo: unmount
@@ -90,29 +105,34 @@ func (l *Lab) Mount(ctx context.Context, dev string, f Filesystem, side string) 
 	if !l.owns(dev) {
 		return nil, fmt.Errorf("refusing to make a filesystem on %s: not a device of lab %s", dev, l.ID)
 	}
+	if side == "" || side != filepath.Base(side) || side == "." || side == ".." {
+		return nil, fmt.Errorf("side %q: not one directory name", side)
+	}
 	mm, err := devNumber(dev)
 	if err != nil {
 		return nil, err
 	}
+	// Recorded before the directory exists: a lab killed during mkfs
+	// leaves a record whose directory the next one removes.
 	dir := l.MountDir(side)
+	l.state.Mounts = append(l.state.Mounts, mountRecord{Dir: dir, Dev: mm})
+	failed := func(err error) (func() error, error) {
+		l.forgetMount(dir)
+		os.Remove(dir)
+		return nil, errors.Join(err, l.state.save())
+	}
+	if err := l.state.save(); err != nil {
+		return failed(err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return failed(err)
 	}
 	args := f.Mkfs(dev)
 	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
-		os.Remove(dir)
-		return nil, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	l.state.Mounts = append(l.state.Mounts, mountRecord{Dir: dir, Dev: mm})
-	if err := l.state.save(); err != nil {
-		l.forgetMount(dir)
-		os.Remove(dir)
-		return nil, err
+		return failed(fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out))))
 	}
 	if err := unix.Mount(dev, dir, f.Type, 0, ""); err != nil {
-		l.forgetMount(dir)
-		os.Remove(dir)
-		return nil, errors.Join(fmt.Errorf("mount %s (%s) on %s: %w", dev, f.Type, dir, err), l.state.save())
+		return failed(fmt.Errorf("mount %s (%s) on %s: %w", dev, f.Type, dir, err))
 	}
 	return func() error {
 		if err := unmount(dir); err != nil {

@@ -2,6 +2,8 @@ package cryptlab
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +48,32 @@ func TestPlanUnmounts(t *testing.T) {
 	if want := []string{"/home", root + "/../../etc", root + "/no_workqueue"}; !slices.Equal(skipped, func() []string { slices.Sort(want); return want }()) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
+	// Unreadable mount tables: nothing is acted on.
+	if acts, skip := planUnmounts(st, hostView{MountErr: errors.New("mountinfo: permission denied")}); len(acts) != 0 || len(skip) != len(st.Mounts) {
+		t.Errorf("without mount tables: %+v, %+v", acts, skip)
+	}
+	// An id that is not the lab's 6 hex digits (a forged state file whose
+	// id climbs out of the state directory) names no directory of a lab.
+	forged := labState{ID: "x/../../../../home", Mounts: []mountRecord{{Dir: "/home/alice", Dev: "8:1"}}}
+	if acts, _ := planUnmounts(forged, hostView{MountPoints: map[string]string{"/home/alice": "8:1"}}); len(acts) != 0 {
+		t.Errorf("forged id: %+v", acts)
+	}
+	if _, err := readState(writeState(t, forged)); err == nil {
+		t.Error("readState took a forged id")
+	}
+}
+
+func writeState(t *testing.T, st labState) string {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "lab-abc123.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestParseFilesystem(t *testing.T) {
@@ -78,10 +106,10 @@ func TestMountOnLoop(t *testing.T) {
 	for _, typ := range Filesystems {
 		t.Run(typ, func(t *testing.T) {
 			f := Filesystem{Type: typ}
-			testenv.RequireTool(t, f.Mkfs("")[0], map[string]string{"ext4": "e2fsprogs", "xfs": "xfsprogs"}[typ])
+			testenv.RequireTool(t, f.Mkfs("")[0], f.Package())
 			dev := loopfs.Device(t, max(f.MinBytes(), 64<<20)+16<<20)
 			StateDir = loopfs.SharedArena(t, t.TempDir())
-			l := &Lab{ID: "fs" + typ, BackingPath: dev, log: t.Logf}
+			l := &Lab{ID: map[string]string{"ext4": "e40000", "xfs": "f50000"}[typ], BackingPath: dev, log: t.Logf}
 			l.state = labState{PID: os.Getpid(), ID: l.ID}
 			if _, err := l.Mount(context.Background(), "/dev/vda", f, "plain"); err == nil || !strings.Contains(err.Error(), "not a device of lab") {
 				t.Fatalf("mount on a device the lab did not make: %v", err)
@@ -120,8 +148,8 @@ func TestMountOnLoop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := teardown(st, "/sys", "/proc", t.Logf); err != nil {
-				t.Fatal(err)
+			if skipped, err := teardown(st, "/sys", "/proc", t.Logf); err != nil || len(skipped) != 0 {
+				t.Fatalf("teardown: left %+v, %v", skipped, err)
 			}
 			if _, points, _ := mountedDevices("/proc"); points[l.MountDir("default")] != "" {
 				t.Fatal("teardown left the dead lab's mount")

@@ -114,7 +114,7 @@ type hostView struct {
 
 // Action is one undo step recovery decided on.
 type Action struct {
-	Kind   string // "dm", "loop", "file", "brd"
+	Kind   string // "umount", "dir", "dm", "loop", "file", "brd"
 	Target string // dm uuid, loop device, file path, "brd"
 }
 
@@ -187,10 +187,14 @@ func planRecovery(st labState, h hostView) ([]Action, []Skipped) {
 func planUnmounts(st labState, h hostView) ([]Action, []Skipped) {
 	var acts []Action
 	var skip []Skipped
-	root := filepath.Join(StateDir, "mnt-"+st.ID) + "/"
+	root := mountRoot(st.ID)
 	for _, m := range slices.Backward(st.Mounts) {
-		if !strings.HasPrefix(m.Dir, root) || filepath.Clean(m.Dir) != m.Dir {
-			skip = append(skip, Skipped{m.Dir, "recorded mount is not under the lab's directory " + root})
+		switch {
+		case !validID(st.ID) || filepath.Dir(m.Dir) != root || filepath.Clean(m.Dir) != m.Dir:
+			skip = append(skip, Skipped{m.Dir, "recorded mount is not a directory of the lab's own " + root})
+			continue
+		case h.MountErr != nil:
+			skip = append(skip, Skipped{m.Dir, fmt.Sprintf("cannot tell whether it is mounted: %v", h.MountErr)})
 			continue
 		}
 		dev, mounted := h.MountPoints[m.Dir]
@@ -204,6 +208,23 @@ func planUnmounts(st labState, h hostView) ([]Action, []Skipped) {
 		}
 	}
 	return acts, skip
+}
+
+// mountRoot is the directory under which lab id mounts its sides.
+func mountRoot(id string) string { return filepath.Join(StateDir, "mnt-"+id) }
+
+// validID says whether id is a lab id: the 6 hex digits Setup makes, so
+// that no state file can name a path with it.
+func validID(id string) bool {
+	if len(id) != 6 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ramdiskMajor is brd's block major, RAMDISK_MAJOR
