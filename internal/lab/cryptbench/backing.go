@@ -48,8 +48,8 @@ func profileSpace(p *Profile, z Sizing) (uint64, string) {
 		params.Device, params.Dir = "", standInDir
 	}
 	plan, err := profile.New(p.Workload, params)
-	if err != nil {
-		return 0, ""
+	if err != nil || plan.SpaceBytes == 0 {
+		return 0, "" // unknown (a fio job file's): the default ramdisk
 	}
 	if fs != nil {
 		// A filesystem's own metadata (journal or log, inode tables)

@@ -30,6 +30,14 @@ import (
 func TestChooseBacking(t *testing.T) {
 	db, fioProf, si := Find("db-commit"), Find("randrw-4k"), Find("search-index")
 	ext4, xfs := &cryptlab.Filesystem{Type: "ext4"}, &cryptlab.Filesystem{Type: "xfs"}
+	job := filepath.Join(t.TempDir(), "big.fio")
+	if err := os.WriteFile(job, []byte("[w]\nrw=write\nbs=1m\nsize=600m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fioFile, err := Resolve("fio:" + job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		given string
 		p     *Profile
@@ -54,6 +62,8 @@ func TestChooseBacking(t *testing.T) {
 		{"", si, 2, 24 << 30, ext4, "ram:704M", ""}, // 512 MiB of files + 64 MiB of metadata, + 1/8
 		{"", db, 1, 24 << 30, xfs, "ram:384M", ""},
 		{"ram:256M", db, 1, 0, xfs, "", "mkfs.xfs makes nothing smaller than 300 MiB and --backing ram:256M has 256 MiB: use --backing ram:384M"},
+		// A job file's size is unknown: the default ramdisk, as on a device.
+		{"", fioFile, 2, 24 << 30, ext4, "ram:1G", ""},
 	} {
 		b, err := ChooseBacking(tc.given, tc.p, Sizing{NumCPU: tc.cpus, MemAvailable: tc.mem, Filesystem: tc.fs})
 		switch {

@@ -88,6 +88,8 @@ func ChooseFilesystem(given string, p *Profile) (*cryptlab.Filesystem, error) {
 		return nil, fmt.Errorf("profile %s runs on files: give --fs %s", p.Name, strings.Join(cryptlab.Filesystems, " or "))
 	case f != nil && p.Needs&profile.Dir == 0:
 		return nil, fmt.Errorf("profile %s runs on the raw device: leave --fs out (none)", p.Name)
+	case f != nil:
+		return f, f.CheckTools()
 	}
 	return f, nil
 }
