@@ -195,7 +195,7 @@ func checkBootID(p, s string) error {
 		return nil
 	}
 	const src = "drivers/char/random.c proc_do_uuid, lib/uuid.c generate_random_uuid"
-	if err := checkHexShape(p, s, "not a boot id", "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "a lower-case UUID xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", src); err != nil {
+	if err := checkHexShape(p, s, "not a boot id", "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "a lower-case UUID xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", "lower-case hex digits", src); err != nil {
 		return err
 	}
 	if s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) {
@@ -211,7 +211,7 @@ func checkMachineID(p, s string) error {
 		return nil
 	}
 	const src = "machine-id(5)"
-	if err := checkHexShape(p, s, "not a machine id", strings.Repeat("x", 32), "32 lower-case hex digits", src); err != nil {
+	if err := checkHexShape(p, s, "not a machine id", strings.Repeat("x", 32), "32 lower-case hex digits", "32 lower-case hex digits", src); err != nil {
 		return err
 	}
 	if s == strings.Repeat("0", 32) {
@@ -222,8 +222,9 @@ func checkMachineID(p, s string) error {
 
 // checkHexShape checks s against shape: an x stands for a lower-case hex
 // digit, any other byte for itself (a UUID's dashes); want describes the
-// shape in the error.
-func checkHexShape(p, s, what, shape, want, src string) error {
+// shape in the error of a wrong length, hex the digits in that of a wrong
+// digit.
+func checkHexShape(p, s, what, shape, want, hex, src string) error {
 	if len(s) != len(shape) {
 		return invalidString(p, s, what, "want "+want, src)
 	}
@@ -232,7 +233,7 @@ func checkHexShape(p, s, what, shape, want, src string) error {
 		case shape[i] != 'x' && s[i] != shape[i]:
 			return invalidString(p, s, what, fmt.Sprintf("want %q at position %d", shape[i], i+1), src)
 		case shape[i] == 'x' && !isLowerHex(s[i]):
-			return invalidString(p, s, what, "want "+want, src)
+			return invalidString(p, s, what, "want "+hex, src)
 		}
 	}
 	return nil

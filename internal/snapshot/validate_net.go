@@ -286,8 +286,41 @@ func validateSample(p string, smp *NetSample) error {
 	if smp.MonotonicNS < 0 {
 		return invalidNumber(p+".monotonic_ns", smp.MonotonicNS, "negative", "CLOCK_MONOTONIC starts at boot", "clock_gettime(2)")
 	}
-	if err := eachNamed(p+".interfaces", smp.Interfaces, func(c *NetCounters) string { return c.Name }, "interfaces", srcIfnameUnique, validateSampleInterface); err != nil {
-		return err
+	seen := map[string]int{}
+	for i := range smp.Interfaces {
+		c := &smp.Interfaces[i]
+		cp := fmt.Sprintf("%s.interfaces[%d]", p, i)
+		if err := checkIfname(cp+".name", c.Name); err != nil {
+			return err
+		}
+		if j, dup := seen[c.Name]; dup {
+			return invalidString(cp+".name", c.Name, "names two interfaces", fmt.Sprintf("also %s.interfaces[%d]", p, j), "net/core/dev.c dev_get_valid_name")
+		}
+		seen[c.Name] = i
+		for _, k := range sortedKeys(c.Stats) {
+			// Files of /sys/class/net/IF/statistics (net/core/net-sysfs.c).
+			if err := checkToken(cp+".stats", k, maxCounter, false); err != nil {
+				return err
+			}
+		}
+		for _, k := range sortedKeys(c.Driver) {
+			// ethtool -S names are ETH_GSTRING_LEN 32 bytes, possibly unterminated.
+			if len(k) > 32 {
+				return invalidString(cp+".driver", k, "not an ethtool statistic name", fmt.Sprintf("%d bytes, at most 32", len(k)), "include/uapi/linux/ethtool.h ETH_GSTRING_LEN 32")
+			}
+			if err := checkText(cp+".driver", k, 32, false); err != nil {
+				return err
+			}
+		}
+		if q := c.Qdisc; q != nil {
+			// Qdisc_ops.id is char[IFNAMSIZ] (include/net/sch_generic.h).
+			if q.Kind == "" || len(q.Kind) > 15 {
+				return invalidString(cp+".qdisc.kind", q.Kind, "not a qdisc kind", "1 to 15 bytes", "include/net/sch_generic.h Qdisc_ops.id[IFNAMSIZ]")
+			}
+			if err := checkToken(cp+".qdisc.kind", q.Kind, 15, false); err != nil {
+				return err
+			}
+		}
 	}
 	for i, c := range smp.Softnet {
 		if c.CPU < 0 {
@@ -314,34 +347,3 @@ func validateSample(p string, smp *NetSample) error {
 }
 
 const srcIfnameUnique = "net/core/dev.c dev_get_valid_name"
-
-func validateSampleInterface(cp string, c *NetCounters) error {
-	if err := checkIfname(cp+".name", c.Name); err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(c.Stats) {
-		// Files of /sys/class/net/IF/statistics (net/core/net-sysfs.c).
-		if err := checkToken(cp+".stats", k, maxCounter, false); err != nil {
-			return err
-		}
-	}
-	for _, k := range sortedKeys(c.Driver) {
-		// ethtool -S names are ETH_GSTRING_LEN 32 bytes, possibly unterminated.
-		if len(k) > 32 {
-			return invalidString(cp+".driver", k, "not an ethtool statistic name", fmt.Sprintf("%d bytes, at most 32", len(k)), "include/uapi/linux/ethtool.h ETH_GSTRING_LEN 32")
-		}
-		if err := checkText(cp+".driver", k, 32, false); err != nil {
-			return err
-		}
-	}
-	if q := c.Qdisc; q != nil {
-		// Qdisc_ops.id is char[IFNAMSIZ] (include/net/sch_generic.h).
-		if q.Kind == "" || len(q.Kind) > 15 {
-			return invalidString(cp+".qdisc.kind", q.Kind, "not a qdisc kind", "1 to 15 bytes", "include/net/sch_generic.h Qdisc_ops.id[IFNAMSIZ]")
-		}
-		if err := checkToken(cp+".qdisc.kind", q.Kind, 15, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
