@@ -27,6 +27,7 @@ for p in replay:/cap fio:/job.fio search-index; do
 		--variants default,no_workqueue,null_cipher --format json > /results/$n.json 2> /results/$n.err || rc=$?
 	echo $rc > /results/$n.rc
 	grep -c /run/slowpath/cryptlab /proc/self/mountinfo > /results/$n.mounts || true
+	ls -d /run/slowpath/cryptlab/mnt-* 2>/dev/null | wc -l > /results/$n.dirs
 done
 `
 
@@ -70,6 +71,9 @@ func testCryptLabOnFilesystem(t *testing.T, k *kernelLab) {
 		}
 		if m := strings.TrimSpace(string(res.Files[n+".mounts"])); m != "0" {
 			t.Errorf("%s: %s lab mounts left after lab crypt", n, m)
+		}
+		if d := strings.TrimSpace(string(res.Files[n+".dirs"])); d != "0" {
+			t.Errorf("%s: %s lab mount directories left after lab crypt", n, d)
 		}
 		t.Logf("%s: lab crypt's progress (TCG):\n%s", n, res.Files[n+".err"])
 		checkFSResult(t, n, res.Files[n+".json"])

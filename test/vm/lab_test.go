@@ -47,17 +47,17 @@ const (
 	fullSetAndNewest
 )
 
-// boots says whether a scenario of scope sc boots kernel k of the
-// matrix ks.
-func (sc scope) boots(k *kernelLab, ks []*kernelLab) bool {
+// boots says whether a scenario of scope sc boots kernel k; all are the
+// names of every kernel of the matrix (kernels/*.pin), selected or not.
+func (sc scope) boots(k *kernelLab, all []string) bool {
 	full := k.Expect.Group == GroupFull
 	switch sc {
 	case fullSet:
 		return full
 	case oldest:
-		return !slices.ContainsFunc(ks, func(o *kernelLab) bool { return olderRelease(o.Name, k.Name) })
+		return !slices.ContainsFunc(all, func(o string) bool { return olderRelease(o, k.Name) })
 	case fullSetAndNewest:
-		return full || !slices.ContainsFunc(ks, func(o *kernelLab) bool { return olderRelease(k.Name, o.Name) })
+		return full || !slices.ContainsFunc(all, func(o string) bool { return olderRelease(k.Name, o) })
 	default:
 		return true
 	}
@@ -145,9 +145,13 @@ func onKernels(t *testing.T, sc scope, fn func(t *testing.T, k *kernelLab)) {
 	if err != nil {
 		t.Fatalf("vm kernel matrix: %v", err)
 	}
+	all, err := KernelNames("kernels")
+	if err != nil {
+		t.Fatalf("vm kernel matrix: %v", err)
+	}
 	ran := 0
 	for _, k := range ks {
-		if !sc.boots(k, ks) {
+		if !sc.boots(k, all) {
 			continue
 		}
 		ran++
@@ -157,7 +161,7 @@ func onKernels(t *testing.T, sc scope, fn func(t *testing.T, k *kernelLab)) {
 		})
 	}
 	if ran == 0 {
-		t.Logf("none of this scenario's kernels (full set: group full in kernels/*.expect; or those outside it) is selected by %s=%s", KernelEnv, os.Getenv(KernelEnv))
+		t.Logf("none of this scenario's kernels (its scope: the full set, group full in kernels/*.expect; the oldest or newest pin; or every kernel) is selected by %s=%s", KernelEnv, os.Getenv(KernelEnv))
 	}
 }
 
