@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
-
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 

@@ -171,7 +171,7 @@ func Setup(ctx context.Context, opts Options) (l *Lab, err error) {
 	if opts.PlainMapping {
 		name := NamePrefix + id + "-plain"
 		table := fmt.Appendf(nil, "0 %d linear %s 0\n", l.Sectors, l.BackingPath)
-		if err := l.loadTable(ctx, name, table, nil, "linear"); err != nil {
+		if err := l.loadTable(ctx, name, table, nil, "linear", "modprobe dm-mod"); err != nil {
 			var refused *refusedError
 			if errors.As(err, &refused) {
 				// Not a variant the kernel lacks: the plain side itself.
@@ -322,11 +322,11 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 	// which is the backing's.
 	table := v.Table(l.Sectors, lower, hexKey)
 	defer clear(table)
-	err := l.loadTable(ctx, name, table, hexKey, v.Cipher)
-	var refused *refusedError
-	if errors.As(err, &refused) && strings.HasPrefix(refused.msg, "kernel has no") && !v.Encrypts() {
-		refused.msg = strings.Replace(refused.msg, "is its module loaded?", "modprobe crypto_null (CONFIG_CRYPTO_NULL)", 1)
+	hint := "is its module loaded?"
+	if !v.Encrypts() {
+		hint = "modprobe crypto_null (CONFIG_CRYPTO_NULL)"
 	}
+	err := l.loadTable(ctx, name, table, hexKey, v.Cipher, hint)
 	if err == nil {
 		l.log("cryptlab %s: %s = %s %s (%s)", l.ID, name, v.Cipher, strings.Join(v.Flags, " "), l.state.DM[len(l.state.DM)-1].Dev)
 	}
@@ -336,8 +336,8 @@ func (l *Lab) createDM(ctx context.Context, name string, v Variant, lower string
 // loadTable creates dm device name with table, recorded in the state file
 // before (intent) and after (its device number). hexKey, when the table
 // holds one, is kept out of any error; what names the target in errors
-// (the cipher, or "linear").
-func (l *Lab) loadTable(ctx context.Context, name string, table, hexKey []byte, what string) error {
+// (the cipher, or "linear"), hint what to do when the kernel lacks it.
+func (l *Lab) loadTable(ctx context.Context, name string, table, hexKey []byte, what, hint string) error {
 	uuid := UUIDPrefix + l.ID + "-" + strings.TrimPrefix(name, NamePrefix+l.ID+"-")
 	l.state.DM = append(l.state.DM, dmRecord{Name: name, UUID: uuid})
 	rec := &l.state.DM[len(l.state.DM)-1]
@@ -374,7 +374,7 @@ func (l *Lab) loadTable(ctx context.Context, name string, table, hexKey []byte, 
 		case strings.Contains(msg, "No such file or directory"):
 			// dm-crypt's "Error allocating crypto tfm (-ENOENT)": the crypto
 			// API has no such algorithm and could not load a module for it.
-			return &refusedError{fmt.Sprintf("kernel has no %s cipher (is its module loaded?): %s", what, msg)}
+			return &refusedError{fmt.Sprintf("kernel has no %s cipher (%s): %s", what, hint, msg)}
 		}
 		return fmt.Errorf("dmsetup create %s: %w: %s", name, err, msg)
 	}
@@ -507,15 +507,28 @@ func execute(acts []Action, logf func(string, ...any)) error {
 	return errors.Join(errs...)
 }
 
+// retryBusy runs a command (f) until it succeeds or says something other
+// than busy or in use, for at most retryWhile's 20 s.
 func retryBusy(f func() ([]byte, error)) error {
+	var out []byte
+	err := retryWhile(func() (err error) { out, err = f(); return err }, func(error) bool {
+		return bytes.Contains(out, []byte("busy")) || bytes.Contains(out, []byte("in use"))
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// retryWhile calls f until it succeeds or fails in a way busy does not
+// call passing, for at most 20 s: a workload killed with the lab may still
+// hold a device or a mount for a moment.
+func retryWhile(f func() error, busy func(error) bool) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		out, err := f()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || !bytes.Contains(out, []byte("busy")) && !bytes.Contains(out, []byte("in use")) {
-			return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+		err := f()
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -159,16 +158,14 @@ func (l *Lab) owns(dev string) bool {
 // unmount unmounts dir, retrying while a workload that ended with the run
 // still holds it, then removes the directory.
 func unmount(dir string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := unix.Unmount(dir, 0)
-		if err == nil || errors.Is(err, unix.EINVAL) {
-			break // EINVAL: not a mount point (any more)
+	err := retryWhile(func() error {
+		if err := unix.Unmount(dir, 0); !errors.Is(err, unix.EINVAL) {
+			return err
 		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("unmount %s: %w", dir, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil // EINVAL: not a mount point (any more)
+	}, func(err error) bool { return errors.Is(err, unix.EBUSY) })
+	if err != nil {
+		return fmt.Errorf("unmount %s: %w", dir, err)
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
