@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/capture/capfile/capfiletest"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -428,5 +429,47 @@ func TestDistinct(t *testing.T) {
 	err := Distinct([]string{"a-1", "b-1", "b-2"}, []*benchresult.Result{r1, r2, &same})
 	if !errors.Is(err, ErrDuplicate) || !strings.Contains(err.Error(), "a-1 and b-2 are the same run") {
 		t.Errorf("a copy: %v", err)
+	}
+}
+
+// TestRunWorkloadFidelity: a replay records its own block requests only
+// when the workload asks for its fidelity (bench does; a comparison only
+// with --fidelity), since the recorder's CPU lands in the figures.
+func TestRunWorkloadFidelity(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	capture := capfiletest.Service(t)
+	for _, asked := range []bool{false, true} {
+		t.Run(fmt.Sprint(asked), func(t *testing.T) {
+			w, err := ParseWorkload("replay-afap:" + capture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Fidelity = asked
+			recorded := false
+			env := testEnv()
+			env.Hooks.Planned = func(p *profile.Plan) {
+				if (p.Recorder != nil) != asked {
+					t.Errorf("fidelity %v: recorder set %v", asked, p.Recorder != nil)
+				}
+				if p.Recorder != nil {
+					// The real recorder needs eBPF; this one only runs.
+					p.Recorder = func(ctx context.Context, _ string, run func(context.Context) error) (*benchresult.BlockTrace, error, error) {
+						recorded = true
+						return &benchresult.BlockTrace{}, nil, run(ctx)
+					}
+				}
+			}
+			r, err := RunWorkload(t.Context(), env, w, Target{Dir: tmpfsDir(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Fidelity == nil || r.Status != benchresult.StatusComplete {
+				t.Fatalf("status %s, fidelity %+v", r.Status, r.Fidelity)
+			}
+			notAsked := slices.ContainsFunc(r.Fidelity.Problems, func(p string) bool { return strings.Contains(p, "not asked for") })
+			if recorded != asked || notAsked == asked || (r.Fidelity.Replay != nil) != asked {
+				t.Errorf("fidelity %v: recorded %v, replay trace %v, problems %q", asked, recorded, r.Fidelity.Replay != nil, r.Fidelity.Problems)
+			}
+		})
 	}
 }

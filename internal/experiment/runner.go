@@ -73,8 +73,10 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 		return nil, err
 	}
 	// A replay records its own block requests to compare them with the
-	// capture's (its fidelity).
-	plan.Recorder = replay.RecordBlocks
+	// capture's (its fidelity), when asked (Workload.Fidelity).
+	if w.Fidelity {
+		plan.Recorder = replay.RecordBlocks
+	}
 	h := env.Hooks
 	if h.Planned != nil {
 		h.Planned(plan)

@@ -47,6 +47,13 @@ type Workload struct {
 	// Interval is the where-the-time-went sampling period
 	// (sampler.DefaultInterval when zero).
 	Interval time.Duration
+	// Fidelity records a replay's own block requests while it runs, for
+	// the result's fidelity table (bench does). Off for a comparison unless
+	// asked: the recorder's eBPF programs and its reader take CPU that lands
+	// in the replay's figures, and a comparison shows no fidelity (on the
+	// VM lab's one CPU the recorder doubled the replay's p99 and turned a
+	// p99.9 verdict: docs/replay.md).
+	Fidelity bool
 }
 
 // ParseWorkload turns a profile argument into a Workload with default

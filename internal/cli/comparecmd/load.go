@@ -111,6 +111,9 @@ type BenchFlags struct {
 	Scale    float64
 	SlowLoad time.Duration
 	Cloud    string
+	// Fidelity: a replay's runs record their block requests, for the
+	// fidelity of the results in --save (experiment.Workload.Fidelity).
+	Fidelity bool
 	set      func(name string) bool
 }
 
@@ -121,6 +124,7 @@ func (b *BenchFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&b.Scale, "scale", 0, "bench --scale for every run (default: bench's)")
 	fs.DurationVar(&b.SlowLoad, "slow-load", 0, "bench --slow-load for every run (default: bench's)")
 	fs.StringVar(&b.Cloud, "cloud", "", "bench --cloud for every run: auto, azure, aws, gcp or none (default: bench's)")
+	fs.BoolVar(&b.Fidelity, "fidelity", false, "replay profiles: record each run's block requests for its fidelity (in --save's results); the recorder's CPU is then in the figures")
 	b.set = func(name string) bool { f := fs.Lookup(name); return f != nil && f.Changed }
 }
 
@@ -131,6 +135,7 @@ func (b *BenchFlags) workload(arg string) (experiment.Workload, error) {
 	if err != nil {
 		return w, err
 	}
+	w.Fidelity = b.Fidelity
 	set := b.set
 	if set == nil {
 		set = func(string) bool { return false }
