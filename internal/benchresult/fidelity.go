@@ -6,7 +6,7 @@ package benchresult
 // requests the replay caused on the filesystem's device against those the
 // capture recorded on its own (docs/replay.md).
 type Fidelity struct {
-	Mode string `json:"mode"` // timed or afap
+	Mode string `json:"mode"` // timed, afap or span
 	// Capture summarises the capture's block trace of the device nearest
 	// its filesystem; Replay the replay's, recorded the same way. Replay
 	// is nil when it could not be recorded (Problems say why).

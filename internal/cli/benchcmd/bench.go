@@ -77,6 +77,8 @@ Profiles:
   replay:DIR        a capture (slowpath capture) replayed on its captured schedule
                     by slowpath's own replayer (docs/replay.md)
   replay-afap:DIR   the same capture, each thread's operations back to back, by fio
+  replay-span:DIR   replay-afap, the threads busy at the capture's end repeating
+                    their operations for as long as they were busy
 
 Bench creates one subdirectory in DIR and removes it on success, error,
 SIGINT and SIGTERM (an interrupted run still prints and saves what it measured).
@@ -153,6 +155,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return clienv.Usage(err)
 	}
 	w.Scale, w.Runtime, w.SlowLoad, w.Interval = o.Scale, o.Runtime, o.SlowLoad, o.Interval
+	// bench shows a replay's fidelity: it records the replay's requests.
+	w.Fidelity = true
 	xenv := experiment.Env{FS: env.FS, Version: env.Version, Cloud: o.Cloud}
 	if o.CipherLimit != "" {
 		if xenv.Cipher, xenv.CipherEmulated, err = experiment.ReadCipherLimit(o.CipherLimit); err != nil {

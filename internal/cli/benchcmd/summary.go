@@ -89,6 +89,9 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 			}
 			fmt.Fprintf(w, "  %-22s %14s %14s %8s\n", d.Name, cv, rv, rel)
 		}
+		if f.Mode == string(replay.Span) {
+			fmt.Fprintf(w, "  (a span replay repeats the threads busy at the capture's end for as long as they were busy: its counts are its own, its shares the capture's mix)\n")
+		}
 	} else {
 		c := f.Capture
 		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, storagemodel.FormatBytes(c.Bytes),

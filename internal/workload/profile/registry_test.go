@@ -14,7 +14,7 @@ import (
 // a family by its prefix only with an argument, and every profile's
 // results load (benchresult reads the same registry).
 func TestRegistry(t *testing.T) {
-	want := []string{"search-index", "db-commit", "telemetry-ingest", "fio:FILE", "replay:DIR", "replay-afap:DIR"}
+	want := []string{"search-index", "db-commit", "telemetry-ingest", "fio:FILE", "replay:DIR", "replay-afap:DIR", "replay-span:DIR"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}

@@ -15,15 +15,18 @@ import (
 
 // ReplayPrefix starts a replay:DIR profile: the capture in DIR replayed
 // on its captured schedule (docs/replay.md); ReplayAFAPPrefix as fast as
-// possible.
+// possible; ReplaySpanPrefix as fast as possible for as long as each
+// thread was busy.
 const (
 	ReplayPrefix     = "replay:"
 	ReplayAFAPPrefix = "replay-afap:"
+	ReplaySpanPrefix = "replay-span:"
 )
 
 func init() {
 	Register(replayProfile{replay.Timed})
 	Register(replayProfile{replay.AFAP})
+	Register(replayProfile{replay.Span})
 }
 
 // replayProfile is the family of a capture's replays in one mode.
@@ -36,9 +39,13 @@ func (r replayProfile) Spec() Spec {
 	s := Spec{Name: ReplayPrefix, Arg: "the capture directory", Needs: Dir, Rank: 50,
 		Description: "a capture (slowpath capture) replayed on its captured schedule",
 		Metrics:     &Metrics{Primary: []Metric{{Figure: "total_p99"}, {Figure: "total_iops"}}, Guards: totalMetrics.Guards}}
-	if r.mode == replay.AFAP {
+	switch r.mode {
+	case replay.AFAP:
 		s.Name, s.Rank, s.Metrics = ReplayAFAPPrefix, 60, &totalMetrics
 		s.Description = "a capture replayed as fast as possible, by fio from per-thread iologs"
+	case replay.Span:
+		s.Name, s.Rank, s.Metrics = ReplaySpanPrefix, 65, &totalMetrics
+		s.Description = "replay-afap for as long as the service was busy: a thread still busy when the capture ended repeats its operations for as long as it was busy"
 	}
 	s.Usage = s.Name + "DIR"
 	return s
@@ -47,7 +54,7 @@ func (r replayProfile) Spec() Spec {
 // ReplayDir returns the capture directory of a replay profile name and
 // whether name is one.
 func ReplayDir(name string) (string, bool) {
-	for _, prefix := range []string{ReplayPrefix, ReplayAFAPPrefix} {
+	for _, prefix := range []string{ReplayPrefix, ReplayAFAPPrefix, ReplaySpanPrefix} {
 		if d, ok := strings.CutPrefix(name, prefix); ok && d != "" {
 			return d, true
 		}
@@ -86,6 +93,9 @@ func ReplayMode(name string) replay.Mode {
 	if strings.HasPrefix(name, ReplayAFAPPrefix) {
 		return replay.AFAP
 	}
+	if strings.HasPrefix(name, ReplaySpanPrefix) {
+		return replay.Span
+	}
 	return replay.Timed
 }
 
@@ -104,15 +114,18 @@ func (replayProfile) Plan(name string, p Params) (*Plan, error) {
 	for _, th := range t.Threads {
 		ops += len(th.Ops)
 	}
-	streams := t.Streams()
+	streams := t.StreamsFor(mode)
 	ph := PhasePlan{Name: "replay", Expected: t.Span() + layoutTime(t.Bytes()), Replay: &ReplayPhase{Source: src, Mode: mode}}
-	if mode == replay.AFAP {
-		job, err := replay.JobFile(streams, replay.AFAP)
+	if mode != replay.Timed {
+		job, err := replay.JobFile(streams, mode)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
 		ph.JobFile = job
 		ph.Expected = layoutTime(t.Bytes())
+		if mode == replay.Span {
+			ph.Expected += t.End
+		}
 	}
 	return &Plan{Profile: name, SpaceBytes: t.Space(),
 		Settings: map[string]string{"mode": string(mode), "threads": strconv.Itoa(len(t.Threads)), "streams": strconv.Itoa(len(streams)),
@@ -148,7 +161,7 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 			return err
 		}
 		ph.Engine, ph.JobFile = "fio", string(pp.JobFile)
-		if _, err := replay.WriteIologs(pdir, t); err != nil {
+		if _, err := replay.WriteIologs(pdir, t, rp.Mode); err != nil {
 			return err
 		}
 		res, err := fio.Invocation{JobFile: pp.JobFile, Dir: pdir, Started: h.FioStarted, Exited: h.FioExited}.Run(ctx)
@@ -158,7 +171,7 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 		return err
 	}
 	if pl.Recorder == nil {
-		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded (no recorder): only the capture's are shown")
+		fid.Problems = append(fid.Problems, "the replay's block requests were not recorded (not asked for: the recorder's CPU would be in the figures): only the capture's are shown")
 		return ph, run(ctx)
 	}
 	bt, recErr, runErr := pl.Recorder(ctx, pdir, run)

@@ -71,7 +71,7 @@ func BenchmarkScheduleFidelity(b *testing.B) {
 				if err := Layout(context.Background(), dir, tr); err != nil {
 					b.Fatal(err)
 				}
-				streams, err := WriteIologs(dir, tr)
+				streams, err := WriteIologs(dir, tr, FioTimed)
 				if err != nil {
 					b.Fatal(err)
 				}

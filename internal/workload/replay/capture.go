@@ -103,6 +103,7 @@ func Load(dir string) (*Source, error) {
 		}
 		th := &t.Threads[o.Thread-1]
 		th.Ops = append(th.Ops, op)
+		th.LastEnd = max(th.LastEnd, time.Duration(o.End))
 		return nil
 	})
 	if err != nil {
@@ -110,6 +111,9 @@ func Load(dir string) (*Source, error) {
 	}
 	// Threads that issued nothing replayable are left out.
 	t.Threads = slices.DeleteFunc(t.Threads, func(th Thread) bool { return len(th.Ops) == 0 })
+	for _, th := range t.Threads {
+		t.End = max(t.End, th.LastEnd)
+	}
 	for i := range t.Threads {
 		slices.SortStableFunc(t.Threads[i].Ops, func(a, b Op) int { return int(a.At - b.At) })
 	}

@@ -88,11 +88,11 @@ func TestLoad(t *testing.T) {
 		Files: []File{{Name: "f0001", Size: 0}, {Name: "f0002", Size: 8 << 20, Resident: []Range{{0, 8192}, {2047 * 4096, 4096}}}},
 		Threads: []Thread{
 			{Name: "t0001", Ops: []Op{{Kind: Write, File: 0, Offset: 0, Length: 1 << 20, At: 2e6}, {Kind: Write, File: 0, Offset: 1 << 20, Length: 1 << 20, At: 3e6},
-				{Kind: Fdatasync, File: 0, At: 4e6}}},
+				{Kind: Fdatasync, File: 0, At: 4e6}}, LastEnd: 5e6},
 			{Name: "t0002", Ops: []Op{{Kind: Madvise, File: 1, Length: 8192, At: 300, Advice: 1}, {Kind: Fault, File: 1, Offset: 40960, Length: 4096, At: 1e6},
-				{Kind: Read, File: 1, Offset: 8192, Length: 4096, At: 2e6, Direct: true}}},
-			{Name: "t0003", Ops: []Op{{Kind: Fadvise, File: 1, At: 1, Advice: 4}}},
-		}}
+				{Kind: Read, File: 1, Offset: 8192, Length: 4096, At: 2e6, Direct: true}}, LastEnd: 2000070},
+			{Name: "t0003", Ops: []Op{{Kind: Fadvise, File: 1, At: 1, Advice: 4}}, LastEnd: 2},
+		}, End: 5e6}
 	if d := cmp.Diff(want, src.Trace); d != "" {
 		t.Errorf("trace (-want +got):\n%s", d)
 	}

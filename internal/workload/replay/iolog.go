@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
@@ -20,6 +21,15 @@ const (
 	// AFAP issues each thread's operations back to back, as fast as
 	// possible (throughput is the answer), with fio (replay_no_stall).
 	AFAP Mode = "afap"
+	// Span is AFAP for as long as the service was busy: a thread that was
+	// still issuing I/O when the capture ended (Trace.Busy) repeats its
+	// operations, from the first, for as long as it was busy in the
+	// capture; the others run once. Each thread is its own closed loop, as
+	// a service's threads (and fio's time-based jobs) are, so the mix over
+	// time is the capture's whatever the replay's speed: an AFAP replay
+	// ends a busy thread after the capture's count, which a faster
+	// configuration reaches early (docs/replay.md).
+	Span Mode = "span"
 	// FioTimed is fio's own timed replay: bench export's second job file,
 	// for a vendor with fio alone (docs/replay.md measures its drift).
 	FioTimed Mode = "fio-timed"
@@ -33,6 +43,10 @@ type Stream struct {
 	Thread int    // index into Trace.Threads
 	Direct bool
 	Ops    []Op
+	// Repeat and Runtime: a span replay's busy thread repeats its
+	// operations Repeat times, cut at Runtime (0: once, to the end).
+	Repeat  int
+	Runtime time.Duration
 }
 
 // IologName is the stream's iolog file name, next to the job file.
@@ -67,6 +81,32 @@ func (t *Trace) Streams() []Stream {
 	return out
 }
 
+// Span replays repeat a busy thread's operations at most maxRepeat times
+// and into at most maxSpanOps lines of iolog: a replay more than that much
+// faster than the capture ends the thread early.
+const (
+	maxRepeat  = 16
+	maxSpanOps = 1 << 20
+)
+
+// StreamsFor are the fio jobs of a replay in mode: Streams, and for a span
+// replay the repetition of every busy thread's streams.
+func (t *Trace) StreamsFor(mode Mode) []Stream {
+	ss := t.Streams()
+	if mode != Span {
+		return ss
+	}
+	for i := range ss {
+		th := &t.Threads[ss[i].Thread]
+		if !t.Busy(th) {
+			continue
+		}
+		ss[i].Runtime = t.End - th.Ops[0].At
+		ss[i].Repeat = max(1, min(maxRepeat, maxSpanOps/len(ss[i].Ops)))
+	}
+	return ss
+}
+
 // Iolog renders s as an fio version 3 iolog (HOWTO "Trace file format
 // v3"). Timestamps are microseconds, not the milliseconds the HOWTO
 // suggests: fio writes them with utime_since_now and sleeps them with
@@ -75,6 +115,19 @@ func (t *Trace) Streams() []Stream {
 // (iolog.c delay_since_ttime), so the add at 1 µs makes the first
 // operation wait for its own time too.
 func (t *Trace) Iolog(s Stream) []byte {
+	if s.Repeat > 1 {
+		// The repetitions follow each other: each starts one busy span
+		// after the last (fio's timestamps must not go back; a span
+		// replay runs with replay_no_stall, so they only order).
+		var ops []Op
+		for r := range s.Repeat {
+			for _, o := range s.Ops {
+				o.At += time.Duration(r) * max(s.Runtime, time.Microsecond)
+				ops = append(ops, o)
+			}
+		}
+		s.Ops, s.Repeat = ops, 1
+	}
 	var b bytes.Buffer
 	b.WriteString("fio version 3 iolog\n")
 	used := map[int]bool{}
@@ -121,7 +174,7 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 	global := []fio.Option{{Key: "ioengine", Value: "psync"}, {Key: "invalidate", Value: "0"}, {Key: "fadvise_hint", Value: "0"},
 		{Key: "iodepth", Value: "1"}}
 	switch mode {
-	case AFAP:
+	case AFAP, Span:
 		global = append(global, fio.Option{Key: "replay_no_stall", Value: "1"})
 	case FioTimed:
 	default:
@@ -129,8 +182,15 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 	}
 	f := fio.File{Global: global}
 	for _, s := range streams {
-		f.Jobs = append(f.Jobs, fio.Section{Name: s.Name, Options: []fio.Option{{Key: "read_iolog", Value: s.IologName()},
-			{Key: "direct", Value: strconv.Itoa(map[bool]int{true: 1}[s.Direct])}}})
+		opts := []fio.Option{{Key: "read_iolog", Value: s.IologName()}, {Key: "direct", Value: strconv.Itoa(map[bool]int{true: 1}[s.Direct])}}
+		if s.Runtime > 0 {
+			// Read gradually: a repeated iolog read whole before the job
+			// starts would put its parsing in the CPU per I/O of the few
+			// operations the runtime lets through.
+			opts = append(opts, fio.Option{Key: "runtime", Value: strconv.FormatInt(max(s.Runtime.Microseconds(), 1), 10) + "us"},
+				fio.Option{Key: "read_iolog_chunked", Value: "1"})
+		}
+		f.Jobs = append(f.Jobs, fio.Section{Name: s.Name, Options: opts})
 	}
 	return f.Render()
 }

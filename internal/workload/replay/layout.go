@@ -94,8 +94,8 @@ func layoutFile(ctx context.Context, root *os.Root, f File, rng *rand.ChaCha8, b
 
 // WriteIologs writes every stream's iolog into dir, next to the files
 // Layout made, and returns the streams for JobFile.
-func WriteIologs(dir string, t *Trace) ([]Stream, error) {
-	streams := t.Streams()
+func WriteIologs(dir string, t *Trace, mode Mode) ([]Stream, error) {
+	streams := t.StreamsFor(mode)
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err

@@ -237,7 +237,7 @@ func TestFioReplay(t *testing.T) {
 	if err := Layout(context.Background(), dir, tr); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := WriteIologs(dir, tr)
+	streams, err := WriteIologs(dir, tr, AFAP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,5 +335,67 @@ func TestTimedReplayCancel(t *testing.T) {
 	<-done
 	if !errors.Is(err, context.Canceled) || out == nil {
 		t.Fatalf("Replay after cancel = %v, %v; want the partial outcome and context.Canceled", out, err)
+	}
+}
+
+// TestSpanReplay: in a span replay the thread still busy at the capture's
+// end (the reader, its last read 1 ms before it) repeats its reads for as
+// long as it was busy (from its first read at 100 ms to the end at 300
+// ms: 200 ms), fio cutting it there; the writer, done at 110 ms, writes
+// its 10 writes once. The capture's own count is 50 reads.
+func TestSpanReplay(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	tr := &Trace{Files: []File{{Name: "f0001"}, {Name: "f0002", Size: 1 << 20}}, End: 300 * time.Millisecond}
+	w, r := Thread{Name: "t0001"}, Thread{Name: "t0002"}
+	for i := range 10 {
+		w.Ops = append(w.Ops, Op{Kind: Write, File: 0, Offset: int64(i) << 16, Length: 1 << 16, At: 100*time.Millisecond + time.Duration(i)*time.Millisecond})
+	}
+	w.LastEnd = 110 * time.Millisecond
+	for i := range 50 {
+		r.Ops = append(r.Ops, Op{Kind: Read, File: 1, Offset: int64(i%256) << 12, Length: 4096, At: 100*time.Millisecond + time.Duration(i)*4*time.Millisecond})
+	}
+	r.LastEnd = 299 * time.Millisecond
+	tr.Threads = []Thread{w, r}
+	if tr.Busy(&tr.Threads[0]) || !tr.Busy(&tr.Threads[1]) {
+		t.Fatalf("busy: writer %v, reader %v; want the reader only", tr.Busy(&tr.Threads[0]), tr.Busy(&tr.Threads[1]))
+	}
+	streams := tr.StreamsFor(Span)
+	if streams[0].Runtime != 0 || streams[1].Runtime != 200*time.Millisecond || streams[1].Repeat != maxRepeat {
+		t.Fatalf("span streams %+v", streams)
+	}
+	if once := tr.StreamsFor(AFAP); once[1].Runtime != 0 || once[1].Repeat != 0 {
+		t.Fatalf("afap streams repeat: %+v", once[1])
+	}
+	dir := t.TempDir()
+	if err := Layout(context.Background(), dir, tr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteIologs(dir, tr, Span); err != nil {
+		t.Fatal(err)
+	}
+	job, err := JobFile(streams, Span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(job), "runtime=200000us") || strings.Count(string(job), "runtime=") != 1 {
+		t.Fatalf("job file:\n%s", job)
+	}
+	res, err := fio.Invocation{JobFile: job, Dir: dir}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		switch j.Name {
+		case "t0001":
+			if j.Write.IOs != 10 {
+				t.Errorf("the writer wrote %d times, want its 10", j.Write.IOs)
+			}
+		case "t0002":
+			// 16 repetitions of 50 page-cache reads take far less than
+			// 200 ms: all of them, then the log ends.
+			if j.Read.IOs <= 50 || j.Read.IOs > 50*maxRepeat {
+				t.Errorf("the busy reader read %d times, want more than the capture's 50, at most %d", j.Read.IOs, 50*maxRepeat)
+			}
+		}
 	}
 }

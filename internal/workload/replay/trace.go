@@ -47,6 +47,10 @@ func (k Kind) String() string {
 type Trace struct {
 	Files   []File
 	Threads []Thread
+	// End is when the capture's last replayed operation ended, since its
+	// start: the end of what it saw the service do (the capture itself
+	// stops later, by as long as its stop and drain took).
+	End time.Duration
 }
 
 // File is one captured file under its pseudonymous name.
@@ -65,6 +69,20 @@ type Range struct{ Offset, Length int64 }
 type Thread struct {
 	Name string // t0001 ...
 	Ops  []Op
+	// LastEnd is when the thread's last replayed operation ended, since
+	// the capture's start.
+	LastEnd time.Duration
+}
+
+// Busy says whether th was still issuing I/O at the end of what the
+// capture saw: its last operation ended within a twentieth of End (at
+// least 10 ms) of End. A service's threads are busy at the end of a
+// capture of it; a job's threads that finished their work early are not.
+func (t *Trace) Busy(th *Thread) bool {
+	if t.End <= 0 || len(th.Ops) == 0 {
+		return false
+	}
+	return th.LastEnd >= t.End-max(t.End/20, 10*time.Millisecond)
 }
 
 // Op is one operation: File indexes Trace.Files, At is the time since the
