@@ -2,28 +2,32 @@ package vm
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// replayJob is the search incident's writers and random readers, small,
+// replayJob is the search incident's writers and random reader, small,
 // for the guest, as fast as they go and direct, so that every I/O goes
 // through dm-crypt while the job runs (buffered writes would reach it in
 // writeback, after the run; mmap readers replay as preads, another
-// engine), which is where no_workqueue acts: with an mmap reader, the
-// replay came out "mixed" (IOPS better, p99 worse) where the job was
-// "better". The search shape with mmap readers is TestFidelity's, on this
-// host. Small enough (8 MiB written, 8 MiB read) for bench's free-space
-// margin on a 128 MiB ramdisk, and short: the capture and 16 runs under
-// the instruction-count model are the VM lab's longest scenario (8 minutes
-// of a CPU with 8 MiB writers and 2 s readers, 6 with 4 MiB and 1 s).
+// engine), which is where no_workqueue acts. The search shape with mmap
+// readers is TestFidelity's, on this host. One reader for the guest's one
+// CPU: under no_workqueue a ramdisk read never sleeps, and two readers
+// were time-sliced, which put 0.8% of reads in a millisecond mode and the
+// p99 on the edge between modes (docs/replay.md). 64 KiB writes: 128 of
+// them, so that they lie between the p99 and the p99.9 of all I/Os rather
+// than on either. Small enough (8 MiB written, 8 MiB read) for bench's
+// free-space margin on a 128 MiB ramdisk, and short: the capture and 16
+// runs under the instruction-count model are the VM lab's longest
+// scenario (5.5 minutes of a CPU).
 const replayJob = `[global]
 direct=1
 ioengine=psync
 [writer]
 rw=write
-bs=256k
+bs=64k
 size=4m
 numjobs=2
 fallocate=none
@@ -32,21 +36,20 @@ rw=randread
 bs=4k
 filename=blob
 size=8m
-numjobs=2
 runtime=1s
 time_based
 `
 
-// TestCaptureReplay is issue 20's lab acceptance: the search job captured
-// on ext4 over dm-crypt over brd, then replayed as fast as possible
-// (replay-afap:DIR, as the original job runs) on two dm-crypt variants,
-// default and no_workqueue (no_read_workqueue and no_write_workqueue),
-// each ext4 over its own ramdisk, through compare's engine; the verdict on
-// the first primary metric must agree with the same comparison run with
-// the original fio job (see below for the second). Under
-// the instruction-count model: with the host's load in the figures, the
-// two comparisons once came out differently (a timed replay, judged on
-// p99, against a rate-limited job, judged on IOPS, disagreed either way).
+// TestCaptureReplay is issue 20's and 27's lab acceptance: the search job
+// captured on ext4 over dm-crypt over brd, then replayed as fast as
+// possible for as long as each thread was busy (replay-span:DIR: the
+// job's reader is bound by time, its writers by size, and so are the
+// replay's) on two dm-crypt variants, default and no_workqueue
+// (no_read_workqueue and no_write_workqueue), each ext4 over its own
+// ramdisk, through compare's engine; the verdict on every primary metric
+// and guard must be the same as the same comparison's with the original
+// fio job. Under the instruction-count model: with the host's load in the
+// figures, the two comparisons once came out differently.
 func TestCaptureReplay(t *testing.T) {
 	t.Parallel()
 	onKernels(t, fullSet, testCaptureReplay)
@@ -82,7 +85,7 @@ kill -INT $cap
 rc=0; wait $cap || rc=$?; echo $rc > /results/capture.rc
 cp /tmp/cap/manifest.json /results/
 echo "replay scenario: compare replay:/tmp/cap"
-rc=0; spb compare --profile replay-afap:/tmp/cap --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/replay.json 2> /results/replay.err || rc=$?; echo $rc > /results/replay.rc
+rc=0; spb compare --profile replay-span:/tmp/cap --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/replay.json 2> /results/replay.err || rc=$?; echo $rc > /results/replay.rc
 echo "replay scenario: compare fio:/tmp/search.fio"
 rc=0; spb compare --profile fio:/tmp/search.fio --target default=/mnt/vdefault --target no_workqueue=/mnt/vnowq --runs 4 --format json > /results/fio.json 2> /results/fio.err || rc=$?; echo $rc > /results/fio.rc
 for d in cap vdefault vnowq; do umount /mnt/$d; dmsetup remove $d; done
@@ -115,12 +118,11 @@ umount /sys/kernel/tracing
 		return ""
 	}
 	rv, fv := verdict("replay"), verdict("fio")
-	// The first primary metric (total IOPS for both: the job and the afap
-	// replay run as fast as they go) must come out the same way and be
-	// significant in both. The whole verdicts are logged, not compared:
-	// the replay's p99 went the other way (160 µs to 1.6 ms, against the
-	// job's 91 to 44 µs; docs/replay.md), a fidelity gap still open.
-	first := func(name string) (metric, change string) {
+	// Every primary metric and guard (total IOPS and p99, then p99.9 and
+	// CPU per I/O) must come out the same way for the replay as for the
+	// job, and the first, IOPS, must be significant and better in both.
+	type cell struct{ Verdict, Change string }
+	rows := func(name string) (order []string, out map[string]cell) {
 		t.Helper()
 		var r struct {
 			Rows []struct {
@@ -134,28 +136,30 @@ umount /sys/kernel/tracing
 		if err := json.Unmarshal(res.Files[name+".json"], &r); err != nil {
 			t.Fatalf("compare %s: %v", name, err)
 		}
+		out = map[string]cell{}
 		for _, row := range r.Rows {
-			if row.Role != "primary" && row.Role != "guard" {
+			if (row.Role != "primary" && row.Role != "guard") || len(row.Sides) != 2 {
 				continue
 			}
-			var med []float64
-			for _, sd := range row.Sides {
-				med = append(med, sd.Median)
-			}
-			t.Logf("%s: %s (%s): medians default, no_workqueue %v", name, row.Metric, row.Role, med)
+			t.Logf("%s: %s (%s): medians default %.4g, no_workqueue %.4g: %s %s", name, row.Metric, row.Role,
+				row.Sides[0].Median, row.Sides[1].Median, row.Sides[1].Verdict, row.Sides[1].Change)
+			order = append(order, row.Metric)
+			out[row.Metric] = cell{row.Sides[1].Verdict, row.Sides[1].Change}
 		}
-		for _, row := range r.Rows {
-			if row.Role == "primary" && len(row.Sides) == 2 {
-				return row.Metric, row.Sides[1].Verdict + " " + row.Sides[1].Change
-			}
-		}
-		t.Fatalf("compare %s: no primary row for two sides", name)
-		return "", ""
+		return order, out
 	}
-	rm, rc := first("replay")
-	fm, fc := first("fio")
-	t.Logf("no_workqueue against default: replay %s (%s %s), fio job %s (%s %s)", rv, rm, rc, fv, fm, fc)
-	if rm != fm || rc != fc || rc != "significant better" {
-		t.Errorf("first primary metric: replay %s %q, fio job %s %q: want both significant and better", rm, rc, fm, fc)
+	rorder, rr := rows("replay")
+	forder, fr := rows("fio")
+	t.Logf("no_workqueue against default: replay %s, fio job %s", rv, fv)
+	if !slices.Equal(rorder, forder) || len(rorder) == 0 {
+		t.Fatalf("primary and guard rows: replay %v, fio job %v", rorder, forder)
+	}
+	for _, m := range rorder {
+		if rr[m] != fr[m] {
+			t.Errorf("%s: replay %q, fio job %q: want the same", m, rr[m], fr[m])
+		}
+	}
+	if first := rr[rorder[0]]; first != (cell{"significant", "better"}) {
+		t.Errorf("%s: %q, want significant and better", rorder[0], first)
 	}
 }
