@@ -128,6 +128,7 @@ umount /sys/kernel/tracing
 			Rows []struct {
 				Metric, Role string
 				Sides        []struct {
+					Values          []float64
 					Median          float64
 					Verdict, Change string
 				}
@@ -141,8 +142,10 @@ umount /sys/kernel/tracing
 			if (row.Role != "primary" && row.Role != "guard") || len(row.Sides) != 2 {
 				continue
 			}
-			t.Logf("%s: %s (%s): medians default %.4g, no_workqueue %.4g: %s %s", name, row.Metric, row.Role,
-				row.Sides[0].Median, row.Sides[1].Median, row.Sides[1].Verdict, row.Sides[1].Change)
+			// The runs too: how far apart the sides are says how close a
+			// verdict came to changing.
+			t.Logf("%s: %s (%s): medians default %.4g, no_workqueue %.4g: %s %s; runs %.4g, %.4g", name, row.Metric, row.Role,
+				row.Sides[0].Median, row.Sides[1].Median, row.Sides[1].Verdict, row.Sides[1].Change, row.Sides[0].Values, row.Sides[1].Values)
 			order = append(order, row.Metric)
 			out[row.Metric] = cell{row.Sides[1].Verdict, row.Sides[1].Change}
 		}
