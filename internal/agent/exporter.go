@@ -75,6 +75,9 @@ var (
 	descSysctl = prometheus.NewDesc(ns+"_net_sysctl",
 		"A receive-path sysctl as read (net.core.netdev_max_backlog, ...).",
 		[]string{"name"}, nil)
+	descFixApplied = prometheus.NewDesc(ns+"_fix_applied",
+		"A runtime setting slowpath fix --apply changed on this node and that still holds: the Unix time it was set (0 when its state file did not record it). Which node runs which change, for canary verdicts.",
+		[]string{"id", "subject", "key", "value"}, nil)
 	descSuccess = prometheus.NewDesc(ns+"_scrape_collector_success",
 		"1 when the collector produced its section of the snapshot.",
 		[]string{"collector"}, nil)
@@ -98,7 +101,7 @@ type Exporter struct {
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer,
 		descCryptFlag, descCryptSector, descRing, descRingMax, descDrops, descAggregate, descSqueeze, descSysctl,
-		descSuccess, descDuration, descErrors} {
+		descFixApplied, descSuccess, descDuration, descErrors} {
 		ch <- d
 	}
 	for _, d := range taxDescs {
@@ -199,6 +202,16 @@ func emitNode(ch chan<- prometheus.Metric, s *snapshot.Snapshot) {
 		kernel = s.Host.KernelRelease
 	}
 	ch <- prometheus.MustNewConstMetric(descNodeInfo, prometheus.GaugeValue, 1, provider, itype, region, kernel)
+	if s.Host == nil {
+		return
+	}
+	for _, f := range s.Host.Fixes {
+		at := 0.0
+		if !f.AppliedAt.IsZero() {
+			at = float64(f.AppliedAt.Unix())
+		}
+		ch <- prometheus.MustNewConstMetric(descFixApplied, prometheus.GaugeValue, at, f.ID, f.Subject, f.Key, f.Value)
+	}
 }
 
 func emitFindings(ch chan<- prometheus.Metric, fs []check.Finding) {

@@ -237,3 +237,30 @@ func TestLiveSource(t *testing.T) {
 		t.Error("analysis of the live snapshot failed")
 	}
 }
+
+// TestFixApplied: what slowpath's fix changed on the node is a series per
+// change at the time it was set (0 when not recorded), and none on a node
+// where it changed nothing; the metric passes the linter.
+func TestFixApplied(t *testing.T) {
+	s := load(t, "net-aws-ena")
+	if n := testutil.CollectAndCount(&Exporter{Source: &Fixed{S: s}}, "slowpath_fix_applied"); n != 0 {
+		t.Errorf("%d slowpath_fix_applied series on a node without fixes", n)
+	}
+	s.Host.Fixes = []snapshot.AppliedFix{
+		{ID: "net.backlog-drops", Subject: "host", Key: "sysctl net.core.netdev_max_backlog", Value: "32768", AppliedAt: time.Unix(1795766400, 0)},
+		{ID: "net.ring-undersized", Subject: "eth0", Key: "ring eth0 rx", Value: "8192"},
+	}
+	e := &Exporter{Source: &Fixed{S: s}}
+	want := `# HELP slowpath_fix_applied A runtime setting slowpath fix --apply changed on this node and that still holds: the Unix time it was set (0 when its state file did not record it). Which node runs which change, for canary verdicts.
+# TYPE slowpath_fix_applied gauge
+slowpath_fix_applied{id="net.backlog-drops",key="sysctl net.core.netdev_max_backlog",subject="host",value="32768"} 1.7957664e+09
+slowpath_fix_applied{id="net.ring-undersized",key="ring eth0 rx",subject="eth0",value="8192"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "slowpath_fix_applied"); err != nil {
+		t.Error(err)
+	}
+	probs, err := testutil.CollectAndLint(e, "slowpath_fix_applied")
+	if err != nil || len(probs) != 0 {
+		t.Errorf("lint: %v %+v", err, probs)
+	}
+}

@@ -1,4 +1,4 @@
-package fix
+package fix_test
 
 import (
 	"os"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slowpath/slowpath/internal/collect/host"
+	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testenv"
@@ -26,8 +27,8 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 	testenv.RequireRoot(t)
 	unshare := testenv.RequireTool(t, "unshare", "util-linux")
 	for _, name := range []string{"net-azure-accelnet", "net-aws-ena"} {
-		p := fixturePlan(t, name, Options{})
-		b, err := Kubernetes(p, KubernetesOptions{})
+		p := fix.FixturePlan(t, name, fix.Options{})
+		b, err := fix.Kubernetes(p, fix.KubernetesOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,11 +39,11 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 		cmd := ds.Spec.Template.Spec.InitContainers[0].Command
 		lines := strings.Split(strings.TrimSpace(cmd[len(cmd)-1]), "\n")
 		mark := lines[len(lines)-1]
-		if !strings.Contains(mark, NodeTuningMarker) {
+		if !strings.Contains(mark, fix.NodeTuningMarker) {
 			t.Fatalf("%s: the init script does not end by writing the marker:\n%s", name, cmd[len(cmd)-1])
 		}
 		out, err := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-ec",
-			"mount -t tmpfs slowpath-test /run\n"+mark+"\ncat "+NodeTuningMarker).CombinedOutput()
+			"mount -t tmpfs slowpath-test /run\n"+mark+"\ncat "+fix.NodeTuningMarker).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: marker command: %v\n%s", name, err, out)
 		}
@@ -70,9 +71,9 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 		for _, e := range p.Entries {
 			for _, st := range e.Steps {
 				switch c := st.Change.(type) {
-				case Sysctl:
+				case fix.Sysctl:
 					want = append(want, "sysctl:"+c.Key+"="+strings.TrimSpace(c.Want("")))
-				case Ring:
+				case fix.Ring:
 					want = append(want, "ring:"+c.Interface+":rx "+c.Want(""))
 				}
 			}

@@ -1,5 +1,7 @@
 package snapshot
 
+import "time"
+
 // Host is the machine's identity as the kernel reports it.
 type Host struct {
 	KernelRelease string `json:"kernel_release"` // uname -r
@@ -34,6 +36,22 @@ type Host struct {
 	// (bpftune, tuned, slowpath's node-tuning DaemonSet), as seen in the
 	// process table and their files; empty when none was seen.
 	Tuners []Tuner `json:"tuners,omitempty"`
+	// Fixes are the runtime settings `slowpath fix --apply` changed on
+	// this host that still hold (its state file, this boot's changes):
+	// which node runs which change, for the agent's slowpath_fix_applied
+	// and a fleet's canaries. Empty when slowpath changed nothing.
+	Fixes []AppliedFix `json:"fixes,omitempty"`
+}
+
+// AppliedFix is one runtime setting slowpath's fix changed.
+type AppliedFix struct {
+	ID      string `json:"id"`      // the finding's check id: net.backlog-drops
+	Subject string `json:"subject"` // what it fired on: a device, an interface, the host
+	Key     string `json:"key"`     // the setting: sysctl net.core.netdev_max_backlog
+	Value   string `json:"value"`   // the value slowpath set
+	// AppliedAt is when slowpath set it; zero when its state file did not
+	// record it (written before slowpath recorded times).
+	AppliedAt time.Time `json:"applied_at,omitzero"`
 }
 
 // OS is what os-release(5) says the distribution is. Platforms that

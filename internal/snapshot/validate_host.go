@@ -109,6 +109,17 @@ func ValidateHost(prefix string, h *Host) error {
 			return err
 		}
 	}
+	for i, f := range h.Fixes {
+		p := fmt.Sprintf("%s.fixes[%d]", prefix, i)
+		if err := checkToken(p+".id", f.ID, maxEnumish, false); err != nil {
+			return err
+		}
+		for _, t := range []struct{ p, v string }{{".subject", f.Subject}, {".key", f.Key}, {".value", f.Value}} {
+			if err := checkText(p+t.p, t.v, maxLine, false); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

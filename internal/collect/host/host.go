@@ -1,8 +1,8 @@
 // Package host collects kernel release, boot and machine id, CPU flags, DMI
-// identity, crypto drivers, the distribution (os-release) and other tuners
-// into snapshot.Host. Each reader lives in a file named after the file it
-// reads; a missing file is recorded in the manifest and the rest is still
-// collected.
+// identity, crypto drivers, the distribution (os-release), other tuners
+// and what slowpath's own fix changed into snapshot.Host. Each reader
+// lives in a file named after the file it reads; a missing file is
+// recorded in the manifest and the rest is still collected.
 package host
 
 import (
@@ -21,4 +21,5 @@ func Collect(fs hostfs.FS, s *snapshot.Snapshot) {
 	collectCrypto(fs, h, s)
 	collectOSRelease(fs, h, s)
 	collectTuners(fs, h, s)
+	collectFixes(fs, h, s)
 }

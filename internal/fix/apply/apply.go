@@ -17,44 +17,23 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/fix"
+	"github.com/slowpath/slowpath/internal/fix/fixstate"
 )
 
-// DefaultStatePath keeps the state across reboots, because persisted files
-// outlive them; runtime changes recorded under an older boot are known to
-// be gone (see State.BootID).
-const DefaultStatePath = "/var/lib/slowpath/fix/state.json"
+// DefaultStatePath is where fix keeps its state (fixstate.DefaultPath).
+const DefaultStatePath = fixstate.DefaultPath
 
-// State is what slowpath changed on this host.
-type State struct {
-	// BootID is /proc/sys/kernel/random/boot_id when the runtime changes
-	// were made: after a reboot they no longer hold and are dropped.
-	BootID  string       `json:"boot_id"`
-	Changes []Change     `json:"changes"`
-	Files   []FileChange `json:"files"`
-}
-
-// Change is one runtime setting slowpath changed.
-type Change struct {
-	Key      string   `json:"key"` // fix.Step.Key
-	ID       string   `json:"id"`  // the finding's check id
-	Subject  string   `json:"subject"`
-	Step     fix.Step `json:"step"`
-	Previous string   `json:"previous"` // the value before slowpath's first change
-	Applied  string   `json:"applied"`  // the value slowpath set
-}
-
-// FileChange is one persistent file slowpath wrote.
-type FileChange struct {
-	Path     string `json:"path"`
-	ID       string `json:"id"`
-	Existed  bool   `json:"existed"`
-	Previous string `json:"previous,omitempty"` // content before, when it existed
-	Written  string `json:"written"`
-}
+// The state's types live in fixstate, which the host collector reads too.
+type (
+	State      = fixstate.State
+	Change     = fixstate.Change
+	FileChange = fixstate.FileChange
+)
 
 // Applier makes and undoes changes on Host, recording them at StatePath.
 type Applier struct {
@@ -128,16 +107,16 @@ func (a *Applier) load() error {
 	if err != nil {
 		return fmt.Errorf("read state %s: %w", a.StatePath, err)
 	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("state %s is not slowpath's: %w (move it away to start over)", a.StatePath, err)
+	s, err := fixstate.Decode(b)
+	if err != nil {
+		return fmt.Errorf("state %s: %w (move it away to start over)", a.StatePath, err)
 	}
-	if boot := a.bootID(); boot != "" && s.BootID != boot && len(s.Changes) > 0 {
+	if held := s.Holding(a.bootID()); len(held) < len(s.Changes) {
 		fmt.Fprintf(a.Log, "the host rebooted since slowpath changed %d runtime setting(s): they are gone, forgetting them\n", len(s.Changes))
-		s.Changes = nil
+		s.Changes = held
 	}
 	s.BootID = a.bootID()
-	a.state = &s
+	a.state = s
 	return nil
 }
 
@@ -219,10 +198,11 @@ func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
 		o.Changed = true
 		// Record before the next step, so a crash leaves a state that
 		// --rollback can use.
+		now := time.Now().UTC()
 		if j := a.find(o.Key); j >= 0 {
-			a.state.Changes[j].Applied = want
+			a.state.Changes[j].Applied, a.state.Changes[j].AppliedAt = want, now
 		} else {
-			a.state.Changes = append(a.state.Changes, Change{Key: o.Key, ID: e.ID, Subject: e.Subject, Step: s, Previous: cur, Applied: want})
+			a.state.Changes = append(a.state.Changes, Change{Key: o.Key, ID: e.ID, Subject: e.Subject, Step: s, Previous: cur, Applied: want, AppliedAt: now})
 		}
 		if err := a.save(); err != nil {
 			return append(done, o), a.failed(append(done, o), err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -119,6 +120,7 @@ func TestApplyTwiceThenRollback(t *testing.T) {
 		sysctlStep("net.core.netdev_max_backlog", 1024), ringStep("eth0", 4096), cryptStep("data", "no_read_workqueue", "no_write_workqueue"),
 	}}
 	a := open(t, h, state)
+	before := time.Now()
 	outs, err := a.ApplyEntry(e)
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +128,14 @@ func TestApplyTwiceThenRollback(t *testing.T) {
 	for _, o := range outs {
 		if !o.Changed {
 			t.Errorf("%s not changed", o.Key)
+		}
+	}
+	// Each change records when it was made (the agent's
+	// slowpath_fix_applied); a second run below, which changes nothing,
+	// keeps the same state bytes, so the same times.
+	for _, c := range a.State().Changes {
+		if c.AppliedAt.Before(before) || c.AppliedAt.After(time.Now()) {
+			t.Errorf("%s applied at %v, want between %v and now", c.Key, c.AppliedAt, before)
 		}
 	}
 	if v := h.sysctl(t, "net.core.netdev_max_backlog"); v != "1024" {

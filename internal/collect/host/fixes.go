@@ -1,0 +1,34 @@
+package host
+
+import (
+	"errors"
+	"os"
+
+	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// collectFixes reads what `slowpath fix --apply` changed on the host from
+// its state file under the root, keeping the runtime changes that still
+// hold on this boot (a reboot reset the others). No file: slowpath changed
+// nothing. It runs after collectIdentity, whose boot id it compares.
+func collectFixes(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
+	path := fs.RootPath(fixstate.DefaultPath)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		s.AddError("host.fixes", path, err)
+		return
+	}
+	st, err := fixstate.Decode(b)
+	if err != nil {
+		s.AddError("host.fixes", path, err)
+		return
+	}
+	for _, c := range st.Holding(h.BootID) {
+		h.Fixes = append(h.Fixes, snapshot.AppliedFix{ID: c.ID, Subject: c.Subject, Key: c.Key, Value: c.Applied, AppliedAt: c.AppliedAt})
+	}
+}

@@ -1,0 +1,48 @@
+package fixstate
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/fix"
+)
+
+// TestHolding: runtime changes hold on the boot they were made in; a
+// reboot, or a record without a boot id on a host that has one, resets
+// them; without this host's boot id nothing can be told apart.
+func TestHolding(t *testing.T) {
+	s := &State{BootID: "a", Changes: []Change{{Key: "sysctl x"}}}
+	for _, tc := range []struct {
+		recorded, now string
+		want          int
+	}{{"a", "a", 1}, {"a", "b", 0}, {"", "b", 0}, {"a", "", 1}} {
+		s.BootID = tc.recorded
+		if got := len(s.Holding(tc.now)); got != tc.want {
+			t.Errorf("recorded under %q, now %q: %d changes hold, want %d", tc.recorded, tc.now, got, tc.want)
+		}
+	}
+}
+
+// TestDecode: what fix writes reads back, the step and its time with it;
+// another document is refused by name.
+func TestDecode(t *testing.T) {
+	at := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	step := fix.Step{Change: fix.Sysctl{Key: "net.core.netdev_max_backlog", To: 32768}}
+	b, err := json.Marshal(State{BootID: "a", Changes: []Change{{Key: step.Key(), ID: "net.backlog-drops", Subject: "host",
+		Step: step, Previous: "1000", Applied: "32768", AppliedAt: at}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Changes[0]; c.ID != "net.backlog-drops" || !c.AppliedAt.Equal(at) || c.Step.Key() != step.Key() || c.Key != step.Key() {
+		t.Errorf("change %+v", c)
+	}
+	if _, err := Decode([]byte(`[1]`)); err == nil || !strings.Contains(err.Error(), "not slowpath's fix state") {
+		t.Errorf("a list: %v", err)
+	}
+}
