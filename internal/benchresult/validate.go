@@ -67,7 +67,8 @@ func RegisterProfileFamily(family, arg string) { profileFamilies[family+":"] = a
 
 // ValidProfile checks a profile name: a registered one, or PREFIX:NAME of
 // a registered family, NAME a label (fio:NAME: the job file's base name;
-// replay:NAME and replay-afap:NAME: the capture directory's).
+// replay:NAME, replay-afap:NAME and replay-span:NAME: the capture
+// directory's).
 func ValidProfile(p string) error {
 	if profileNames[p] {
 		return nil

@@ -38,8 +38,8 @@ type Workload struct {
 	Profile string
 	// JobFile is the job file of a fio:NAME profile.
 	JobFile []byte
-	// Capture is the capture of a replay:NAME or replay-afap:NAME
-	// profile (ParseWorkload loads it).
+	// Capture is the capture of a replay:NAME, replay-afap:NAME or
+	// replay-span:NAME profile (ParseWorkload loads it).
 	Capture  *replay.Source
 	Scale    float64       // 1 when zero
 	Runtime  time.Duration // profile.DefaultRuntime when zero

@@ -73,6 +73,11 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		return clienv.Usage(err)
 	}
 	if w.Capture != nil {
+		if strings.HasPrefix(o.Profile, profile.ReplaySpanPrefix) {
+			// run.sh replays with fio's afap and timed jobs; a span replay
+			// is slowpath's own choice of which threads repeat.
+			return clienv.Usage(fmt.Errorf("bench export %s: a span replay is not exported; export replay:DIR (run.sh writes its afap and fio-timed jobs)", o.Profile))
+		}
 		return exportReplay(env, o, w)
 	}
 	jobFile := w.JobFile

@@ -48,9 +48,15 @@ func TestReplay(t *testing.T) {
 				t.Errorf("summary lacks the fidelity:\n%s", stdout)
 			}
 			t.Logf("%s", stdout)
-			// Recorded (root with BPF) or saying why not.
+			// Recorded (root with BPF) or saying why not; bench always
+			// asks for it (compare only with --fidelity).
 			if r.Fidelity.Replay == nil && len(r.Fidelity.Problems) == 0 {
 				t.Errorf("no replay trace and no problem said: %+v", r.Fidelity)
+			}
+			for _, p := range r.Fidelity.Problems {
+				if strings.Contains(p, "not asked for") {
+					t.Errorf("bench did not ask for the replay's fidelity: %s", p)
+				}
 			}
 		})
 	}
@@ -131,6 +137,13 @@ func TestExportReplay(t *testing.T) {
 	}
 	if code, _, _ := run(t, "bench", "export", "replay:"+capDir, "-o", out); code != 2 {
 		t.Error("export over an existing directory accepted")
+	}
+	// A span replay is not what run.sh runs: refused before anything is
+	// written, naming what to export instead.
+	spanOut := filepath.Join(t.TempDir(), "span")
+	code, _, stderr = run(t, "bench", "export", "replay-span:"+capDir, "-o", spanOut)
+	if _, err := os.Stat(spanOut); code != 2 || !strings.Contains(stderr, "export replay:DIR") || !os.IsNotExist(err) {
+		t.Errorf("export of a span replay: exit %d, %v: %s", code, err, stderr)
 	}
 }
 

@@ -90,7 +90,7 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 			fmt.Fprintf(w, "  %-22s %14s %14s %8s\n", d.Name, cv, rv, rel)
 		}
 		if f.Mode == string(replay.Span) {
-			fmt.Fprintf(w, "  (a span replay repeats the threads busy at the capture's end for as long as they were busy: its counts are its own, its shares the capture's mix)\n")
+			fmt.Fprintf(w, "  (a span replay repeats the threads busy at the capture's end for as long as they were busy: its counts and shares are its own, the mix following the replay's speed as the service's would)\n")
 		}
 	} else {
 		c := f.Capture

@@ -2,7 +2,7 @@
 // or family, each registered in init (registry.go,
 // docs/adding-a-profile.md): the incident-shaped profiles (search-index,
 // db-commit, telemetry-ingest), any fio job file (fio:FILE), replays of a
-// capture (replay:DIR, replay-afap:DIR) and lab crypt's fio jobs on a raw
+// capture (replay:DIR, replay-afap:DIR, replay-span:DIR) and lab crypt's fio jobs on a raw
 // device (lab:NAME). Each is planned as fio job files plus, for
 // search-index, the native index loader. A plan runs in a directory the
 // caller owns and returns its phases as benchresult types; figures are

@@ -100,8 +100,9 @@ func ReplayMode(name string) replay.Mode {
 }
 
 // Plan replays the capture in p.Capture: timed (replay:DIR) by
-// slowpath's own replayer, or as fast as possible (replay-afap:DIR) by
-// fio from per-thread iologs. --scale and --runtime do not apply: a
+// slowpath's own replayer, or as fast as possible (replay-afap:DIR; for
+// as long as each busy thread was busy, replay-span:DIR) by fio from
+// per-thread iologs. --scale and --runtime do not apply: a
 // replay is the capture's length.
 func (replayProfile) Plan(name string, p Params) (*Plan, error) {
 	src := p.Capture

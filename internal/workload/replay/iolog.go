@@ -82,11 +82,12 @@ func (t *Trace) Streams() []Stream {
 }
 
 // Span replays repeat a busy thread's operations at most maxRepeat times
-// and into at most maxSpanOps lines of iolog: a replay more than that much
-// faster than the capture ends the thread early.
+// and into at most maxSpanOps lines of iolog (about 10 MB, written next to
+// the replay's files): a replay more than that much faster than the
+// capture ends the thread early.
 const (
 	maxRepeat  = 16
-	maxSpanOps = 1 << 20
+	maxSpanOps = 1 << 18
 )
 
 // StreamsFor are the fio jobs of a replay in mode: Streams, and for a span
@@ -98,10 +99,14 @@ func (t *Trace) StreamsFor(mode Mode) []Stream {
 	}
 	for i := range ss {
 		th := &t.Threads[ss[i].Thread]
-		if !t.Busy(th) {
+		// Busy from the stream's own first operation to the end; a stream
+		// that starts at the end has no span to fill (and fio no runtime
+		// to stop it by) and runs once.
+		span := t.End - ss[i].Ops[0].At
+		if !t.Busy(th) || span <= 0 {
 			continue
 		}
-		ss[i].Runtime = t.End - th.Ops[0].At
+		ss[i].Runtime = span
 		ss[i].Repeat = max(1, min(maxRepeat, maxSpanOps/len(ss[i].Ops)))
 	}
 	return ss

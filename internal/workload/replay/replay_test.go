@@ -366,6 +366,13 @@ func TestSpanReplay(t *testing.T) {
 	if once := tr.StreamsFor(AFAP); once[1].Runtime != 0 || once[1].Repeat != 0 {
 		t.Fatalf("afap streams repeat: %+v", once[1])
 	}
+	// A busy thread whose stream starts at the end has no span to fill
+	// (and fio no runtime to stop it by): it runs once.
+	late := &Trace{Files: tr.Files, End: 300 * time.Millisecond, Threads: []Thread{{Name: "t0003", LastEnd: 300 * time.Millisecond,
+		Ops: []Op{{Kind: Read, File: 1, Length: 4096, At: 300 * time.Millisecond}}}}}
+	if s := late.StreamsFor(Span); s[0].Runtime != 0 || s[0].Repeat != 0 {
+		t.Errorf("a stream starting at the end repeats: %+v", s[0])
+	}
 	dir := t.TempDir()
 	if err := Layout(context.Background(), dir, tr); err != nil {
 		t.Fatal(err)

@@ -76,8 +76,12 @@ type Thread struct {
 
 // Busy says whether th was still issuing I/O at the end of what the
 // capture saw: its last operation ended within a twentieth of End (at
-// least 10 ms) of End. A service's threads are busy at the end of a
-// capture of it; a job's threads that finished their work early are not.
+// least 10 ms) of End, the end of the last operation of any thread. Such
+// a thread is taken as bound by time (a service's threads while it runs,
+// a time-based job's), the others as bound by their work. The last thread
+// to finish is therefore always busy, also in a batch where every thread
+// was bound by its work (a single-threaded capture too): replay those
+// with replay-afap (docs/replay.md).
 func (t *Trace) Busy(th *Thread) bool {
 	if t.End <= 0 || len(th.Ops) == 0 {
 		return false
