@@ -13,6 +13,9 @@ import (
 type KubernetesOptions struct {
 	Namespace string // kube-system unless set
 	Image     string // runs sh and chroot; busybox unless set
+	// Canary, when set, restricts the DaemonSet to the nodes with its
+	// label and adds the commands that label the canaries (canary.go).
+	Canary *Canary
 }
 
 // The Kubernetes objects are written with these few types rather than
@@ -42,12 +45,13 @@ type (
 		} `json:"template"`
 	}
 	k8sPodSpec struct {
-		HostNetwork       bool            `json:"hostNetwork"`
-		PriorityClassName string          `json:"priorityClassName,omitempty"`
-		Tolerations       []k8sToleration `json:"tolerations,omitempty"`
-		InitContainers    []k8sContainer  `json:"initContainers"`
-		Containers        []k8sContainer  `json:"containers"`
-		Volumes           []k8sVolume     `json:"volumes,omitempty"`
+		HostNetwork       bool              `json:"hostNetwork"`
+		NodeSelector      map[string]string `json:"nodeSelector,omitempty"`
+		PriorityClassName string            `json:"priorityClassName,omitempty"`
+		Tolerations       []k8sToleration   `json:"tolerations,omitempty"`
+		InitContainers    []k8sContainer    `json:"initContainers"`
+		Containers        []k8sContainer    `json:"containers"`
+		Volumes           []k8sVolume       `json:"volumes,omitempty"`
 	}
 	k8sToleration struct {
 		Operator string `json:"operator"`
@@ -124,6 +128,16 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 		return append([]byte(head.String()), b...), err
 	}
 	script = append(script, markerCommand(marker))
+	if c := o.Canary; c != nil {
+		fmt.Fprintf(&head, "# slowpath fix: canary: this DaemonSet runs only on the nodes labelled %s=%s.\n", c.Key, c.Value)
+		if c.Nodes > 0 {
+			fmt.Fprintf(&head, "# Label %d nodes of each %s first, chosen at random (each printed as it is labelled):\n", c.Nodes, c.By)
+			for _, l := range c.labelCommands() {
+				head.WriteString("#   " + l + "\n")
+			}
+		}
+		head.WriteString("# Then: slowpath fleet verdict, and widen the label (promote) or delete this DaemonSet (roll back).\n")
+	}
 	labels := map[string]string{"app.kubernetes.io/name": "slowpath-node-tuning", "app.kubernetes.io/managed-by": "slowpath"}
 	ds := k8sDaemonSet{APIVersion: "apps/v1", Kind: "DaemonSet",
 		Metadata: k8sMeta{Name: "slowpath-node-tuning", Namespace: o.Namespace, Labels: labels}}
@@ -136,6 +150,9 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	ps.HostNetwork = true
 	ps.PriorityClassName = "system-node-critical"
 	ps.Tolerations = []k8sToleration{{Operator: "Exists"}}
+	if c := o.Canary; c != nil {
+		ps.NodeSelector = map[string]string{c.Key: c.Value}
+	}
 	ps.InitContainers = []k8sContainer{{
 		Name:            "tune",
 		Image:           o.Image,

@@ -41,8 +41,13 @@ type Options struct {
 	Watch     time.Duration
 	StatePath string
 	K8s       fix.KubernetesOptions
-	Collect   collect.Options
-	Prove     ProveOptions
+	// Canary: --canary LABEL=VALUE, --canary-nodes, --by (--format
+	// kubernetes).
+	Canary      string
+	CanaryNodes int
+	CanaryBy    string
+	Collect     collect.Options
+	Prove       ProveOptions
 }
 
 // NewCmdFix builds the command; runF replaces the action in tests.
@@ -99,6 +104,9 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	f.StringVar(&o.StatePath, "state", apply.DefaultStatePath, "state `FILE` recording what slowpath changed")
 	f.StringVar(&o.K8s.Namespace, "k8s-namespace", "kube-system", "namespace of the DaemonSet (--format kubernetes)")
 	f.StringVar(&o.K8s.Image, "k8s-image", "docker.io/library/busybox:1.36", "image of the init container; it needs sh and chroot (--format kubernetes)")
+	f.StringVar(&o.Canary, "canary", "", "run the DaemonSet only on nodes labelled `LABEL=VALUE` (--format kubernetes; docs/fix.md, \"Canary\")")
+	f.IntVar(&o.CanaryNodes, "canary-nodes", 0, "with --canary: also print the commands that label `N` random nodes of each --by group")
+	f.StringVar(&o.CanaryBy, "by", "", "with --canary-nodes: the node `LABEL` whose values are the groups (e.g. topology.kubernetes.io/zone)")
 	o.Prove.addFlags(f)
 	collectcmd.AddCollectFlags(f, &o.Collect)
 	return cmd
@@ -122,6 +130,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	w, err := o.Prove.validate(o)
 	if err != nil {
+		return clienv.Usage(err)
+	}
+	if err := o.canary(); err != nil {
 		return clienv.Usage(err)
 	}
 	if o.Rollback {
@@ -254,4 +265,27 @@ func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Opt
 		Event: func(e apply.Event) { fmt.Fprintln(log, e) },
 	})
 	return r.Kept, r.RolledBack, err
+}
+
+// canary reads the canary flags into o.K8s.Canary.
+func (o *Options) canary() error {
+	if o.Canary == "" {
+		if o.CanaryNodes != 0 || o.CanaryBy != "" {
+			return errors.New("--canary-nodes and --by need --canary LABEL=VALUE")
+		}
+		return nil
+	}
+	if o.Format != "kubernetes" {
+		return fmt.Errorf("--canary applies to --format kubernetes (the DaemonSet), not %s", o.Format)
+	}
+	c, err := fix.ParseCanary(o.Canary)
+	if err != nil {
+		return err
+	}
+	c.Nodes, c.By = o.CanaryNodes, o.CanaryBy
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	o.K8s.Canary = &c
+	return nil
 }

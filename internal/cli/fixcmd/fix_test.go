@@ -77,12 +77,28 @@ func TestKubernetesFlags(t *testing.T) {
 	}
 }
 
+// TestKubernetesCanaryFlags: --canary restricts the DaemonSet to the
+// label, and --canary-nodes with --by adds the commands that label them
+// (internal/fix TestKubernetesCanary runs those).
+func TestKubernetesCanaryFlags(t *testing.T) {
+	code, out, stderr := runCLI(t, hostfs.Default(), "fix", "--from", accelnet, "--format", "kubernetes",
+		"--canary", "slowpath.dev/canary=backlog", "--canary-nodes", "3", "--by", "topology.kubernetes.io/zone")
+	if code != 0 || !strings.Contains(out, "nodeSelector:\n        slowpath.dev/canary: backlog") ||
+		!strings.Contains(out, "shuf -n 3") || !strings.Contains(out, "runs only on the nodes labelled slowpath.dev/canary=backlog") {
+		t.Errorf("exit %d, stderr %s:\n%s", code, stderr, out)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"fix", "--from", accelnet, "--format", "yaml"}, `unknown --format "yaml"`},
+		{[]string{"fix", "--from", accelnet, "--canary", "c=1"}, "--canary applies to --format kubernetes"},
+		{[]string{"fix", "--from", accelnet, "--format", "kubernetes", "--canary", "c=$(id)"}, `label value "$(id)"`},
+		{[]string{"fix", "--from", accelnet, "--format", "kubernetes", "--canary", "c=1", "--canary-nodes", "3"}, "needs --by"},
+		{[]string{"fix", "--from", accelnet, "--format", "kubernetes", "--canary-nodes", "3", "--by", "zone"}, "need --canary"},
 		{[]string{"fix", "--from", accelnet, "--only", "net.nope"}, "--only net.nope: no such check"},
 		{[]string{"fix", "--rollback", "--apply"}, "cannot be combined"},
 		// A state file that is not there records nothing: not "rollback done".
