@@ -111,11 +111,12 @@ func (a *Applier) load() error {
 	if err != nil {
 		return fmt.Errorf("state %s: %w (move it away to start over)", a.StatePath, err)
 	}
-	if held := s.Holding(a.bootID()); len(held) < len(s.Changes) {
+	boot := a.bootID()
+	if held := s.Holding(boot); len(held) < len(s.Changes) {
 		fmt.Fprintf(a.Log, "the host rebooted since slowpath changed %d runtime setting(s): they are gone, forgetting them\n", len(s.Changes))
 		s.Changes = held
 	}
-	s.BootID = a.bootID()
+	s.BootID = boot
 	a.state = s
 	return nil
 }
