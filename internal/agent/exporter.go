@@ -184,6 +184,7 @@ func Emit(ch chan<- prometheus.Metric, s *snapshot.Snapshot, cfg check.Config) b
 		return false
 	}
 	emitNode(ch, s)
+	emitFixes(ch, s.Host)
 	emitFindings(ch, r.Findings)
 	emitStorage(ch, r.Storage)
 	emitTax(ch, s, r.Storage)
@@ -202,10 +203,15 @@ func emitNode(ch chan<- prometheus.Metric, s *snapshot.Snapshot) {
 		kernel = s.Host.KernelRelease
 	}
 	ch <- prometheus.MustNewConstMetric(descNodeInfo, prometheus.GaugeValue, 1, provider, itype, region, kernel)
-	if s.Host == nil {
+}
+
+// emitFixes sends one slowpath_fix_applied per change slowpath's fix made
+// that still holds on the node.
+func emitFixes(ch chan<- prometheus.Metric, h *snapshot.Host) {
+	if h == nil {
 		return
 	}
-	for _, f := range s.Host.Fixes {
+	for _, f := range h.Fixes {
 		at := 0.0
 		if !f.AppliedAt.IsZero() {
 			at = float64(f.AppliedAt.Unix())
