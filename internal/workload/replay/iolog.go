@@ -24,11 +24,12 @@ const (
 	// Span is AFAP for as long as the service was busy: a thread that was
 	// still issuing I/O when the capture ended (Trace.Busy) repeats its
 	// operations, from the first, for as long as it was busy in the
-	// capture; the others run once. Each thread is its own closed loop, as
-	// a service's threads (and fio's time-based jobs) are, so the mix over
-	// time is the capture's whatever the replay's speed: an AFAP replay
-	// ends a busy thread after the capture's count, which a faster
-	// configuration reaches early (docs/replay.md).
+	// capture; the others run once. A busy thread is bound by time, as a
+	// service's threads (and fio's time-based jobs) are, so on a faster
+	// configuration it does more, and the mix of I/Os follows the replay's
+	// speed as the service's would: an AFAP replay ends a busy thread
+	// after the capture's count, which a faster configuration reaches
+	// early (docs/replay.md).
 	Span Mode = "span"
 	// FioTimed is fio's own timed replay: bench export's second job file,
 	// for a vendor with fio alone (docs/replay.md measures its drift).
