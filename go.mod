@@ -25,6 +25,7 @@ require (
 	golang.org/x/tools v0.52.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
+	k8s.io/client-go v0.37.2
 	mvdan.cc/sh/v3 v3.14.0
 	sigs.k8s.io/kustomize/api v0.20.1
 	sigs.k8s.io/kustomize/kyaml v0.20.1

@@ -130,3 +130,7 @@ func dnsSubdomain(s string) bool {
 	}
 	return true
 }
+
+// NodeName says whether s can be a Kubernetes node's name (a DNS
+// subdomain of at most 253 characters), so a label command may name it.
+func NodeName(s string) bool { return s != "" && len(s) <= 253 && dnsSubdomain(s) }

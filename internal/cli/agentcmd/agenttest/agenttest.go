@@ -61,3 +61,11 @@ func start(t testing.TB, env *clienv.Env, runF func(context.Context, *agentcmd.O
 	t.Fatalf("agent %v did not listen within 10 s", args)
 	return ""
 }
+
+// StartRoot runs the agent on another root (a tree fs reads), as a
+// DaemonSet reads the node's: nothing live is asked, no cloud.
+func StartRoot(t testing.TB, fs hostfs.FS, args ...string) string {
+	t.Helper()
+	env := &clienv.Env{Stdout: io.Discard, Stderr: &lockedbuf.Buffer{}, FS: fs, Version: "test"}
+	return start(t, env, nil, append([]string{"--live-sources", "off", "--cloud", "none"}, args...)...)
+}

@@ -1,0 +1,164 @@
+// Package nettree writes, for tests, a node's host tree whose per-CPU
+// backlog drops (/proc/net/softnet_stat) the test keeps moving at a rate
+// it can change, and whose fix state file it can write as `slowpath fix
+// --apply` would: a node of a fleet whose canary verdict the agent and
+// Prometheus read, on a test host that drops nothing. Each node also
+// serves its service's throughput counter (indexed_docs_total), as the
+// user's own exporter would.
+package nettree
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/fix"
+	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+)
+
+// BootID is every tree's boot id, the one the state file records.
+const BootID = "6b1c2f0e-31a4-4c2b-9d6e-2f6a7c0b1d31"
+
+// Tick is how often Keep advances the counters.
+const Tick = 50 * time.Millisecond
+
+// Tree is one node. Its rates may change while an agent reads it.
+type Tree struct {
+	Root string
+	FS   hostfs.FS // not live: the tree is not this host's
+	// Service is the URL of the node's service exporter.
+	Service string
+
+	cpus int
+	mu   sync.Mutex
+	// Per tick: backlog drops on each CPU, documents indexed.
+	dropsPerTick, docsPerTick uint64
+	processed, dropped, docs  uint64
+	backlog                   int
+}
+
+// Write makes the tree with cpus processors, netdev_max_backlog 1000, and
+// starts the service exporter.
+func Write(t testing.TB, cpus int) *Tree {
+	t.Helper()
+	root := t.TempDir()
+	var ci strings.Builder
+	for i := range cpus {
+		fmt.Fprintf(&ci, "processor\t: %d\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 aes avx2\n\n", i)
+	}
+	hostfstest.WriteFile(t, root, "proc/cpuinfo", ci.String())
+	hostfstest.WriteFile(t, root, "proc/sys/kernel/random/boot_id", BootID+"\n")
+	hostfstest.WriteFile(t, root, "proc/sys/kernel/osrelease", "6.18.0-test\n")
+	tr := &Tree{Root: root, FS: hostfs.New(root), cpus: cpus, backlog: 1000}
+	tr.mu.Lock()
+	err := tr.write()
+	tr.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tr.mu.Lock()
+		docs := tr.docs
+		tr.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP indexed_docs_total Documents indexed.\n# TYPE indexed_docs_total counter\nindexed_docs_total %d\n", docs)
+	}))
+	t.Cleanup(srv.Close)
+	tr.Service = strings.TrimPrefix(srv.URL, "http://")
+	return tr
+}
+
+// SetRates sets the backlog drops per second (spread over the CPUs) and
+// the documents indexed per second from the next tick.
+func (tr *Tree) SetRates(dropsPerSecond, docsPerSecond uint64) {
+	perTick := uint64(time.Second / Tick)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.dropsPerTick = dropsPerSecond / perTick / uint64(tr.cpus)
+	tr.docsPerTick = docsPerSecond / perTick
+}
+
+// Apply records in the state file that fix --apply set the sysctl key to
+// value for the check id at time at (and sets it in the tree), as
+// internal/fix/apply writes it.
+func (tr *Tree) Apply(id, key string, value int64, at time.Time) error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	step := fix.Step{Change: fix.Sysctl{Key: key, To: value}}
+	st := fixstate.State{BootID: BootID, Changes: []fixstate.Change{{
+		Key: step.Key(), ID: id, Subject: "cpu", Step: step, Previous: fmt.Sprint(tr.backlog), Applied: fmt.Sprint(value), AppliedAt: at,
+	}}, Files: []fixstate.FileChange{}}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := tr.FS.RootPath(fixstate.DefaultPath)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := replace(p, string(b)); err != nil {
+		return err
+	}
+	tr.backlog = int(value)
+	return tr.write()
+}
+
+// Keep advances the counters every Tick until the test ends.
+func (tr *Tree) Keep(t testing.TB) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(Tick)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				tr.mu.Lock()
+				tr.processed += 1000
+				tr.dropped += tr.dropsPerTick
+				tr.docs += tr.docsPerTick
+				// A write error shows in the agent's next scrape.
+				_ = tr.write()
+				tr.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+// write replaces the moving files, each by a rename. Caller holds mu.
+func (tr *Tree) write() error {
+	var sn strings.Builder
+	for cpu := range tr.cpus {
+		// net/core/net-procfs.c, 6.x: processed, dropped, time_squeeze,
+		// 0 x5, cpu_collision, received_rps, flow_limit_count,
+		// backlog length, cpu index, input_qlen, process_qlen.
+		fmt.Fprintf(&sn, "%08x %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 %08x 00000000 00000000\n",
+			uint32(tr.processed), uint32(tr.dropped), cpu)
+	}
+	if err := replace(filepath.Join(tr.Root, "proc/net/softnet_stat"), sn.String()); err != nil {
+		return err
+	}
+	return replace(filepath.Join(tr.Root, "proc/sys/net/core/netdev_max_backlog"), fmt.Sprintf("%d\n", tr.backlog))
+}
+
+func replace(p, content string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p+".new", []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".new", p)
+}

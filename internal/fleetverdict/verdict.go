@@ -1,0 +1,319 @@
+// Package fleetverdict reads a node setting's canary rollout from
+// Prometheus and gives each node group's verdict: which nodes run the
+// change (slowpath_fix_applied{id}), since when, and each node's mean of
+// every series over a window before the change and one after it, decided
+// by internal/canary (difference in differences per node, U test of the
+// canaries against the group's other nodes). What `slowpath fleet verdict`
+// prints; the label changes that promote or roll back are actions.go's.
+package fleetverdict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/slowpath/slowpath/internal/canary"
+	"github.com/slowpath/slowpath/internal/fleet"
+)
+
+// Options say which change to judge and how.
+type Options struct {
+	Change string // the check id of slowpath_fix_applied
+	// By groups the nodes (a label of their series: instance_type, a node
+	// pool); NodeLabel names a node in every series, the user's own too.
+	By, NodeLabel string
+	// Window is each side's length; the window after starts RateInterval
+	// after the last canary changed, so no rate in it reaches back before
+	// the change.
+	Window, RateInterval time.Duration
+	Alpha                float64
+	// Series are tested in order; the first primary decides promote.
+	Series []Series
+	// ChangedAt, when set, is the change time of every canary instead of
+	// the times slowpath_fix_applied carries.
+	ChangedAt time.Time
+	Now       time.Time
+}
+
+// Report is the JSON form of `slowpath fleet verdict` (docs/json.md).
+type Report struct {
+	Change       string    `json:"change"`
+	By           string    `json:"by"`
+	NodeLabel    string    `json:"node_label"`
+	Window       string    `json:"window"`
+	RateInterval string    `json:"rate_interval"`
+	Alpha        float64   `json:"alpha"`
+	EvaluatedAt  time.Time `json:"evaluated_at"`
+	Series       []Series  `json:"series"`
+	Groups       []Group   `json:"groups"`
+	// Unchanged are the groups where no node runs the change.
+	Unchanged []string `json:"groups_without_canaries"`
+}
+
+// Group is one group's verdict.
+type Group struct {
+	Value    string   `json:"value"`
+	Nodes    int      `json:"nodes"`
+	Canaries []string `json:"canaries"`
+	// FirstChange and LastChange bound the canaries' change times.
+	FirstChange time.Time `json:"first_change"`
+	LastChange  time.Time `json:"last_change"`
+	Before      Span      `json:"before"`
+	After       Span      `json:"after"`
+	Outcome     string    `json:"outcome"` // promote, hold, roll back
+	Reason      string    `json:"reason"`
+	// NeedCanaries is set on a hold for too few nodes (see canary.Verdict).
+	NeedCanaries int      `json:"need_canaries,omitempty"`
+	Metrics      []Metric `json:"metrics"`
+	Actions      []Action `json:"actions"`
+}
+
+// Span is a window [From, To].
+type Span struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Metric is one series' test in a group, with every node's means.
+type Metric struct {
+	Name          string  `json:"name"`
+	Role          string  `json:"role"`
+	Better        string  `json:"better"`
+	Canaries      int     `json:"canaries"`
+	Controls      int     `json:"controls"`
+	CanaryChange  float64 `json:"canary_change"`  // median per-node after minus before
+	ControlChange float64 `json:"control_change"` // the same, of the other nodes
+	Effect        float64 `json:"effect"`         // their difference
+	P             float64 `json:"p"`
+	// AdjustedP is null for a primary that the fixed sequence did not reach.
+	AdjustedP *float64 `json:"adjusted_p"`
+	Test      string   `json:"test"`   // significant, no significant difference, too few runs, no data
+	Change    string   `json:"change"` // better, worse or ""
+	Nodes     []Node   `json:"nodes"`
+}
+
+// Node is one node's means; null where its series had no value.
+type Node struct {
+	Name   string   `json:"name"`
+	Canary bool     `json:"canary"`
+	Before *float64 `json:"before"`
+	After  *float64 `json:"after"`
+}
+
+// Validate checks the options before any query.
+func (o Options) Validate() error {
+	if err := CheckLabelName("--by", o.By); err != nil {
+		return err
+	}
+	if err := CheckLabelName("--node-label", o.NodeLabel); err != nil {
+		return err
+	}
+	if o.By == o.NodeLabel {
+		return fmt.Errorf("--by %s is the node label: a group of one node cannot be split into canaries and others", o.By)
+	}
+	if o.Window < 2*time.Second || o.RateInterval < time.Second {
+		return fmt.Errorf("--window %v and --rate-interval %v: want at least 2s and 1s", o.Window, o.RateInterval)
+	}
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		return fmt.Errorf("--alpha %v: want between 0 and 1", o.Alpha)
+	}
+	if !slices.ContainsFunc(o.Series, func(s Series) bool { return s.Role == canary.RolePrimary }) {
+		return fmt.Errorf("no primary series for %s: name one with --metric NAME,primary=PROMQL", o.Change)
+	}
+	seen := map[string]bool{}
+	for _, s := range o.Series {
+		if seen[s.Name] {
+			return fmt.Errorf("two series named %q", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// Query reads the rollout of o.Change from Prometheus and decides each
+// group that has canaries.
+func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Report{Change: o.Change, By: o.By, NodeLabel: o.NodeLabel, Window: model.Duration(o.Window).String(),
+		RateInterval: model.Duration(o.RateInterval).String(), Alpha: o.Alpha, EvaluatedAt: o.Now.UTC(),
+		Series: o.Series, Groups: []Group{}, Unchanged: []string{}}
+	info, err := fleet.Vector(ctx, a, "slowpath_node_info", o.Now)
+	if err != nil {
+		return nil, err
+	}
+	if len(info) == 0 {
+		return nil, errors.New("no slowpath_node_info series in Prometheus: is it scraping `slowpath agent` (see deploy/kubernetes/)?")
+	}
+	groupOf := map[string]string{}
+	members := map[string][]string{}
+	for _, s := range info {
+		n, ok := s.Metric[model.LabelName(o.NodeLabel)]
+		if !ok {
+			return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", s.Metric, o.NodeLabel)
+		}
+		if _, dup := groupOf[string(n)]; dup {
+			continue
+		}
+		g := string(s.Metric[model.LabelName(o.By)])
+		groupOf[string(n)] = g
+		members[g] = append(members[g], string(n))
+	}
+	changed, err := fleet.Vector(ctx, a, fmt.Sprintf(`max by (%s) (slowpath_fix_applied{id=%q})`, o.NodeLabel, o.Change), o.Now)
+	if err != nil {
+		return nil, err
+	}
+	canaries := map[string]map[string]time.Time{} // group → node → change time
+	for _, s := range changed {
+		n := string(s.Metric[model.LabelName(o.NodeLabel)])
+		g, ok := groupOf[n]
+		if !ok {
+			continue // no slowpath_node_info: not a node this verdict can place
+		}
+		at := o.ChangedAt
+		if at.IsZero() {
+			if s.Value <= 0 {
+				return nil, fmt.Errorf("node %s runs %s but its slowpath_fix_applied has no time (a state file from before slowpath recorded it): pass --changed-at", n, o.Change)
+			}
+			at = time.Unix(int64(s.Value), 0)
+		}
+		if canaries[g] == nil {
+			canaries[g] = map[string]time.Time{}
+		}
+		canaries[g][n] = at.UTC()
+	}
+	groups := make([]string, 0, len(members))
+	for g := range members {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		if len(canaries[g]) == 0 {
+			r.Unchanged = append(r.Unchanged, g)
+			continue
+		}
+		grp, err := decideGroup(ctx, a, o, g, members[g], canaries[g])
+		if err != nil {
+			return nil, err
+		}
+		r.Groups = append(r.Groups, grp)
+	}
+	if len(r.Groups) == 0 {
+		return nil, fmt.Errorf("no node runs %s: no slowpath_fix_applied{id=%q} series among the %d nodes of slowpath_node_info (label canaries and apply it first: docs/fleet.md)", o.Change, o.Change, len(groupOf))
+	}
+	return r, nil
+}
+
+func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes []string, changed map[string]time.Time) (Group, error) {
+	g := Group{Value: value, Nodes: len(nodes), Metrics: []Metric{}, Actions: []Action{}}
+	for n, at := range changed {
+		g.Canaries = append(g.Canaries, n)
+		if g.FirstChange.IsZero() || at.Before(g.FirstChange) {
+			g.FirstChange = at
+		}
+		if at.After(g.LastChange) {
+			g.LastChange = at
+		}
+	}
+	slices.Sort(g.Canaries)
+	slices.Sort(nodes)
+	g.Before = Span{g.FirstChange.Add(-o.Window), g.FirstChange}
+	g.After = Span{g.LastChange.Add(o.RateInterval), g.LastChange.Add(o.RateInterval + o.Window)}
+	if g.After.To.After(o.Now) {
+		g.Outcome = canary.Hold
+		g.Reason = fmt.Sprintf("the window after the change ends at %s, in %s: run the verdict again then", g.After.To.Format(time.RFC3339), o.After(g.After.To))
+		return g, nil
+	}
+	var metrics []canary.Metric
+	for _, s := range o.Series {
+		before, err := means(ctx, a, o, s, g.Before.To)
+		if err != nil {
+			return g, err
+		}
+		after, err := means(ctx, a, o, s, g.After.To)
+		if err != nil {
+			return g, err
+		}
+		m := canary.Metric{Name: s.Name, Role: s.Role, HigherIsBetter: s.Better == Higher}
+		for _, n := range nodes {
+			b, okb := before[n]
+			f, oka := after[n]
+			if !okb && !oka {
+				continue
+			}
+			nan := math.NaN()
+			if !okb {
+				b = nan
+			}
+			if !oka {
+				f = nan
+			}
+			_, isCanary := changed[n]
+			m.Nodes = append(m.Nodes, canary.Node{Name: n, Canary: isCanary, Before: b, After: f})
+		}
+		metrics = append(metrics, m)
+	}
+	v, err := canary.Decide(value, metrics, o.Alpha)
+	if err != nil {
+		return g, err
+	}
+	g.Outcome, g.Reason, g.NeedCanaries = v.Outcome, v.Reason, v.NeedCanaries
+	for i, res := range v.Metrics {
+		g.Metrics = append(g.Metrics, metricOf(o.Series[i], res, metrics[i]))
+	}
+	return g, nil
+}
+
+// After says how long until t, in whole seconds.
+func (o Options) After(t time.Time) time.Duration { return t.Sub(o.Now).Round(time.Second) }
+
+// means is every node's mean of s over the window ending at end.
+func means(ctx context.Context, a v1.API, o Options, s Series, end time.Time) (map[string]float64, error) {
+	expr := strings.ReplaceAll(s.Expr, "$__rate_interval", model.Duration(o.RateInterval).String())
+	q := fmt.Sprintf("avg_over_time((%s)[%s:])", expr, model.Duration(o.Window))
+	vec, err := fleet.Vector(ctx, a, q, end)
+	if err != nil {
+		return nil, fmt.Errorf("series %s: %w", s.Name, err)
+	}
+	out := map[string]float64{}
+	for _, smp := range vec {
+		n, ok := smp.Metric[model.LabelName(o.NodeLabel)]
+		if !ok {
+			return nil, fmt.Errorf("series %s: %s has no label %q: aggregate per node, e.g. sum by (%s) (...)", s.Name, smp.Metric, o.NodeLabel, o.NodeLabel)
+		}
+		if _, dup := out[string(n)]; dup {
+			return nil, fmt.Errorf("series %s: node %s has more than one series: aggregate per node, e.g. sum by (%s) (...)", s.Name, n, o.NodeLabel)
+		}
+		out[string(n)] = float64(smp.Value)
+	}
+	return out, nil
+}
+
+func metricOf(s Series, r canary.MetricResult, m canary.Metric) Metric {
+	out := Metric{Name: s.Name, Role: s.Role, Better: s.Better, Canaries: r.Canaries, Controls: r.Controls,
+		CanaryChange: r.CanaryChange, ControlChange: r.ControlChange, Effect: r.Effect, P: r.Comparison.P,
+		Test: r.Comparison.Verdict.String(), Change: r.Change, Nodes: []Node{}}
+	if !math.IsNaN(r.AdjustedP) {
+		p := r.AdjustedP
+		out.AdjustedP = &p
+	}
+	for _, n := range m.Nodes {
+		out.Nodes = append(out.Nodes, Node{Name: n.Name, Canary: n.Canary, Before: finite(n.Before), After: finite(n.After)})
+	}
+	return out
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}

@@ -1,0 +1,142 @@
+package fleetverdict
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slowpath/slowpath/internal/report/table"
+	"github.com/slowpath/slowpath/internal/safetext"
+)
+
+// WriteText prints one block per group: the outcome and why, the windows,
+// one row per series and the label changes.
+//
+//	pool-a (8 nodes, 4 canaries): promote: backlog_drops_per_second significantly better on the canaries, no guard worse
+func WriteText(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "%s: canaries against the other nodes of each %s, %s before and after the change (alpha %g)\n",
+		r.Change, r.By, r.Window, r.Alpha)
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "\n%s (%s, %s): %s: %s\n", clean(groupName(r.By, g.Value)), plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), g.Outcome, clean(g.Reason))
+		fmt.Fprintf(w, "  changed %s; before %s, after %s\n", changed(g), span(g.Before), span(g.After))
+		if len(g.Metrics) > 0 {
+			t := table.New(w)
+			t.Row("  series", "role", "better", "canaries", "others", "canary change", "others' change", "effect", "p", "verdict")
+			for _, m := range g.Metrics {
+				t.Row("  "+m.Name, m.Role, m.Better, strconv.Itoa(m.Canaries), strconv.Itoa(m.Controls),
+					num(m.CanaryChange), num(m.ControlChange), num(m.Effect), pText(m), verdictText(m))
+			}
+			if err := t.Flush(); err != nil {
+				return err
+			}
+		}
+		for _, a := range g.Actions {
+			fmt.Fprintf(w, "  %s: %s\n", a.Verb, a.Command)
+		}
+	}
+	if len(r.Unchanged) > 0 {
+		names := make([]string, len(r.Unchanged))
+		for i, v := range r.Unchanged {
+			names[i] = clean(groupName(r.By, v))
+		}
+		fmt.Fprintf(w, "\nno canary in: %s\n", strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// WriteMarkdown is one table row per group and series, for a pull request
+// or a change ticket.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "**%s**: canaries against the other nodes of each `%s`, %s before and after the change (alpha %g)\n\n",
+		table.MarkdownCell(r.Change), table.MarkdownCell(r.By), r.Window, r.Alpha)
+	t := table.NewMarkdown(w)
+	t.Row(r.By, "nodes", "canaries", "outcome", "series", "role", "canary change", "others' change", "effect", "p", "verdict")
+	for _, g := range r.Groups {
+		if len(g.Metrics) == 0 {
+			t.Row(groupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), g.Outcome+": "+g.Reason, "", "", "", "", "", "", "")
+		}
+		for i, m := range g.Metrics {
+			outcome := ""
+			if i == 0 {
+				outcome = g.Outcome
+			}
+			t.Row(groupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), outcome, m.Name, m.Role,
+				num(m.CanaryChange), num(m.ControlChange), num(m.Effect), pText(m), verdictText(m))
+		}
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	for _, g := range r.Groups {
+		fmt.Fprintf(w, "\n- **%s**: %s: %s", table.MarkdownCell(groupName(r.By, g.Value)), g.Outcome, table.MarkdownCell(g.Reason))
+		if len(g.Actions) > 0 {
+			fmt.Fprintf(w, " (%d label changes: `%s` ...)", len(g.Actions), strings.ReplaceAll(g.Actions[0].Command, "`", ""))
+		}
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func groupName(by, v string) string {
+	if v == "" {
+		return "(no " + by + ")"
+	}
+	return v
+}
+
+// clean replaces what a terminal would act on in text from Prometheus
+// labels (escape sequences, line breaks).
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if safetext.Unsafe(r) || r == '\n' || r == '\t' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if strings.HasSuffix(one, "y") {
+		return strconv.Itoa(n) + " " + strings.TrimSuffix(one, "y") + "ies"
+	}
+	return strconv.Itoa(n) + " " + one + "s"
+}
+
+func changed(g Group) string {
+	if g.FirstChange.Equal(g.LastChange) {
+		return g.FirstChange.Format(time.RFC3339)
+	}
+	return g.FirstChange.Format(time.RFC3339) + " to " + g.LastChange.Format(time.RFC3339)
+}
+
+func span(s Span) string {
+	return s.From.Format("15:04:05") + "-" + s.To.Format("15:04:05")
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+func pText(m Metric) string {
+	// Too few nodes: no arrangement could reach alpha, so no p is shown
+	// (the exact distribution with ties can give a meaningless small one).
+	if m.AdjustedP == nil || m.Test == "too few runs" || m.Test == "no data" {
+		return "-"
+	}
+	return strconv.FormatFloat(*m.AdjustedP, 'g', 2, 64)
+}
+
+func verdictText(m Metric) string {
+	switch {
+	case m.Change != "":
+		return m.Change
+	case m.AdjustedP == nil && m.Role == "primary":
+		return "not tested (an earlier primary was not significant)"
+	case m.Test == "significant":
+		return "no significant difference"
+	}
+	return m.Test
+}
