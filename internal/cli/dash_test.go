@@ -58,12 +58,13 @@ func TestEveryFileAcceptsDash(t *testing.T) {
 		"lab crypt --html":      "comparereport.Print, as compare --html above (builds dm-crypt devices)",
 	}
 	cannot := map[string]string{
-		"fix --state":             "read, rewritten and removed in place by --apply and --rollback: a pipe cannot be all three",
-		"fix --html":              "--prove writes one page per proven change (FILE-N.html)",
-		"agent --web.config.file": "exporter-toolkit opens it by name, again for every connection",
-		"agent --ready-file":      "a marker: created once listening, its name is the signal",
-		"capture --ready-file":    "a marker: created once attached, its name is the signal",
-		"net drops --ready-file":  "a marker: created once attached, its name is the signal",
+		"fix --state":                "read, rewritten and removed in place by --apply and --rollback: a pipe cannot be all three",
+		"fix --html":                 "--prove writes one page per proven change (FILE-N.html)",
+		"agent --web.config.file":    "exporter-toolkit opens it by name, again for every connection",
+		"agent --ready-file":         "a marker: created once listening, its name is the signal",
+		"fleet verdict --kubeconfig": "client-go's loading rules read it by name (and resolve the files it names next to it)",
+		"capture --ready-file":       "a marker: created once attached, its name is the signal",
+		"net drops --ready-file":     "a marker: created once attached, its name is the signal",
 	}
 	root := NewRootCmd(&clienv.Env{FS: hostfs.Default(), Version: "test"})
 	seen := map[string]bool{}

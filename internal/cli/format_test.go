@@ -30,7 +30,7 @@ func TestEveryResultHasJSON(t *testing.T) {
 	// They print a result but need a live host, a server or root: the flag
 	// is checked, the output by their own packages' tests (bench: benchcmd
 	// TestExport; capture: capturecmd TestBlockOnlyJSON).
-	live := []string{"net drops", "net watch", "fleet", "lab crypt", "lab crypto-limit", "bench", "capture"}
+	live := []string{"net drops", "net watch", "fleet", "fleet verdict", "lab crypt", "lab crypto-limit", "bench", "capture"}
 	// Why these have no --format json.
 	exempt := map[string]string{
 		"bench export": "writes fio job files, not a result",

@@ -62,6 +62,7 @@ and the nodes at both ends (docs/agent.md, "The encryption tax").
 	f.StringVar(&o.Format, "format", "text", "output format: text, json, or markdown with --tax")
 	f.BoolVar(&o.Tax, "tax", false, "summarise the encryption tax per group (needs the recording rules of deploy/kubernetes/prometheusrule.yaml)")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Second, "time allowed for the queries")
+	cmd.AddCommand(NewCmdVerdict(env, nil))
 	return cmd
 }
 

@@ -1,0 +1,248 @@
+package fleetcmd_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/slowpath/slowpath/internal/agent/nettree"
+	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
+	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
+	"github.com/slowpath/slowpath/internal/fleetverdict"
+	"github.com/slowpath/slowpath/internal/prometheustest"
+)
+
+// verdictGroup is one node pool of the verdict fleet: its nodes, how many
+// run the change, and what the change does to the canaries' service.
+type verdictGroup struct {
+	pool            string
+	nodes, canaries int
+	docsFactor      float64 // the canaries' indexing rate after the change, relative
+}
+
+const (
+	verdictWindow = 6 * time.Second
+	verdictRate   = 3 * time.Second
+	canaryLabel   = "slowpath.dev/canary=net-backlog"
+)
+
+// TestFleetVerdict: Debian's Prometheus scrapes 24 agents on node trees the
+// test keeps moving (backlog drops at 400 to 680 per second, a different
+// rate per node) and each node's service exporter (indexed documents, 2000
+// to 2700 per second). At a whole second the canaries get
+// netdev_max_backlog 32768 from fix's state file and their drops fall to
+// 40 per second; in pool-a their indexing rises by a fifth (promote), in
+// pool-b it falls by 30% (roll back on the service's guard), and pool-c
+// has 2 canaries of 8, which the U test cannot decide (hold: 3 would).
+// Before the window after the change is over, every pool holds.
+func TestFleetVerdict(t *testing.T) {
+	groups := []verdictGroup{{"pool-a", 8, 4, 1.2}, {"pool-b", 8, 4, 0.7}, {"pool-c", 8, 2, 1.2}}
+	type node struct {
+		tree   *nettree.Tree
+		name   string
+		canary bool
+		docs   uint64
+		drops  uint64
+		factor float64
+	}
+	var nodes []*node
+	var targets []prometheustest.Target
+	for _, g := range groups {
+		for i := range g.nodes {
+			tr := nettree.Write(t, 2)
+			n := &node{tree: tr, name: fmt.Sprintf("%s-node-%d", g.pool, i), canary: i < g.canaries,
+				drops: uint64(400 + 40*i), docs: uint64(2000 + 100*i), factor: g.docsFactor}
+			tr.SetRates(n.drops, n.docs)
+			tr.Keep(t)
+			labels := map[string]string{"node": n.name, "node_pool": g.pool}
+			targets = append(targets,
+				prometheustest.Target{Addr: agenttest.StartRoot(t, tr.FS, "--topology-interval", "1s"), Labels: labels},
+				prometheustest.Target{Addr: tr.Service, Labels: labels})
+			nodes = append(nodes, n)
+		}
+	}
+	prom := prometheustest.Start(t, targets)
+	// The window before the change needs rates all through it.
+	time.Sleep(verdictWindow + verdictRate + time.Second)
+	at := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(at))
+	for _, n := range nodes {
+		if !n.canary {
+			continue
+		}
+		n.tree.SetRates(40, uint64(float64(n.docs)*n.factor))
+		if err := n.tree.Apply("net.backlog-drops", "net.core.netdev_max_backlog", 32768, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prom.WaitFor(t, `count(slowpath_fix_applied{id="net.backlog-drops"}) == 10`, 20*time.Second)
+
+	args := []string{"--prometheus", prom.URL, "--change", "net.backlog-drops", "--by", "node_pool", "--node-label", "node",
+		"--window", verdictWindow.String(), "--rate-interval", verdictRate.String(),
+		"--metric", "indexing_docs_per_second=sum by (node) (rate(indexed_docs_total[$__rate_interval]))",
+		"--canary", canaryLabel, "--format", "json"}
+
+	// Too early: the window after the change is not over anywhere.
+	early := verdict(t, args...)
+	for _, g := range early.Groups {
+		if g.Outcome != "hold" || !strings.Contains(g.Reason, "window after the change ends at") || len(g.Actions) != 0 {
+			t.Errorf("%s before the window ended: %s: %s (%d actions)", g.Value, g.Outcome, g.Reason, len(g.Actions))
+		}
+	}
+
+	time.Sleep(time.Until(at.Add(verdictRate + verdictWindow + time.Second)))
+	r := verdict(t, args...)
+	want := map[string]struct {
+		outcome, drops, docs string
+		canaries, actions    int
+		verb                 string
+	}{
+		"pool-a": {"promote", "better", "better", 4, 4, "label"},
+		"pool-b": {"roll back", "better", "worse", 4, 4, "unlabel"},
+		"pool-c": {"hold", "", "", 2, 0, ""},
+	}
+	if len(r.Groups) != 3 || len(r.Unchanged) != 0 {
+		t.Fatalf("groups %d, unchanged %v", len(r.Groups), r.Unchanged)
+	}
+	for _, g := range r.Groups {
+		w := want[g.Value]
+		if g.Outcome != w.outcome || len(g.Canaries) != w.canaries || g.Nodes != 8 || len(g.Metrics) != 2 {
+			t.Errorf("%s: %s (%s), %d canaries of %d nodes, %d series; want %s, %d of 8, 2", g.Value, g.Outcome, g.Reason, len(g.Canaries), g.Nodes, len(g.Metrics), w.outcome, w.canaries)
+			continue
+		}
+		if !g.FirstChange.Equal(at) || !g.Before.To.Equal(at) || !g.After.From.Equal(at.Add(verdictRate)) {
+			t.Errorf("%s: changed %v, before %v, after %v; want the change at %v", g.Value, g.FirstChange, g.Before, g.After, at)
+		}
+		for i, m := range g.Metrics {
+			wantChange := []string{w.drops, w.docs}[i]
+			if m.Change != wantChange || m.Canaries != w.canaries || m.Controls != 8-w.canaries || len(m.Nodes) != 8 {
+				t.Errorf("%s %s: %s (%s, p %v), %d canaries %d others %d nodes; want %q", g.Value, m.Name, m.Change, m.Test, m.AdjustedP, m.Canaries, m.Controls, len(m.Nodes), wantChange)
+			}
+		}
+		// The drops' difference in differences is the canaries' fall.
+		if d := g.Metrics[0]; d.Effect > -300 || d.Effect < -700 || d.ControlChange < -20 || d.ControlChange > 20 {
+			t.Errorf("%s drops: canaries %g others %g effect %g; want the others near 0 and an effect of -360 to -660", g.Value, d.CanaryChange, d.ControlChange, d.Effect)
+		}
+		if len(g.Actions) != w.actions {
+			t.Errorf("%s: %d actions, want %d: %+v", g.Value, len(g.Actions), w.actions, g.Actions)
+		}
+		for _, a := range g.Actions {
+			canary := strings.HasSuffix(a.Node, "-0") || strings.HasSuffix(a.Node, "-1") || strings.HasSuffix(a.Node, "-2") || strings.HasSuffix(a.Node, "-3")
+			if a.Verb != w.verb || canary != (w.verb == "unlabel") {
+				t.Errorf("%s: action %+v", g.Value, a)
+			}
+		}
+		if g.Value == "pool-c" && (g.NeedCanaries != 3 || !strings.Contains(g.Reason, "at least 3 canaries")) {
+			t.Errorf("pool-c: need %d canaries (%s), want 3", g.NeedCanaries, g.Reason)
+		}
+	}
+
+	// The other formats say the same.
+	text := string(runVerdict(t, nil, append(args[:len(args)-2:len(args)-2], "--format", "text")...))
+	for _, s := range []string{"pool-a (8 nodes, 4 canaries): promote", "pool-b (8 nodes, 4 canaries): roll back", "pool-c (8 nodes, 2 canaries): hold",
+		"unlabel: kubectl label --overwrite node pool-b-node-0 slowpath.dev/canary-"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("text lacks %q:\n%s", s, text)
+		}
+	}
+	md := string(runVerdict(t, nil, append(args[:len(args)-2:len(args)-2], "--format", "markdown")...))
+	if !strings.Contains(md, "| pool-b | 8 | 4 | roll back | backlog_drops_per_second |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	page := string(runVerdict(t, nil, append(args[:len(args)-2:len(args)-2], "--format", "html")...))
+	if !strings.Contains(page, "pool-a: promote") || !strings.Contains(page, "pool-b-node-7") {
+		t.Errorf("html lacks a group or a node")
+	}
+
+	// --fail-on: a rollback fails the pipeline.
+	var out bytes.Buffer
+	err := execVerdict(&out, nil, append(args[:len(args)-2:len(args)-2], "--fail-on", "rollback")...)
+	var ee *clienv.ExitError
+	if !errors.As(err, &ee) || ee.Code != clienv.ExitFindings || !strings.Contains(err.Error(), "pool-b roll back") {
+		t.Errorf("--fail-on rollback: %v", err)
+	}
+
+	// --apply through client-go: the fake cluster's nodes are relabelled,
+	// each change printed before it is made.
+	var objs []runtime.Object
+	for _, n := range nodes {
+		labels := map[string]string{}
+		if n.canary {
+			labels["slowpath.dev/canary"] = "net-backlog"
+		}
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}})
+	}
+	cs := dynamicfake.NewSimpleDynamicClient(scheme.Scheme, objs...)
+	out.Reset()
+	if err := execVerdict(&out, cs, append(args[:len(args)-2:len(args)-2], "--apply")...); err != nil {
+		t.Fatalf("--apply: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "--apply: 8 label changes\npool-a: kubectl label --overwrite node pool-a-node-4 'slowpath.dev/canary=net-backlog'\n") {
+		t.Errorf("--apply output:\n%s", out.String())
+	}
+	for _, n := range nodes {
+		got, err := cs.Resource(fleetverdict.Nodes).Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, labelled := got.GetLabels()["slowpath.dev/canary"]
+		want := n.canary
+		switch {
+		case strings.HasPrefix(n.name, "pool-a"):
+			want = true
+		case strings.HasPrefix(n.name, "pool-b"):
+			want = false
+		}
+		if labelled != want {
+			t.Errorf("node %s labelled %v after --apply, want %v", n.name, labelled, want)
+		}
+	}
+}
+
+func verdict(t *testing.T, args ...string) fleetverdict.Report {
+	t.Helper()
+	var r fleetverdict.Report
+	if err := json.Unmarshal(runVerdict(t, nil, args...), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func runVerdict(t *testing.T, kube dynamic.Interface, args ...string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := execVerdict(&out, kube, args...); err != nil {
+		t.Fatalf("fleet verdict %v: %v", args, err)
+	}
+	return out.Bytes()
+}
+
+func execVerdict(out io.Writer, kube dynamic.Interface, args ...string) error {
+	env := &clienv.Env{Stdout: out, Stderr: io.Discard}
+	cmd := fleetcmd.NewCmdVerdict(env, func(ctx context.Context, o *fleetcmd.VerdictOptions) error {
+		o.Kube = func(string) (dynamic.Interface, error) {
+			if kube == nil {
+				return nil, errors.New("no cluster in this test")
+			}
+			return kube, nil
+		}
+		return clienv.Usage(fleetcmd.RunVerdict(ctx, env, o))
+	})
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	return cmd.Execute()
+}
