@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -107,8 +108,14 @@ type Node struct {
 	After  *float64 `json:"after"`
 }
 
+var checkID = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9-]+)+$`)
+
 // Validate checks the options before any query.
 func (o Options) Validate() error {
+	// The id goes into a PromQL string: a check id's characters only.
+	if !checkID.MatchString(o.Change) {
+		return fmt.Errorf("--change %q: not a check id (docs/checks.md)", o.Change)
+	}
 	if err := CheckLabelName("--by", o.By); err != nil {
 		return err
 	}
@@ -242,6 +249,10 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 		if err != nil {
 			return g, err
 		}
+		if !slices.ContainsFunc(nodes, func(n string) bool { _, b := before[n]; _, f := after[n]; return b || f }) && len(before)+len(after) > 0 {
+			return g, fmt.Errorf("series %s: none of its series names a node of %s by %s (it has e.g. %s=%q): every series must name nodes the same way, see --node-label",
+				s.Name, value, o.NodeLabel, o.NodeLabel, anyKey(before, after))
+		}
 		m := canary.Metric{Name: s.Name, Role: s.Role, HigherIsBetter: s.Better == Higher}
 		for _, n := range nodes {
 			b, okb := before[n]
@@ -316,4 +327,18 @@ func finite(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+func anyKey(ms ...map[string]float64) string {
+	var keys []string
+	for _, m := range ms {
+		for k := range m {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
 }

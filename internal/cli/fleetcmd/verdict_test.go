@@ -168,6 +168,36 @@ func TestFleetVerdict(t *testing.T) {
 		t.Errorf("html lacks a group or a node")
 	}
 
+	// What the queries cannot answer is said, never guessed.
+	base := args[:4:4] // --prometheus URL --change net.backlog-drops
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		// The service's series carry instance too, but its own address,
+		// not the agent's: no node of the group.
+		{[]string{"--by", "node_pool", "--window", "6s", "--rate-interval", "3s", "--metric", "docs=sum by (instance) (rate(indexed_docs_total[3s]))"}, "none of its series names a node of pool-a by instance"},
+		{[]string{"--by", "node_pool", "--node-label", "pod"}, `has no label "pod"`},
+		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "all=sum(rate(indexed_docs_total[1m]))"}, `has no label "node": aggregate per node`},
+		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "up=up"}, `has more than one series: aggregate per node`},
+	} {
+		var out bytes.Buffer
+		err := execVerdict(&out, nil, append(append([]string(nil), base...), tc.args...)...)
+		if tc.err == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+		}
+	}
+	var none bytes.Buffer
+	if err := execVerdict(&none, nil, "--prometheus", prom.URL, "--change", "net.ring-undersized", "--by", "node_pool", "--node-label", "node"); err == nil || !strings.Contains(err.Error(), "no node runs net.ring-undersized") {
+		t.Errorf("a change no node runs: %v", err)
+	}
+
 	// --fail-on: a rollback fails the pipeline.
 	var out bytes.Buffer
 	err := execVerdict(&out, nil, append(args[:len(args)-2:len(args)-2], "--fail-on", "rollback")...)
@@ -245,4 +275,35 @@ func execVerdict(out io.Writer, kube dynamic.Interface, args ...string) error {
 	cmd.SetArgs(args)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	return cmd.Execute()
+}
+
+// TestVerdictUsage: flags are checked before any query.
+func TestVerdictUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--change", "net.backlog-drops"}, "--prometheus URL is required"},
+		{[]string{"--prometheus", "http://127.0.0.1:1"}, "--change ID is required"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog"}, "no such check"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "storage.stacked-encryption"}, "has no series of its own"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "storage.stacked-encryption", "--finding-series=false", "--metric", "x=y"}, "no primary series"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--apply"}, "--apply needs --canary"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--canary", "a=b", "--apply", "--format", "json"}, "use --format text"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--canary", "a b=c"}, "--canary"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--format", "yaml"}, "unknown --format"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--fail-on", "worse"}, "--fail-on"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--changed-at", "yesterday"}, "RFC 3339"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--by", "instance"}, "is the node label"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--metric", "a,b=c"}, "unknown option"},
+	} {
+		cmd := fleetcmd.NewCmdVerdict(&clienv.Env{Stdout: io.Discard, Stderr: io.Discard}, nil)
+		cmd.SetArgs(tc.args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.Execute()
+		var ee *clienv.ExitError
+		if !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: %v, want a usage error with %q", tc.args, err, tc.err)
+		}
+	}
 }
