@@ -2,8 +2,9 @@
 // a fleet: promote, hold or roll back. It is pure: each node's mean of a
 // metric over a window before and after the change in, a verdict out.
 //
-// The design (issue 31): a node's change is its own after minus its own
-// before, so a node's level (its load, its hardware) cancels; the canaries'
+// The design (issue 31): a node's change is its own after against its own
+// before (the difference, or with Metric.Relative its share of the
+// before), so a node's level (its load, its hardware) cancels; the canaries'
 // changes are then tested against the other nodes' changes of the same
 // group over the same windows (difference in differences per node), so a
 // fleet-wide drift (a traffic peak, a deploy) cancels too. The test is
@@ -48,7 +49,15 @@ type Metric struct {
 	Name           string
 	Role           string
 	HigherIsBetter bool
-	Nodes          []Node
+	// Relative takes a node's change as a share of its own before,
+	// (after - before) / |before|, instead of the difference: where nodes'
+	// levels differ by multiples (load, size) a fleet-wide drift moves each
+	// by its own level, and the absolute changes of canaries and others
+	// overlap although every canary fell by the same share. A node with
+	// nothing before changes by 0 if nothing after either, else by +Inf or
+	// -Inf: the U test ranks it beyond every finite change.
+	Relative bool
+	Nodes    []Node
 }
 
 // MetricResult is one metric's test.
@@ -154,8 +163,8 @@ func test(m Metric, alpha float64) (MetricResult, error) {
 			return r, fmt.Errorf("metric %q: node %q twice", m.Name, n.Name)
 		}
 		seen[n.Name] = true
-		d := n.After - n.Before
-		if math.IsNaN(d) || math.IsInf(d, 0) {
+		d := change(n, m.Relative)
+		if math.IsNaN(d) {
 			continue
 		}
 		if n.Canary {
@@ -174,6 +183,25 @@ func test(m Metric, alpha float64) (MetricResult, error) {
 		r.AdjustedP = r.Comparison.P
 	}
 	return r, nil
+}
+
+// change is a node's after against its before; NaN when either is not a
+// finite number.
+func change(n Node, relative bool) float64 {
+	if math.IsNaN(n.Before) || math.IsInf(n.Before, 0) || math.IsNaN(n.After) || math.IsInf(n.After, 0) {
+		return math.NaN()
+	}
+	d := n.After - n.Before
+	if !relative {
+		return d
+	}
+	if n.Before == 0 {
+		if d == 0 {
+			return 0
+		}
+		return math.Inf(int(math.Copysign(1, d)))
+	}
+	return d / math.Abs(n.Before)
 }
 
 func direction(larger float64, higherIsBetter bool) string {

@@ -202,3 +202,33 @@ func TestAA(t *testing.T) {
 		t.Errorf("promoted %d of %d windows with a real effect, want at least 95%%", promoted, aaWindows)
 	}
 }
+
+// TestRelativeChange: each node's change as a share of its own before,
+// worked by hand. Canaries at 50 to 5000 all fall by 90% while a
+// fleet-wide drift takes 10% off the others: the absolute changes (-45 to
+// -4500 against -1 to -500) overlap, the shares do not. A node from 0 to
+// something ranks beyond every finite change, 0 to 0 is no change.
+func TestRelativeChange(t *testing.T) {
+	m := Metric{Name: "drops", Role: RolePrimary, Relative: true}
+	for i, before := range []float64{100, 1000, 5000, 50} {
+		m.Nodes = append(m.Nodes, Node{Name: fmt.Sprint("c", i), Canary: true, Before: before, After: before / 10})
+	}
+	for i, n := range []struct{ before, after float64 }{{100, 90}, {5000, 4500}, {1000, 900}, {10, 9}, {0, 3}, {0, 0}} {
+		m.Nodes = append(m.Nodes, Node{Name: fmt.Sprint("o", i), Before: n.before, After: n.after})
+	}
+	v, err := Decide("g", []Metric{m}, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := v.Metrics[0]
+	// Canaries -0.9 x4; others -0.1 x4, +Inf, 0 (median -0.1):
+	// separated, 4 against 6: 2/210.
+	if math.Abs(r.CanaryChange+0.9) > 1e-12 || math.Abs(r.ControlChange+0.1) > 1e-12 || math.Abs(r.Effect+0.8) > 1e-12 ||
+		math.Abs(r.Comparison.P-2.0/210) > 1e-9 || r.Change != "better" {
+		t.Errorf("relative: %+v", r)
+	}
+	m.Relative = false
+	if v, _ := Decide("g", []Metric{m}, 0.05); v.Metrics[0].Change != "" {
+		t.Errorf("absolute changes overlap, yet %+v", v.Metrics[0])
+	}
+}

@@ -43,7 +43,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 				}
 				t.Rows = append(t.Rows, []htmlreport.Cell{{Text: m.Name}, {Text: m.Role}, {Text: m.Better},
 					{Text: fmt.Sprint(m.Canaries), Class: "num"}, {Text: fmt.Sprint(m.Controls), Class: "num"},
-					{Text: num(m.CanaryChange), Class: "num"}, {Text: num(m.ControlChange), Class: "num"}, {Text: num(m.Effect), Class: "num"},
+					{Text: share(m.CanaryChange), Class: "num"}, {Text: share(m.ControlChange), Class: "num"}, {Text: points(m.Effect), Class: "num"},
 					{Text: pText(m), Class: "num"}, {Text: verdictText(m), Class: vc}})
 			}
 			s.Blocks = append(s.Blocks, htmlreport.Block{Table: t})
@@ -69,6 +69,9 @@ func nodeBlocks(m Metric) []htmlreport.Block {
 		row := []htmlreport.Cell{{Text: n.Name}, {Text: role, Class: "muted"}, {Text: opt(n.Before), Class: "num"}, {Text: opt(n.After), Class: "num"}, {Text: "-", Class: "num"}}
 		if n.Before != nil && n.After != nil {
 			row[4].Text = num(*n.After - *n.Before)
+			if *n.Before != 0 {
+				row[4].Text += " (" + share(ptr((*n.After-*n.Before)/abs(*n.Before))) + ")"
+			}
 			pt := []any{*n.Before, *n.After, n.Name}
 			if n.Canary {
 				canaries = append(canaries, pt)
@@ -100,4 +103,13 @@ func opt(v *float64) string {
 		return "-"
 	}
 	return num(*v)
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

@@ -89,9 +89,14 @@ type Metric struct {
 	Better        string  `json:"better"`
 	Canaries      int     `json:"canaries"`
 	Controls      int     `json:"controls"`
-	CanaryChange  float64 `json:"canary_change"`  // median per-node after minus before
-	ControlChange float64 `json:"control_change"` // the same, of the other nodes
-	Effect        float64 `json:"effect"`         // their difference
+	// CanaryChange is the canaries' median change, each node's after
+	// against its own before as a share of it ((after - before) / before:
+	// -0.9 is a fall of 90%); ControlChange the same of the other nodes;
+	// Effect their difference, the difference in differences. Null when
+	// not a finite number (a node from nothing to something is +Inf).
+	CanaryChange  *float64 `json:"canary_change"`
+	ControlChange *float64 `json:"control_change"`
+	Effect        *float64 `json:"effect"`
 	P             float64 `json:"p"`
 	// AdjustedP is null for a primary that the fixed sequence did not reach.
 	AdjustedP *float64 `json:"adjusted_p"`
@@ -239,7 +244,7 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 		g.Reason = fmt.Sprintf("the window after the change ends at %s, in %s: run the verdict again then", g.After.To.Format(time.RFC3339), o.After(g.After.To))
 		return g, nil
 	}
-	var metrics []canary.Metric
+	var windows []Windows
 	for _, s := range o.Series {
 		before, err := means(ctx, a, o, s, g.Before.To)
 		if err != nil {
@@ -253,10 +258,26 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 			return g, fmt.Errorf("series %s: none of its series names a node of %s by %s (it has e.g. %s=%q): every series must name nodes the same way, see --node-label",
 				s.Name, value, o.NodeLabel, o.NodeLabel, anyKey(before, after))
 		}
-		m := canary.Metric{Name: s.Name, Role: s.Role, HigherIsBetter: s.Better == Higher}
+		windows = append(windows, Windows{Before: before, After: after})
+	}
+	return g, Decide(&g, nodes, changed, o.Series, windows, o.Alpha)
+}
+
+// Windows are one series' per-node means before and after the change.
+type Windows struct{ Before, After map[string]float64 }
+
+// Decide fills in g's verdict from every series' per-node means (windows
+// in the order of series): the nodes in changed are the canaries, the
+// group's other nodes the controls. It is what Query does once the means
+// are read, so the A/A test runs it on committed windows.
+func Decide(g *Group, nodes []string, changed map[string]time.Time, series []Series, windows []Windows, alpha float64) error {
+	var metrics []canary.Metric
+	for i, s := range series {
+		w := windows[i]
+		m := canary.Metric{Name: s.Name, Role: s.Role, HigherIsBetter: s.Better == Higher, Relative: true}
 		for _, n := range nodes {
-			b, okb := before[n]
-			f, oka := after[n]
+			b, okb := w.Before[n]
+			f, oka := w.After[n]
 			if !okb && !oka {
 				continue
 			}
@@ -272,15 +293,15 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 		}
 		metrics = append(metrics, m)
 	}
-	v, err := canary.Decide(value, metrics, o.Alpha)
+	v, err := canary.Decide(g.Value, metrics, alpha)
 	if err != nil {
-		return g, err
+		return err
 	}
 	g.Outcome, g.Reason, g.NeedCanaries = v.Outcome, v.Reason, v.NeedCanaries
 	for i, res := range v.Metrics {
-		g.Metrics = append(g.Metrics, metricOf(o.Series[i], res, metrics[i]))
+		g.Metrics = append(g.Metrics, metricOf(series[i], res, metrics[i]))
 	}
-	return g, nil
+	return nil
 }
 
 // After says how long until t, in whole seconds.
@@ -310,7 +331,7 @@ func means(ctx context.Context, a v1.API, o Options, s Series, end time.Time) (m
 
 func metricOf(s Series, r canary.MetricResult, m canary.Metric) Metric {
 	out := Metric{Name: s.Name, Role: s.Role, Better: s.Better, Canaries: r.Canaries, Controls: r.Controls,
-		CanaryChange: r.CanaryChange, ControlChange: r.ControlChange, Effect: r.Effect, P: r.Comparison.P,
+		CanaryChange: finite(r.CanaryChange), ControlChange: finite(r.ControlChange), Effect: finite(r.Effect), P: r.Comparison.P,
 		Test: r.Comparison.Verdict.String(), Change: r.Change, Nodes: []Node{}}
 	if !math.IsNaN(r.AdjustedP) {
 		p := r.AdjustedP

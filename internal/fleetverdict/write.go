@@ -26,7 +26,7 @@ func WriteText(w io.Writer, r *Report) error {
 			t.Row("  series", "role", "better", "canaries", "others", "canary change", "others' change", "effect", "p", "verdict")
 			for _, m := range g.Metrics {
 				t.Row("  "+m.Name, m.Role, m.Better, strconv.Itoa(m.Canaries), strconv.Itoa(m.Controls),
-					num(m.CanaryChange), num(m.ControlChange), num(m.Effect), pText(m), verdictText(m))
+					share(m.CanaryChange), share(m.ControlChange), points(m.Effect), pText(m), verdictText(m))
 			}
 			if err := t.Flush(); err != nil {
 				return err
@@ -63,7 +63,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				outcome = g.Outcome
 			}
 			t.Row(groupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), outcome, m.Name, m.Role,
-				num(m.CanaryChange), num(m.ControlChange), num(m.Effect), pText(m), verdictText(m))
+				share(m.CanaryChange), share(m.ControlChange), points(m.Effect), pText(m), verdictText(m))
 		}
 	}
 	if err := t.Flush(); err != nil {
@@ -119,6 +119,23 @@ func span(s Span) string {
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+// share prints a relative change as a signed percentage; "-" where it is
+// not a finite number.
+func share(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v*100, 'f', 1, 64) + "%"
+}
+
+// points prints a difference of two shares in percentage points.
+func points(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v*100, 'f', 1, 64) + " pts"
+}
 
 func pText(m Metric) string {
 	// Too few nodes: no arrangement could reach alpha, so no p is shown
