@@ -122,8 +122,8 @@ func TestPlan(t *testing.T) {
 		got[g.Value] = g.Actions
 	}
 	want := map[string][]Action{
-		"pool-a": {{"label", "a2", "kubectl label --overwrite node a2 'slowpath.dev/canary=backlog'"}, {"label", "a3", "kubectl label --overwrite node a3 'slowpath.dev/canary=backlog'"}},
-		"pool-b": {{"unlabel", "b0", "kubectl label --overwrite node b0 slowpath.dev/canary-"}, {"unlabel", "b1", "kubectl label --overwrite node b1 slowpath.dev/canary-"}},
+		"pool-a":           {{"label", "a2", "kubectl label --overwrite node a2 'slowpath.dev/canary=backlog'"}, {"label", "a3", "kubectl label --overwrite node a3 'slowpath.dev/canary=backlog'"}},
+		"pool-b":           {{"unlabel", "b0", "kubectl label --overwrite node b0 slowpath.dev/canary-"}, {"unlabel", "b1", "kubectl label --overwrite node b1 slowpath.dev/canary-"}},
 		"pool\x1b[31m|<i>": nil,
 	}
 	if d := cmp.Diff(want, got); d != "" {

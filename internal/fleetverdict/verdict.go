@@ -84,11 +84,11 @@ type Span struct {
 
 // Metric is one series' test in a group, with every node's means.
 type Metric struct {
-	Name          string  `json:"name"`
-	Role          string  `json:"role"`
-	Better        string  `json:"better"`
-	Canaries      int     `json:"canaries"`
-	Controls      int     `json:"controls"`
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Better   string `json:"better"`
+	Canaries int    `json:"canaries"`
+	Controls int    `json:"controls"`
 	// CanaryChange is the canaries' median change, each node's after
 	// against its own before as a share of it ((after - before) / before:
 	// -0.9 is a fall of 90%); ControlChange the same of the other nodes;
@@ -97,7 +97,7 @@ type Metric struct {
 	CanaryChange  *float64 `json:"canary_change"`
 	ControlChange *float64 `json:"control_change"`
 	Effect        *float64 `json:"effect"`
-	P             float64 `json:"p"`
+	P             float64  `json:"p"`
 	// AdjustedP is null for a primary that the fixed sequence did not reach.
 	AdjustedP *float64 `json:"adjusted_p"`
 	Test      string   `json:"test"`   // significant, no significant difference, too few runs, no data
