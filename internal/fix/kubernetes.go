@@ -109,7 +109,7 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	node, left := nodeTuning(p)
 	for _, s := range node {
 		script = append(script, s.Change.NodeCommand())
-		marker = append(marker, markerLine(s.Change))
+		marker = append(marker, markerLine(s.Change), fixLine(s))
 	}
 	// What the objects leave out is said in comments above them, so that
 	// an empty List never reads as "nothing to fix".
@@ -136,7 +136,8 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 				head.WriteString("#   " + l + "\n")
 			}
 		}
-		head.WriteString("# Then: slowpath fleet verdict, and widen the label (promote) or delete this DaemonSet (roll back).\n")
+		fmt.Fprintf(&head, "# Then: slowpath fleet verdict --change ID --canary %s=%s per group: promote labels the group's other nodes,\n", c.Key, c.Value)
+		head.WriteString("# roll back unlabels the canaries (the pod leaves; the settings it made stay until the node reboots).\n")
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "slowpath-node-tuning", "app.kubernetes.io/managed-by": "slowpath"}
 	ds := k8sDaemonSet{APIVersion: "apps/v1", Kind: "DaemonSet",
@@ -174,9 +175,13 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 
 // NodeTuningMarker is the node file the DaemonSet's init container writes
 // after tuning: one "sysctl KEY=VALUE" or "ring IFACE rx N" line per
-// setting. The collector reads it (internal/collect/host tuners.go), so
-// doctor and fix know the DaemonSet owns these knobs on that node. /run
-// is emptied at boot, when the init container writes it again.
+// setting, one "fix ID KEY VALUE SUBJECT" line per setting naming the
+// finding it fixes, and "applied-at UNIX-TIME", when the settings were
+// first made on this boot. The collector reads it (internal/collect/host
+// tuners.go), so doctor and fix know the DaemonSet owns these knobs on
+// that node and the agent exports slowpath_fix_applied for a canary
+// verdict. /run is emptied at boot, when the init container writes it
+// again.
 const NodeTuningMarker = "/run/slowpath/node-tuning"
 
 func markerLine(c Change) string {
@@ -189,27 +194,50 @@ func markerLine(c Change) string {
 	return "# " + c.Kind()
 }
 
+func fixLine(s nodeStep) string {
+	return strings.TrimSpace(fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject))
+}
+
+// markerCommand writes the marker. A pod restarted on the same boot with
+// the same settings (the DaemonSet rolled, the node drained) keeps the
+// time they were first made, so a canary verdict's window before the
+// change does not move past it; new settings or a new boot take the time
+// of now.
 func markerCommand(lines []string) string {
 	q := make([]string, 0, len(lines)+1)
 	q = append(q, quote.Shell("# written by the slowpath-node-tuning DaemonSet (slowpath fix --format kubernetes)"))
 	for _, l := range lines {
 		q = append(q, quote.Shell(l))
 	}
-	return fmt.Sprintf("mkdir -p /run/slowpath && printf '%%s\\n' %s > %s", strings.Join(q, " "), NodeTuningMarker)
+	m := NodeTuningMarker
+	return strings.Join([]string{
+		"mkdir -p /run/slowpath",
+		fmt.Sprintf("new=$(printf '%%s\\n' %s)", strings.Join(q, " ")),
+		fmt.Sprintf("old=$(grep -v '^applied-at ' %s 2>/dev/null || true)", m),
+		fmt.Sprintf("at=$(sed -n 's/^applied-at \\([0-9][0-9]*\\)$/\\1/p' %s 2>/dev/null || true)", m),
+		`{ [ "$new" = "$old" ] && [ -n "$at" ] || at=$(date +%s); }`,
+		fmt.Sprintf(`printf '%%s\napplied-at %%s\n' "$new" "$at" > %s`, m),
+	}, " && ")
+}
+
+// nodeStep is a node tuning step with the finding it fixes.
+type nodeStep struct {
+	Step
+	ID, Subject string
 }
 
 // nodeTuning splits a plan into the steps that are node tuning (sysctls,
 // rings: what a DaemonSet or a tuned profile redoes at every start) and,
 // for everything else, a line saying what was left out and why.
-func nodeTuning(p *Plan) ([]Step, []string) {
-	var node []Step
+func nodeTuning(p *Plan) ([]nodeStep, []string) {
+	var node []nodeStep
 	var left []string
 	for _, e := range p.Entries {
 		on := fmt.Sprintf("%s on %s", e.ID, e.Subject)
 		isNode := len(e.Steps) > 0
 		for _, s := range e.Steps {
 			if s.Change.NodeCommand() != "" {
-				node = append(node, s)
+				node = append(node, nodeStep{Step: s, ID: e.ID, Subject: e.Subject})
 			} else {
 				isNode = false
 				left = append(left, fmt.Sprintf("%s: %s change, not node tuning redone at every start: %s", on, s.Change.Kind(), StepCommand(s)))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -42,8 +43,17 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 		if !strings.Contains(mark, fix.NodeTuningMarker) {
 			t.Fatalf("%s: the init script does not end by writing the marker:\n%s", name, cmd[len(cmd)-1])
 		}
+		// Run as a restarted pod would: the second run, same settings,
+		// keeps the first time; a marker whose settings differ (another
+		// DaemonSet version) gets a new one, which the test then undoes by
+		// running the first marker again after it.
+		m := fix.NodeTuningMarker
+		start := time.Now().Truncate(time.Second)
 		out, err := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-ec",
-			"mount -t tmpfs slowpath-test /run\n"+mark+"\ncat "+fix.NodeTuningMarker).CombinedOutput()
+			"mount -t tmpfs slowpath-test /run\n"+mark+"\na=$(grep applied-at "+m+")\nsleep 1.1\n"+mark+"\n"+
+				"[ \"$(grep applied-at "+m+")\" = \"$a\" ] || { echo restart moved the time; exit 9; }\n"+
+				"echo 'sysctl other.key=1' >> "+m+"\n"+mark+"\n[ \"$(grep applied-at "+m+")\" != \"$a\" ] || { echo new settings kept the old time; exit 9; }\n"+
+				"cat "+m).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: marker command: %v\n%s", name, err, out)
 		}
@@ -82,6 +92,24 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 		slices.Sort(want)
 		if len(want) == 0 || !slices.Equal(owned, want) {
 			t.Errorf("%s: collected from the marker %q, want the plan's node steps %q\nmarker:\n%s", name, owned, want, out)
+		}
+		// Every step is an applied fix of its finding, since the run.
+		var fixes, wantFixes []string
+		for _, f := range s.Host.Fixes {
+			fixes = append(fixes, f.ID+" "+f.Key+"="+f.Value+" on "+f.Subject)
+			if f.AppliedAt.Before(start) || f.AppliedAt.After(time.Now()) {
+				t.Errorf("%s: %s applied at %v, not during the test (from %v)", name, f.Key, f.AppliedAt, start)
+			}
+		}
+		for _, e := range p.Entries {
+			for _, st := range e.Steps {
+				wantFixes = append(wantFixes, e.ID+" "+st.Key()+"="+st.Change.Want("")+" on "+e.Subject)
+			}
+		}
+		slices.Sort(fixes)
+		slices.Sort(wantFixes)
+		if !slices.Equal(fixes, wantFixes) {
+			t.Errorf("%s: fixes from the marker %q, want %q\nmarker:\n%s", name, fixes, wantFixes, out)
 		}
 	}
 }

@@ -28,14 +28,14 @@ func Tuned(p *Plan) ([]byte, error) {
 		case Sysctl:
 			key, err := quote.SysctlKey(c.Key)
 			if err != nil {
-				left = append(left, fmt.Sprintf("%s: not written: %v: run %s at boot instead", c.Key, err, StepCommand(s)))
+				left = append(left, fmt.Sprintf("%s: not written: %v: run %s at boot instead", c.Key, err, StepCommand(s.Step)))
 				continue
 			}
 			fmt.Fprintf(&sysctls, "%s=%d\n", key, c.To)
 		case Ring:
 			dev, err := quote.TunedDevice(c.Interface)
 			if err != nil {
-				left = append(left, fmt.Sprintf("ring of %s: not written: %v: run %s at boot instead", c.Interface, err, StepCommand(s)))
+				left = append(left, fmt.Sprintf("ring of %s: not written: %v: run %s at boot instead", c.Interface, err, StepCommand(s.Step)))
 				continue
 			}
 			n++

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"os"
+	"slices"
 
 	"github.com/slowpath/slowpath/internal/fix/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -12,7 +13,8 @@ import (
 // collectFixes reads what `slowpath fix --apply` changed on the host from
 // its state file under the root, keeping the runtime changes that still
 // hold on this boot (a reboot reset the others). No file: slowpath changed
-// nothing. It runs after collectIdentity, whose boot id it compares.
+// nothing. It runs after collectIdentity, whose boot id it compares, and
+// after collectTuners, whose node-tuning marker may name fixes too.
 func collectFixes(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	path := fs.RootPath(fixstate.DefaultPath)
 	b, err := os.ReadFile(path)
@@ -29,6 +31,11 @@ func collectFixes(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 		return
 	}
 	for _, c := range st.Holding(h.BootID) {
-		h.Fixes = append(h.Fixes, snapshot.AppliedFix{ID: c.ID, Subject: c.Subject, Key: c.Key, Value: c.Applied, AppliedAt: c.AppliedAt})
+		f := snapshot.AppliedFix{ID: c.ID, Subject: c.Subject, Key: c.Key, Value: c.Applied, AppliedAt: c.AppliedAt}
+		// The node-tuning DaemonSet's marker may name the same setting
+		// (fix --apply run on a node it tunes): one series, the marker's.
+		if !slices.ContainsFunc(h.Fixes, func(o snapshot.AppliedFix) bool { return o.ID == f.ID && o.Key == f.Key && o.Value == f.Value && o.Subject == f.Subject }) {
+			h.Fixes = append(h.Fixes, f)
+		}
 	}
 }

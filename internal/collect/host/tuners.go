@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -29,7 +30,7 @@ func collectTuners(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	if t, ok := collectTuned(fs, procs["tuned"], s); ok {
 		h.Tuners = append(h.Tuners, t)
 	}
-	if t, ok := collectNodeTuning(fs, s); ok {
+	if t, ok := collectNodeTuning(fs, h, s); ok {
 		h.Tuners = append(h.Tuners, t)
 	}
 }
@@ -99,10 +100,12 @@ func bpftuneLibDirs(fs hostfs.FS) []string {
 
 // nodeTuningMarker is written by the init container of the DaemonSet that
 // `slowpath fix --format kubernetes` renders (internal/fix/kubernetes.go):
-// one "sysctl KEY=VALUE" or "ring IFACE rx N" line per setting.
+// one "sysctl KEY=VALUE" or "ring IFACE rx N" line per setting, a "fix ID
+// KEY VALUE SUBJECT" line per setting and "applied-at UNIX-TIME" (older
+// markers have neither).
 const nodeTuningMarker = "run/slowpath/node-tuning"
 
-func collectNodeTuning(fs hostfs.FS, s *snapshot.Snapshot) (snapshot.Tuner, bool) {
+func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (snapshot.Tuner, bool) {
 	b, err := fs.ReadRootFile(nodeTuningMarker)
 	if err != nil {
 		if hostfs.Classify(err) != hostfs.KindMissing {
@@ -111,10 +114,31 @@ func collectNodeTuning(fs hostfs.FS, s *snapshot.Snapshot) (snapshot.Tuner, bool
 		return snapshot.Tuner{}, false
 	}
 	t := snapshot.Tuner{Name: "slowpath-node-tuning", Seen: []string{"/" + nodeTuningMarker}}
+	var fixes []snapshot.AppliedFix
+	var at time.Time
 	for i, line := range strings.Split(string(b), "\n") {
 		kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch kind {
 		case "", "#":
+		case "fix":
+			// fix ID KEY VALUE [SUBJECT]: which finding a setting fixes.
+			f := strings.SplitN(rest, " ", 4)
+			if len(f) < 3 {
+				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: %q is not ID KEY VALUE SUBJECT", i+1, rest))
+				continue
+			}
+			af := snapshot.AppliedFix{ID: f[0], Key: f[1], Value: f[2]}
+			if len(f) == 4 {
+				af.Subject = f[3]
+			}
+			fixes = append(fixes, af)
+		case "applied-at":
+			sec, err := strconv.ParseInt(rest, 10, 64)
+			if err != nil || sec <= 0 {
+				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: applied-at %q is not a Unix time", i+1, rest))
+				continue
+			}
+			at = time.Unix(sec, 0).UTC()
 		case "sysctl":
 			k, v, ok := strings.Cut(rest, "=")
 			if !ok || !validSysctlKey(k) {
@@ -134,6 +158,12 @@ func collectNodeTuning(fs hostfs.FS, s *snapshot.Snapshot) (snapshot.Tuner, bool
 				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: unknown setting %q", i+1, kind))
 			}
 		}
+	}
+	// The marker is on /run, emptied at boot: what it names holds on
+	// this boot.
+	for _, f := range fixes {
+		f.AppliedAt = at
+		h.Fixes = append(h.Fixes, f)
 	}
 	return t, true
 }

@@ -3,9 +3,12 @@ package host
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
@@ -86,5 +89,43 @@ func TestTunedMergeAgreesWithTuned(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantRings, mine.Rings); diff != "" {
 		t.Errorf("rings: tuned's loader (-) vs the collector (+):\n%s", diff)
+	}
+}
+
+// TestNodeTuningMarkerFixes: the marker's fix lines are applied fixes at
+// its applied-at time (fix --apply's state file naming the same setting
+// adds no second one); an older marker without them names none, and
+// malformed lines are errors, never fixes.
+func TestNodeTuningMarkerFixes(t *testing.T) {
+	for _, tc := range []struct {
+		name, marker string
+		fixes        []snapshot.AppliedFix
+		errs         int
+	}{
+		{"new", "# written by\nsysctl net.core.netdev_max_backlog=32768\nfix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768 softnet\nring eth0 rx 8192\nfix net.ring-undersized ring:eth0:rx 8192 eth0\napplied-at 1795773969\n",
+			[]snapshot.AppliedFix{
+				{ID: "net.backlog-drops", Subject: "softnet", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768", AppliedAt: time.Unix(1795773969, 0).UTC()},
+				{ID: "net.ring-undersized", Subject: "eth0", Key: "ring:eth0:rx", Value: "8192", AppliedAt: time.Unix(1795773969, 0).UTC()},
+			}, 0},
+		{"older marker", "sysctl net.core.netdev_max_backlog=32768\n", nil, 0},
+		{"no time", "fix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768\n",
+			[]snapshot.AppliedFix{{ID: "net.backlog-drops", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768"}}, 0},
+		{"truncated fix", "fix net.backlog-drops sysctl:x\napplied-at 1\n", nil, 1},
+		{"bad time", "fix a.b k v s\napplied-at yesterday\n", []snapshot.AppliedFix{{ID: "a.b", Key: "k", Value: "v", Subject: "s"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			hostfstest.WriteFile(t, root, "run/slowpath/node-tuning", tc.marker)
+			hostfstest.WriteFile(t, root, "proc/1/comm", "systemd\n") // no tuner process
+			var s snapshot.Snapshot
+			h := &snapshot.Host{}
+			collectTuners(hostfs.New(root), h, &s)
+			if d := cmp.Diff(tc.fixes, h.Fixes); d != "" {
+				t.Errorf("fixes (-want +got):\n%s", d)
+			}
+			if len(s.Manifest.Errors) != tc.errs {
+				t.Errorf("errors %v, want %d", s.Manifest.Errors, tc.errs)
+			}
+		})
 	}
 }
