@@ -34,7 +34,9 @@ func collectFixes(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 		f := snapshot.AppliedFix{ID: c.ID, Subject: c.Subject, Key: c.Key, Value: c.Applied, AppliedAt: c.AppliedAt}
 		// The node-tuning DaemonSet's marker may name the same setting
 		// (fix --apply run on a node it tunes): one series, the marker's.
-		if !slices.ContainsFunc(h.Fixes, func(o snapshot.AppliedFix) bool { return o.ID == f.ID && o.Key == f.Key && o.Value == f.Value && o.Subject == f.Subject }) {
+		if !slices.ContainsFunc(h.Fixes, func(o snapshot.AppliedFix) bool {
+			return o.ID == f.ID && o.Key == f.Key && o.Value == f.Value && o.Subject == f.Subject
+		}) {
 			h.Fixes = append(h.Fixes, f)
 		}
 	}
