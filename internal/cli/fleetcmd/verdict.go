@@ -105,7 +105,7 @@ Exit status: 0, or 1 when --fail-on rollback (a group rolls back) or
 	f.StringVar(&o.Prometheus, "prometheus", "", "Prometheus base `URL` (http://host:9090)")
 	f.StringVar(&o.Change, "change", "", "the change: the check `ID` whose fix the canaries run (slowpath_fix_applied{id})")
 	f.StringVar(&o.By, "by", "instance_type", "group nodes by this Prometheus `LABEL`")
-	f.StringVar(&o.NodeLabel, "node-label", "instance", "the Prometheus `LABEL` that names a node in every series (node, as a relabeling of the node name sets it)")
+	f.StringVar(&o.NodeLabel, "node-label", "node", "the Prometheus `LABEL` that names a node in every series (deploy/kubernetes's ServiceMonitor sets node; instance for static targets)")
 	f.StringArrayVar(&o.Metrics, "metric", nil, "a series of your own: `NAME[,higher|lower][,primary|guard]=PROMQL` (repeatable)")
 	f.BoolVar(&o.FindingSeries, "finding-series", true, "test the finding's own series first (false: only --metric)")
 	f.DurationVar(&o.Window, "window", time.Hour, "length of the window before and after the change")

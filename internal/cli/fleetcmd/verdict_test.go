@@ -177,7 +177,7 @@ func TestFleetVerdict(t *testing.T) {
 	}{
 		// The service's series carry instance too, but its own address,
 		// not the agent's: no node of the group.
-		{[]string{"--by", "node_pool", "--window", "6s", "--rate-interval", "3s", "--metric", "docs=sum by (instance) (rate(indexed_docs_total[3s]))"}, "none of its series names a node of pool-a by instance"},
+		{[]string{"--by", "node_pool", "--node-label", "instance", "--window", "6s", "--rate-interval", "3s", "--metric", "docs=sum by (instance) (rate(indexed_docs_total[3s]))"}, "none of its series names a node of pool-a by instance"},
 		{[]string{"--by", "node_pool", "--node-label", "pod"}, `has no label "pod"`},
 		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "all=sum(rate(indexed_docs_total[1m]))"}, `has no label "node": aggregate per node`},
 		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "up=up"}, `has more than one series: aggregate per node`},
@@ -295,7 +295,7 @@ func TestVerdictUsage(t *testing.T) {
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--format", "yaml"}, "unknown --format"},
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--fail-on", "worse"}, "--fail-on"},
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--changed-at", "yesterday"}, "RFC 3339"},
-		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--by", "instance"}, "is the node label"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--by", "node"}, "is the node label"},
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--metric", "a,b=c"}, "unknown option"},
 	} {
 		cmd := fleetcmd.NewCmdVerdict(&clienv.Env{Stdout: io.Discard, Stderr: io.Discard}, nil)
