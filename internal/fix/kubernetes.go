@@ -3,6 +3,7 @@ package fix
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/slowpath/slowpath/internal/quote"
 
@@ -194,8 +195,18 @@ func markerLine(c Change) string {
 	return "# " + c.Kind()
 }
 
+// fixLine names the finding a setting fixes. The subject comes from the
+// host (an interface's name) and is the rest of the line: a line break or
+// other control character in it would start a line of its own, which the
+// collector would read as a setting, so each becomes '?'.
 func fixLine(s nodeStep) string {
-	return strings.TrimSpace(fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject))
+	subject := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, s.Subject)
+	return strings.TrimSpace(fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), subject))
 }
 
 // markerCommand writes the marker. A pod restarted on the same boot with

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -112,4 +113,48 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 			t.Errorf("%s: fixes from the marker %q, want %q\nmarker:\n%s", name, fixes, wantFixes, out)
 		}
 	}
+}
+
+// FuzzMarkerFixLine: whatever the finding's subject (it comes from the
+// host), the marker's fix line is read back by the collector as exactly
+// one fix of that finding with that setting, the subject kept but for its
+// control characters, and no setting or time of its own.
+func FuzzMarkerFixLine(f *testing.F) {
+	for _, s := range []string{"softnet", "eth0", "", " ", "a b", "x\nsysctl kernel.panic=1", "x\rapplied-at 1", "\u2028fix a.b k v", "é\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, subject string) {
+		line := fix.MarkerFixLine("net.backlog-drops", "net.core.netdev_max_backlog", 32768, subject)
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "run/slowpath"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "run/slowpath/node-tuning"), []byte(line+"\napplied-at 1795773969\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var s snapshot.Snapshot
+		host.Collect(hostfs.New(root), &s)
+		h := s.Host
+		if len(h.Fixes) != 1 {
+			t.Fatalf("subject %q: %d fixes from %q", subject, len(h.Fixes), line)
+		}
+		got := h.Fixes[0]
+		want := strings.TrimSpace(strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+				return '?'
+			}
+			return r
+		}, subject))
+		if got.ID != "net.backlog-drops" || got.Key != "sysctl:net.core.netdev_max_backlog" || got.Value != "32768" || strings.TrimSpace(got.Subject) != want {
+			t.Errorf("subject %q: read back %+v", subject, got)
+		}
+		for _, tu := range h.Tuners {
+			if len(tu.Sysctls)+len(tu.Rings) != 0 {
+				t.Errorf("subject %q: the fix line set %+v", subject, tu)
+			}
+		}
+	})
 }
