@@ -96,8 +96,13 @@ func TestFleetVerdict(t *testing.T) {
 		"--metric", "indexing_docs_per_second=sum by (node) (rate(indexed_docs_total[$__rate_interval]))",
 		"--canary", canaryLabel, "--format", "json"}
 
-	// Too early: the window after the change is not over anywhere.
+	// Too early: the window after the change is not over anywhere (unless
+	// a loaded machine took that long to get here).
 	early := verdict(t, args...)
+	if time.Since(at) >= verdictRate+verdictWindow {
+		t.Logf("the early verdict came %v after the change, past the window: not checked", time.Since(at))
+		early.Groups = nil
+	}
 	for _, g := range early.Groups {
 		if g.Outcome != "hold" || !strings.Contains(g.Reason, "window after the change ends at") || len(g.Actions) != 0 {
 			t.Errorf("%s before the window ended: %s: %s (%d actions)", g.Value, g.Outcome, g.Reason, len(g.Actions))
