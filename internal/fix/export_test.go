@@ -6,8 +6,8 @@ package fix
 // twice).
 var FixturePlan = fixturePlan
 
-// MarkerFixLine is the marker's fix line for a sysctl step of the finding
-// id on subject, for FuzzMarkerFixLine.
-func MarkerFixLine(id, key string, to int64, subject string) string {
-	return fixLine(nodeStep{Step: Step{Change: Sysctl{Key: key, To: to}}, ID: id, Subject: subject})
+// MarkerLines are the marker's lines for a ring step of the finding id
+// on subject, for FuzzMarkerLines.
+func MarkerLines(id, iface string, rx uint32, subject string) []string {
+	return markerLines(nodeStep{Step: Step{Change: Ring{Interface: iface, RX: rx}}, ID: id, Subject: subject})
 }

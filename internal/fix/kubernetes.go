@@ -110,7 +110,7 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	node, left := nodeTuning(p)
 	for _, s := range node {
 		script = append(script, s.Change.NodeCommand())
-		marker = append(marker, markerLine(s.Change), fixLine(s))
+		marker = append(marker, markerLines(s)...)
 	}
 	// What the objects leave out is said in comments above them, so that
 	// an empty List never reads as "nothing to fix".
@@ -195,18 +195,23 @@ func markerLine(c Change) string {
 	return "# " + c.Kind()
 }
 
-// fixLine names the finding a setting fixes. The subject comes from the
-// host (an interface's name) and is the rest of the line: a line break or
-// other control character in it would start a line of its own, which the
-// collector would read as a setting, so each becomes '?'.
-func fixLine(s nodeStep) string {
-	subject := strings.Map(func(r rune) rune {
+// markerLines are a step's setting line and the line naming the finding
+// it fixes. Interface names and subjects come from the host (a snapshot
+// given to fix --from): a line break or other control character in one
+// would start a line of its own, which the collector would read as a
+// setting or a fix, so each becomes '?'.
+func markerLines(s nodeStep) []string {
+	fixLine := fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject)
+	return []string{oneLine(markerLine(s.Change)), strings.TrimSpace(oneLine(fixLine))}
+}
+
+func oneLine(l string) string {
+	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return '?'
 		}
 		return r
-	}, s.Subject)
-	return strings.TrimSpace(fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), subject))
+	}, l)
 }
 
 // markerCommand writes the marker. A pod restarted on the same boot with

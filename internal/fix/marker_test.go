@@ -115,16 +115,18 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzMarkerFixLine: whatever the finding's subject (it comes from the
-// host), the marker's fix line is read back by the collector as exactly
-// one fix of that finding with that setting, the subject kept but for its
-// control characters, and no setting or time of its own.
-func FuzzMarkerFixLine(f *testing.F) {
-	for _, s := range []string{"softnet", "eth0", "", " ", "a b", "x\nsysctl kernel.panic=1", "x\rapplied-at 1", "\u2028fix a.b k v", "é\x00"} {
-		f.Add(s)
+// FuzzMarkerLines: whatever the interface's name and the finding's
+// subject (both come from the host, or a snapshot given to fix --from), a
+// ring step's marker lines read back as exactly one ring setting and one
+// fix of that finding, with the name and subject kept but for control
+// characters, and no other setting, fix or time.
+func FuzzMarkerLines(f *testing.F) {
+	for _, s := range [][2]string{{"eth0", "eth0"}, {"", ""}, {" ", "a b"}, {"eth0\nfix net.time-squeeze sysctl:net.core.netdev_budget 600 softnet", "x\nsysctl kernel.panic=1"},
+		{"e\rapplied-at 1", "\u2028fix a.b k v"}, {"é\x00", "s"}} {
+		f.Add(s[0], s[1])
 	}
-	f.Fuzz(func(t *testing.T, subject string) {
-		line := fix.MarkerFixLine("net.backlog-drops", "net.core.netdev_max_backlog", 32768, subject)
+	f.Fuzz(func(t *testing.T, iface, subject string) {
+		lines := fix.MarkerLines("net.ring-undersized", iface, 8192, subject)
 		root := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(root, "run/slowpath"), 0o755); err != nil {
 			t.Fatal(err)
@@ -132,28 +134,41 @@ func FuzzMarkerFixLine(f *testing.F) {
 		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, "run/slowpath/node-tuning"), []byte(line+"\napplied-at 1795773969\n"), 0o644); err != nil {
+		content := strings.Join(lines, "\n") + "\napplied-at 1795773969\n"
+		if err := os.WriteFile(filepath.Join(root, "run/slowpath/node-tuning"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var s snapshot.Snapshot
 		host.Collect(hostfs.New(root), &s)
-		h := s.Host
-		if len(h.Fixes) != 1 {
-			t.Fatalf("subject %q: %d fixes from %q", subject, len(h.Fixes), line)
+		clean := func(v string) string {
+			return strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+					return '?'
+				}
+				return r
+			}, v)
 		}
-		got := h.Fixes[0]
-		want := strings.TrimSpace(strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-				return '?'
+		var fixes []snapshot.AppliedFix
+		var settings int
+		for _, tu := range s.Host.Tuners {
+			settings += len(tu.Sysctls) + len(tu.Rings)
+		}
+		fixes = s.Host.Fixes
+		if len(fixes) > 1 || settings > 1 {
+			t.Fatalf("iface %q subject %q: %d fixes and %d settings from %q", iface, subject, len(fixes), settings, content)
+		}
+		// A name with a space splits the fix line's fields differently; a
+		// name that is empty or all spaces gives a line the collector
+		// refuses. Either way no second fix or setting; when one is read,
+		// it is the finding's, with its time.
+		if len(fixes) == 1 {
+			got := fixes[0]
+			if got.ID != "net.ring-undersized" || !got.AppliedAt.Equal(time.Unix(1795773969, 0)) {
+				t.Errorf("iface %q subject %q: read back %+v", iface, subject, got)
 			}
-			return r
-		}, subject))
-		if got.ID != "net.backlog-drops" || got.Key != "sysctl:net.core.netdev_max_backlog" || got.Value != "32768" || strings.TrimSpace(got.Subject) != want {
-			t.Errorf("subject %q: read back %+v", subject, got)
-		}
-		for _, tu := range h.Tuners {
-			if len(tu.Sysctls)+len(tu.Rings) != 0 {
-				t.Errorf("subject %q: the fix line set %+v", subject, tu)
+			if !strings.ContainsAny(iface, " \t") && iface != "" && (got.Key != "ring:"+clean(iface)+":rx" || got.Value != "8192" ||
+				strings.TrimSpace(got.Subject) != strings.TrimSpace(clean(subject))) {
+				t.Errorf("iface %q subject %q: read back %+v", iface, subject, got)
 			}
 		}
 	})

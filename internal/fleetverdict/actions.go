@@ -37,19 +37,7 @@ func Plan(r *Report, c fix.Canary) error {
 		verb := ""
 		switch g.Outcome {
 		case canary.Promote:
-			verb = "label"
-			canaries := map[string]bool{}
-			for _, n := range g.Canaries {
-				canaries[n] = true
-			}
-			for _, m := range g.Metrics {
-				for _, n := range m.Nodes {
-					if !canaries[n.Name] {
-						canaries[n.Name] = true
-						nodes = append(nodes, n.Name)
-					}
-				}
-			}
+			verb, nodes = "label", g.Others
 		case canary.Rollback:
 			verb, nodes = "unlabel", g.Canaries
 		}

@@ -100,15 +100,16 @@ func fixtureReport() *Report {
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	p := 0.029
 	return &Report{Change: "net.backlog-drops", By: "node_pool", NodeLabel: "node", Window: "30m", Alpha: 0.05, Groups: []Group{
-		{Value: "pool-a", Nodes: 4, Canaries: []string{"a0", "a1"}, Outcome: canary.Promote, Reason: "better", FirstChange: at, LastChange: at,
+		{Value: "pool-a", Nodes: 5, Canaries: []string{"a0", "a1"}, Others: []string{"a2", "a3", "a4"}, Outcome: canary.Promote, Reason: "better", FirstChange: at, LastChange: at,
 			Metrics: []Metric{{Name: "drops", Role: canary.RolePrimary, Better: Lower, AdjustedP: &p, Test: "significant", Change: "better", Nodes: nodes("a0", "a1", "a2", "a3")}}},
-		{Value: "pool-b", Nodes: 3, Canaries: []string{"b0", "b1"}, Outcome: canary.Rollback, Reason: "worse", FirstChange: at, LastChange: at.Add(time.Minute),
+		{Value: "pool-b", Nodes: 3, Canaries: []string{"b0", "b1"}, Others: []string{"b2"}, Outcome: canary.Rollback, Reason: "worse", FirstChange: at, LastChange: at.Add(time.Minute),
 			Metrics: []Metric{{Name: "drops", Role: canary.RolePrimary, Better: Lower, Nodes: nodes("b0", "b1", "b2")}}},
 		{Value: "pool\x1b[31m|<i>", Nodes: 3, Canaries: []string{"c0"}, Outcome: canary.Hold, Reason: "too few", FirstChange: at, LastChange: at},
 	}}
 }
 
-// TestPlan: promote labels the group's other nodes, roll back unlabels the
+// TestPlan: promote labels the group's other nodes (a4 too, which had no
+// value in any series), roll back unlabels the
 // canaries, hold changes nothing; a node label that is not a node name is
 // refused rather than turned into a command.
 func TestPlan(t *testing.T) {
@@ -122,7 +123,8 @@ func TestPlan(t *testing.T) {
 		got[g.Value] = g.Actions
 	}
 	want := map[string][]Action{
-		"pool-a":           {{"label", "a2", "kubectl label --overwrite node a2 'slowpath.dev/canary=backlog'"}, {"label", "a3", "kubectl label --overwrite node a3 'slowpath.dev/canary=backlog'"}},
+		"pool-a": {{"label", "a2", "kubectl label --overwrite node a2 'slowpath.dev/canary=backlog'"}, {"label", "a3", "kubectl label --overwrite node a3 'slowpath.dev/canary=backlog'"},
+			{"label", "a4", "kubectl label --overwrite node a4 'slowpath.dev/canary=backlog'"}},
 		"pool-b":           {{"unlabel", "b0", "kubectl label --overwrite node b0 slowpath.dev/canary-"}, {"unlabel", "b1", "kubectl label --overwrite node b1 slowpath.dev/canary-"}},
 		"pool\x1b[31m|<i>": nil,
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/canary"
 )
@@ -18,6 +19,10 @@ type Series struct {
 	Expr   string `json:"expr"`
 	Role   string `json:"role"`   // canary.RolePrimary or canary.RoleGuard
 	Better string `json:"better"` // "higher" or "lower"
+	// Lookback is how far back a value of Expr reaches beyond
+	// $__rate_interval (a recording rule's own range): the window after
+	// the change starts no earlier than that after it.
+	Lookback time.Duration `json:"-"`
 }
 
 // Directions of a series.
@@ -37,9 +42,9 @@ var findingSeries = map[string]Series{
 		Expr: `sum by ($node) (rate(slowpath_net_drops_total{layer="ring"}[$__rate_interval]))`},
 	"net.time-squeeze": {Name: "time_squeezes_per_second",
 		Expr: `sum by ($node) (rate(slowpath_net_time_squeeze_total[$__rate_interval]))`},
-	"dmcrypt.workqueue": {Name: "dmcrypt_added_await_seconds",
+	"dmcrypt.workqueue": {Name: "dmcrypt_added_await_seconds", Lookback: 5 * time.Minute,
 		Expr: `avg by ($node) (instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m)`},
-	"dmcrypt.same-cpu-crypt": {Name: "dmcrypt_added_await_seconds",
+	"dmcrypt.same-cpu-crypt": {Name: "dmcrypt_added_await_seconds", Lookback: 5 * time.Minute,
 		Expr: `avg by ($node) (instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m)`},
 }
 

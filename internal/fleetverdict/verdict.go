@@ -63,7 +63,11 @@ type Group struct {
 	Value    string   `json:"value"`
 	Nodes    int      `json:"nodes"`
 	Canaries []string `json:"canaries"`
-	// FirstChange and LastChange bound the canaries' change times.
+	// Others are the group's nodes that do not run the change: the
+	// controls, and the nodes a promote labels.
+	Others []string `json:"others"`
+	// FirstChange and LastChange bound the canaries' change times: the
+	// earliest setting of any canary, the latest of any.
 	FirstChange time.Time `json:"first_change"`
 	LastChange  time.Time `json:"last_change"`
 	Before      Span      `json:"before"`
@@ -179,28 +183,9 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 		groupOf[string(n)] = g
 		members[g] = append(members[g], string(n))
 	}
-	changed, err := fleet.Vector(ctx, a, fmt.Sprintf(`max by (%s) (slowpath_fix_applied{id=%q})`, o.NodeLabel, o.Change), o.Now)
+	canaries, err := changeTimes(ctx, a, o, groupOf)
 	if err != nil {
 		return nil, err
-	}
-	canaries := map[string]map[string]time.Time{} // group → node → change time
-	for _, s := range changed {
-		n := string(s.Metric[model.LabelName(o.NodeLabel)])
-		g, ok := groupOf[n]
-		if !ok {
-			continue // no slowpath_node_info: not a node this verdict can place
-		}
-		at := o.ChangedAt
-		if at.IsZero() {
-			if s.Value <= 0 {
-				return nil, fmt.Errorf("node %s runs %s but its slowpath_fix_applied has no time (a state file from before slowpath recorded it): pass --changed-at", n, o.Change)
-			}
-			at = time.Unix(int64(s.Value), 0)
-		}
-		if canaries[g] == nil {
-			canaries[g] = map[string]time.Time{}
-		}
-		canaries[g][n] = at.UTC()
 	}
 	groups := make([]string, 0, len(members))
 	for g := range members {
@@ -212,7 +197,7 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 			r.Unchanged = append(r.Unchanged, g)
 			continue
 		}
-		grp, err := decideGroup(ctx, a, o, g, members[g], canaries[g])
+		grp, err := decideGroup(ctx, a, o, g, members[g], canaries[g], groupOf)
 		if err != nil {
 			return nil, err
 		}
@@ -224,21 +209,75 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 	return r, nil
 }
 
-func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes []string, changed map[string]time.Time) (Group, error) {
-	g := Group{Value: value, Nodes: len(nodes), Metrics: []Metric{}, Actions: []Action{}}
-	for n, at := range changed {
-		g.Canaries = append(g.Canaries, n)
-		if g.FirstChange.IsZero() || at.Before(g.FirstChange) {
-			g.FirstChange = at
+// changeTimes are the canaries of every group with each one's first and
+// last change time: its settings of the change may have been made at
+// different times (a ring per interface), and the window before must end
+// before the first, the window after start after the last.
+func changeTimes(ctx context.Context, a v1.API, o Options, groupOf map[string]string) (map[string]map[string]Span, error) {
+	out := map[string]map[string]Span{} // group → node → first and last change
+	for _, agg := range []string{"min", "max"} {
+		vec, err := fleet.Vector(ctx, a, fmt.Sprintf(`%s by (%s) (slowpath_fix_applied{id=%q})`, agg, o.NodeLabel, o.Change), o.Now)
+		if err != nil {
+			return nil, err
 		}
-		if at.After(g.LastChange) {
-			g.LastChange = at
+		for _, s := range vec {
+			n := string(s.Metric[model.LabelName(o.NodeLabel)])
+			g, ok := groupOf[n]
+			if !ok {
+				continue // no slowpath_node_info: not a node this verdict can place
+			}
+			at := o.ChangedAt
+			if at.IsZero() {
+				if s.Value <= 0 {
+					return nil, fmt.Errorf("node %s runs %s but its slowpath_fix_applied has no time (a state file or marker from before slowpath recorded it): pass --changed-at", n, o.Change)
+				}
+				at = time.Unix(int64(s.Value), 0)
+			}
+			if out[g] == nil {
+				out[g] = map[string]Span{}
+			}
+			sp := out[g][n]
+			if agg == "min" {
+				sp.From = at.UTC()
+			} else {
+				sp.To = at.UTC()
+			}
+			out[g][n] = sp
+		}
+	}
+	return out, nil
+}
+
+// decideGroup reads the windows of one group and decides it. A series
+// whose values name no node of slowpath_node_info at all names nodes
+// another way: an error, not a hold everywhere; one without values for
+// this group's nodes holds it (no data), and the other groups go on.
+func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes []string, changed map[string]Span, groupOf map[string]string) (Group, error) {
+	g := Group{Value: value, Nodes: len(nodes), Metrics: []Metric{}, Actions: []Action{}, Others: []string{}}
+	times := map[string]time.Time{}
+	for n, sp := range changed {
+		g.Canaries = append(g.Canaries, n)
+		times[n] = sp.From
+		if g.FirstChange.IsZero() || sp.From.Before(g.FirstChange) {
+			g.FirstChange = sp.From
+		}
+		if sp.To.After(g.LastChange) {
+			g.LastChange = sp.To
 		}
 	}
 	slices.Sort(g.Canaries)
 	slices.Sort(nodes)
+	for _, n := range nodes {
+		if _, c := changed[n]; !c {
+			g.Others = append(g.Others, n)
+		}
+	}
+	gap := o.RateInterval
+	for _, s := range o.Series {
+		gap = max(gap, s.Lookback)
+	}
 	g.Before = Span{g.FirstChange.Add(-o.Window), g.FirstChange}
-	g.After = Span{g.LastChange.Add(o.RateInterval), g.LastChange.Add(o.RateInterval + o.Window)}
+	g.After = Span{g.LastChange.Add(gap), g.LastChange.Add(gap + o.Window)}
 	if g.After.To.After(o.Now) {
 		g.Outcome = canary.Hold
 		g.Reason = fmt.Sprintf("the window after the change ends at %s, in %s: run the verdict again then", g.After.To.Format(time.RFC3339), o.After(g.After.To))
@@ -254,13 +293,14 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 		if err != nil {
 			return g, err
 		}
-		if !slices.ContainsFunc(nodes, func(n string) bool { _, b := before[n]; _, f := after[n]; return b || f }) && len(before)+len(after) > 0 {
-			return g, fmt.Errorf("series %s: none of its series names a node of %s by %s (it has e.g. %s=%q): every series must name nodes the same way, see --node-label",
-				s.Name, value, o.NodeLabel, o.NodeLabel, anyKey(before, after))
+		named := keys(before, after)
+		if len(named) > 0 && !slices.ContainsFunc(named, func(n string) bool { _, ok := groupOf[n]; return ok }) {
+			return g, fmt.Errorf("series %s: none of its series names a node of slowpath_node_info by %s (it has e.g. %s=%q): every series must name nodes the same way, see --node-label",
+				s.Name, o.NodeLabel, o.NodeLabel, named[0])
 		}
 		windows = append(windows, Windows{Before: before, After: after})
 	}
-	return g, Decide(&g, nodes, changed, o.Series, windows, o.Alpha)
+	return g, Decide(&g, nodes, times, o.Series, windows, o.Alpha)
 }
 
 // Windows are one series' per-node means before and after the change.
@@ -350,16 +390,14 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func anyKey(ms ...map[string]float64) string {
-	var keys []string
+// keys are the nodes of both maps, sorted.
+func keys(ms ...map[string]float64) []string {
+	var out []string
 	for _, m := range ms {
 		for k := range m {
-			keys = append(keys, k)
+			out = append(out, k)
 		}
 	}
-	slices.Sort(keys)
-	if len(keys) == 0 {
-		return ""
-	}
-	return keys[0]
+	slices.Sort(out)
+	return slices.Compact(out)
 }

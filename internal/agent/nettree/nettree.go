@@ -40,10 +40,13 @@ type Tree struct {
 
 	cpus int
 	mu   sync.Mutex
-	// Per tick: backlog drops on each CPU, documents indexed.
-	dropsPerTick, docsPerTick uint64
-	processed, dropped, docs  uint64
-	backlog                   int
+	// The counters grow with the time since the rates were last set, not
+	// with the ticks: a tick a loaded machine skips does not slow them.
+	since                    time.Time
+	dropRate, docRate        float64 // per second: backlog drops per CPU, documents
+	baseDropped, baseDocs    float64 // at since
+	processed, dropped, docs uint64
+	backlog                  int
 }
 
 // Write makes the tree with cpus processors, netdev_max_backlog 1000, and
@@ -78,13 +81,23 @@ func Write(t testing.TB, cpus int) *Tree {
 }
 
 // SetRates sets the backlog drops per second (spread over the CPUs) and
-// the documents indexed per second from the next tick.
-func (tr *Tree) SetRates(dropsPerSecond, docsPerSecond uint64) {
-	perTick := uint64(time.Second / Tick)
+// the documents indexed per second from now on.
+func (tr *Tree) SetRates(dropsPerSecond, docsPerSecond float64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.dropsPerTick = dropsPerSecond / perTick / uint64(tr.cpus)
-	tr.docsPerTick = docsPerSecond / perTick
+	now := time.Now()
+	tr.baseDropped, tr.baseDocs = tr.at(now)
+	tr.since = now
+	tr.dropRate, tr.docRate = dropsPerSecond/float64(tr.cpus), docsPerSecond
+}
+
+// at is the counters' values at t. Caller holds mu.
+func (tr *Tree) at(t time.Time) (dropped, docs float64) {
+	if tr.since.IsZero() {
+		return tr.baseDropped, tr.baseDocs
+	}
+	d := t.Sub(tr.since).Seconds()
+	return tr.baseDropped + tr.dropRate*d, tr.baseDocs + tr.docRate*d
 }
 
 // Apply records in the state file that fix --apply set the sysctl key to
@@ -126,8 +139,8 @@ func (tr *Tree) Keep(t testing.TB) {
 			case <-tick.C:
 				tr.mu.Lock()
 				tr.processed += 1000
-				tr.dropped += tr.dropsPerTick
-				tr.docs += tr.docsPerTick
+				dropped, docs := tr.at(time.Now())
+				tr.dropped, tr.docs = uint64(dropped), uint64(docs)
 				// A write error shows in the agent's next scrape.
 				_ = tr.write()
 				tr.mu.Unlock()

@@ -33,11 +33,16 @@ func collectFixes(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) {
 	for _, c := range st.Holding(h.BootID) {
 		f := snapshot.AppliedFix{ID: c.ID, Subject: c.Subject, Key: c.Key, Value: c.Applied, AppliedAt: c.AppliedAt}
 		// The node-tuning DaemonSet's marker may name the same setting
-		// (fix --apply run on a node it tunes): one series, the marker's.
-		if !slices.ContainsFunc(h.Fixes, func(o snapshot.AppliedFix) bool {
+		// (fix --apply proved it on a node the DaemonSet then tuned): one
+		// series, at the earlier time, when the node started running it.
+		i := slices.IndexFunc(h.Fixes, func(o snapshot.AppliedFix) bool {
 			return o.ID == f.ID && o.Key == f.Key && o.Value == f.Value && o.Subject == f.Subject
-		}) {
+		})
+		switch {
+		case i < 0:
 			h.Fixes = append(h.Fixes, f)
+		case !f.AppliedAt.IsZero() && (h.Fixes[i].AppliedAt.IsZero() || f.AppliedAt.Before(h.Fixes[i].AppliedAt)):
+			h.Fixes[i].AppliedAt = f.AppliedAt
 		}
 	}
 }

@@ -76,3 +76,44 @@ func TestCollectFixes(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectFixesMergesMarker: a setting both fix's state file and the
+// node-tuning marker name is one fix, at the earlier of their times (fix
+// --apply proved it first, the DaemonSet took over: the node has run it
+// since the first).
+func TestCollectFixesMergesMarker(t *testing.T) {
+	const boot = "8d1c5ae0-5b4f-4d22-9a0e-0c5d2f8e1a77"
+	early, late := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC), time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name          string
+		state, marker time.Time
+		want          time.Time
+	}{
+		{"state file first", early, late, early},
+		{"marker first", late, early, early},
+		{"state file without a time", time.Time{}, late, late},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			b, err := json.Marshal(fixstate.State{BootID: boot, Changes: []fixstate.Change{{Key: "sysctl:net.core.netdev_max_backlog", ID: "net.backlog-drops",
+				Subject: "softnet", Previous: "1000", Applied: "32768", AppliedAt: tc.state, Step: fix.Step{Change: fix.Sysctl{Key: "net.core.netdev_max_backlog", To: 32768}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, fixstate.DefaultPath)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := &snapshot.Host{BootID: boot, Fixes: []snapshot.AppliedFix{
+				{ID: "net.backlog-drops", Subject: "softnet", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768", AppliedAt: tc.marker}}}
+			var s snapshot.Snapshot
+			collectFixes(hostfs.New(root), h, &s)
+			if len(h.Fixes) != 1 || !h.Fixes[0].AppliedAt.Equal(tc.want) {
+				t.Errorf("fixes %+v, want one at %v", h.Fixes, tc.want)
+			}
+		})
+	}
+}
