@@ -3,6 +3,7 @@ package fio
 import (
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,15 +39,66 @@ func TestEndGroupReapsOrphans(t *testing.T) {
 			t.Fatalf("the leader's children are already gone (%v): the test builds nothing", err)
 		}
 		if i == 0 {
-			if d := describeGroup(pgid); !strings.Contains(d, "(sleep) state ") {
+			if d := describeGroup(pgid, nil); !strings.Contains(d, "(sleep) state ") {
 				t.Errorf("describeGroup = %q, want the sleeps named with their state", d)
 			}
 		}
-		if err := endGroup(pgid, 5*time.Second); err != nil {
+		if err := endGroup(pgid, "", "", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Fatalf("round %d: after endGroup the group still has a process (%v)", i, err)
 		}
+	}
+}
+
+// TestEndGroupKillsProcessesThatLeftTheGroup builds what fio leaves when
+// its job processes, which call setsid() as they start, outlive fio: a
+// group whose leader has exited and processes in sessions of their own,
+// running the same executable in the run's directory. endGroup must find
+// them by executable and directory and leave only after they are gone;
+// the same executable in another directory (another run) is left alone.
+func TestEndGroupKillsProcessesThatLeftTheGroup(t *testing.T) {
+	sh := testenv.RequireTool(t, "sh", "dash")
+	setsid := testenv.RequireTool(t, "setsid", "util-linux")
+	sleep := testenv.RequireTool(t, "sleep", "coreutils")
+	exe, err := filepath.EvalSymlinks(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := becomeSubreaper(); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+	dir, other := t.TempDir(), t.TempDir()
+	bystander := exec.Command(sleep, "60")
+	bystander.Dir = other
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	cmd := exec.Command(sh, "-c", setsid+" "+sleep+" 60 & "+setsid+" "+sleep+" 60 & sleep 0.2; exit 0")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(jobProcesses(exe, dir)); n != 2 {
+		t.Fatalf("%d processes left the group, want 2: the test builds nothing", n)
+	}
+	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the group itself still has a process (%v): the test builds the wrong thing", err)
+	}
+	if err := endGroup(pgid, exe, dir, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if left := jobProcesses(exe, dir); len(left) != 0 {
+		t.Errorf("after endGroup %v still run in the job's directory", left)
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("endGroup killed the same executable in another directory: %v", err)
 	}
 }

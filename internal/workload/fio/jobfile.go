@@ -153,6 +153,18 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	defer func() { msgs.Close(); os.Remove(msgs.Name()) }()
 	// Not CommandContext: cancellation must be SIGINT, and only after fio
 	// started; a killed fio writes nothing.
+	// What fio's job processes keep from it, by which endGroup finds them.
+	exe, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(inv.Dir)
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, Args(JobFileName, OutputName)...)
 	cmd.Dir = inv.Dir
 	cmd.Stdout = msgs
@@ -196,7 +208,7 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 		case <-time.After(stop):
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			<-done
-			if err := endGroup(pgid, groupGrace); err != nil {
+			if err := endGroup(pgid, exe, dir, groupGrace); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("fio did not stop within %v of SIGINT: %w", stop, ctxErr)
@@ -205,7 +217,7 @@ func (inv Invocation) Run(ctx context.Context) (*Result, error) {
 	// The main process is gone; a job process that outlived it (see above)
 	// would hold what it had open: end the group, and return only once
 	// none of it is left, so a caller can tear the device down.
-	if err := endGroup(pgid, groupGrace); err != nil {
+	if err := endGroup(pgid, exe, dir, groupGrace); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(outPath)

@@ -248,6 +248,9 @@ func holders(t *testing.T, dir string) []int {
 		if pid != os.Getpid() && !seen[pid] {
 			seen[pid] = true
 			out = append(out, pid)
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Logf("holder %d: %s (stat %s) fd %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "), strings.TrimSpace(string(stat)), target)
 			_ = syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind
 		}
 	}
