@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/canary"
+	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/stats"
 )
 
@@ -18,8 +19,9 @@ import (
 // per node its backlog drops per second and its service's documents per
 // second, each a mean over the window before and the window after a
 // pretended change, and which 4 nodes were the canaries. Written once by
-// TestWriteAAWindows (SLOWPATH_UPDATE=1) and committed, so the A/A test
-// runs on fixed data rather than on whatever a generator gives today.
+// writeAAWindows (the A/A test with SLOWPATH_UPDATE=1, as goldens) and
+// committed, so the A/A test runs on fixed data rather than on whatever a
+// generator gives today.
 const aaFile = "testdata/aa-windows.csv"
 
 const (
@@ -98,6 +100,9 @@ func readAAWindows(t *testing.T) []aaWindow {
 // with the canaries' drops cut to a third after the change it promotes
 // nearly always, so the bound is not met by never deciding.
 func TestAAOnCommittedWindows(t *testing.T) {
+	if golden.Update() {
+		writeAAWindows(t)
+	}
 	windows := readAAWindows(t)
 	claims, promoted := 0, 0
 	for i, w := range windows {
@@ -133,7 +138,7 @@ func TestAAOnCommittedWindows(t *testing.T) {
 	}
 }
 
-// TestWriteAAWindows writes aaFile (SLOWPATH_UPDATE=1). Each window is a
+// writeAAWindows writes aaFile. Each window is a
 // group of 12 nodes: every node's level is log-normal (drops around 200/s
 // with a spread of 0.8 in log, as nodes under different load; documents
 // around 2000/s, 0.3), a fleet-wide drift moves every node's after-window
@@ -141,10 +146,7 @@ func TestAAOnCommittedWindows(t *testing.T) {
 // for all nodes of the window), and each mean has its own noise (0.1 and
 // 0.03 in log). 4 nodes are the canaries, chosen at random. Nothing
 // changes on them.
-func TestWriteAAWindows(t *testing.T) {
-	if os.Getenv("SLOWPATH_UPDATE") == "" {
-		t.Skip("writes " + aaFile + " with SLOWPATH_UPDATE=1")
-	}
+func writeAAWindows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 20261127))
 	logn := func(mu, sigma float64) float64 { return math.Exp(mu + sigma*rng.NormFloat64()) }
 	f, err := os.Create(aaFile)
