@@ -106,11 +106,12 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 	if o.Image == "" {
 		o.Image = "docker.io/library/busybox:1.36"
 	}
-	var script, marker []string
+	var script, settings, fixes []string
 	node, left := nodeTuning(p)
 	for _, s := range node {
 		script = append(script, s.Change.NodeCommand())
-		marker = append(marker, markerLines(s)...)
+		setting, fix := markerLines(s)
+		settings, fixes = append(settings, setting), append(fixes, fix)
 	}
 	// What the objects leave out is said in comments above them, so that
 	// an empty List never reads as "nothing to fix".
@@ -128,7 +129,7 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 		b, err := yaml.Marshal(k8sList{APIVersion: "v1", Kind: "List", Items: []any{}})
 		return append([]byte(head.String()), b...), err
 	}
-	script = append(script, markerCommand(marker))
+	script = append(script, markerCommand(settings, fixes))
 	if c := o.Canary; c != nil {
 		fmt.Fprintf(&head, "# slowpath fix: canary: this DaemonSet runs only on the nodes labelled %s=%s.\n", c.Key, c.Value)
 		if c.Nodes > 0 {
@@ -176,13 +177,12 @@ func Kubernetes(p *Plan, o KubernetesOptions) ([]byte, error) {
 
 // NodeTuningMarker is the node file the DaemonSet's init container writes
 // after tuning: one "sysctl KEY=VALUE" or "ring IFACE rx N" line per
-// setting, one "fix ID KEY VALUE SUBJECT" line per setting naming the
-// finding it fixes, and "applied-at UNIX-TIME", when the settings were
-// first made on this boot. The collector reads it (internal/collect/host
-// tuners.go), so doctor and fix know the DaemonSet owns these knobs on
-// that node and the agent exports slowpath_fix_applied for a canary
-// verdict. /run is emptied at boot, when the init container writes it
-// again.
+// setting, and per setting "fix UNIX-TIME ID KEY VALUE SUBJECT": the
+// finding it fixes and when it was first set to that value on this boot.
+// The collector reads it (internal/collect/host tuners.go), so doctor and
+// fix know the DaemonSet owns these knobs on that node and the agent
+// exports slowpath_fix_applied for a canary verdict. /run is emptied at
+// boot, when the init container writes it again.
 const NodeTuningMarker = "/run/slowpath/node-tuning"
 
 func markerLine(c Change) string {
@@ -195,14 +195,14 @@ func markerLine(c Change) string {
 	return "# " + c.Kind()
 }
 
-// markerLines are a step's setting line and the line naming the finding
-// it fixes. Interface names and subjects come from the host (a snapshot
-// given to fix --from): a line break or other control character in one
-// would start a line of its own, which the collector would read as a
-// setting or a fix, so each becomes '?'.
-func markerLines(s nodeStep) []string {
-	fixLine := fmt.Sprintf("fix %s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject)
-	return []string{oneLine(markerLine(s.Change)), strings.TrimSpace(oneLine(fixLine))}
+// markerLines are a step's setting line and what its fix line says after
+// the time (ID KEY VALUE SUBJECT). Interface names and subjects come from
+// the host (a snapshot given to fix --from): a line break or other
+// control character in one would start a line of its own, which the
+// collector would read as a setting or a fix, so each becomes '?'.
+func markerLines(s nodeStep) (setting, fix string) {
+	fix = fmt.Sprintf("%s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject)
+	return oneLine(markerLine(s.Change)), strings.TrimSpace(oneLine(fix))
 }
 
 func oneLine(l string) string {
@@ -214,25 +214,29 @@ func oneLine(l string) string {
 	}, l)
 }
 
-// markerCommand writes the marker. A pod restarted on the same boot with
-// the same settings (the DaemonSet rolled, the node drained) keeps the
-// time they were first made, so a canary verdict's window before the
-// change does not move past it; new settings or a new boot take the time
-// of now.
-func markerCommand(lines []string) string {
-	q := make([]string, 0, len(lines)+1)
-	q = append(q, quote.Shell("# written by the slowpath-node-tuning DaemonSet (slowpath fix --format kubernetes)"))
-	for _, l := range lines {
+// markerCommand writes the marker. Each fix line keeps the time of the
+// same line in the marker it replaces (a pod restarted on the same boot:
+// the DaemonSet rolled, another setting added), so a canary verdict's
+// window before the change does not move past it; a setting new or of
+// another value takes the time of now. awk reads the old marker (the
+// script already needs it for rings); without it every time is now.
+func markerCommand(settings, fixes []string) string {
+	q := []string{quote.Shell("# written by the slowpath-node-tuning DaemonSet (slowpath fix --format kubernetes)")}
+	for _, l := range settings {
 		q = append(q, quote.Shell(l))
 	}
+	f := make([]string, len(fixes))
+	for i, l := range fixes {
+		f[i] = quote.Shell(l)
+	}
 	m := NodeTuningMarker
+	old := `F="$f" awk '$1 == "fix" { t = $2; sub(/^fix [0-9]+ /, ""); if ($0 == ENVIRON["F"]) { print t; exit } }' ` + m + ` 2>/dev/null || true`
 	return strings.Join([]string{
 		"mkdir -p /run/slowpath",
-		fmt.Sprintf("new=$(printf '%%s\\n' %s)", strings.Join(q, " ")),
-		fmt.Sprintf("old=$(grep -v '^applied-at ' %s 2>/dev/null || true)", m),
-		fmt.Sprintf("at=$(sed -n 's/^applied-at \\([0-9][0-9]*\\)$/\\1/p' %s 2>/dev/null || true)", m),
-		`{ [ "$new" = "$old" ] && [ -n "$at" ] || at=$(date +%s); }`,
-		fmt.Sprintf(`printf '%%s\napplied-at %%s\n' "$new" "$at" > %s`, m),
+		"now=$(date +%s)",
+		fmt.Sprintf(`{ printf '%%s\n' %s && for f in %s; do t=$(%s); printf 'fix %%s %%s\n' "${t:-$now}" "$f"; done; } > %s.new`,
+			strings.Join(q, " "), strings.Join(f, " "), old, m),
+		fmt.Sprintf("mv %s.new %s", m, m),
 	}, " && ")
 }
 

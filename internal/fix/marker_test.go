@@ -45,15 +45,17 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 			t.Fatalf("%s: the init script does not end by writing the marker:\n%s", name, cmd[len(cmd)-1])
 		}
 		// Run as a restarted pod would: the second run, same settings,
-		// keeps the first time; a marker whose settings differ (another
-		// DaemonSet version) gets a new one, which the test then undoes by
-		// running the first marker again after it.
+		// keeps every fix line's time; a setting the old marker did not
+		// have (another DaemonSet version added it) gets a new time while
+		// the others keep theirs.
 		m := fix.NodeTuningMarker
 		start := time.Now().Truncate(time.Second)
 		out, err := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-ec",
-			"mount -t tmpfs slowpath-test /run\n"+mark+"\na=$(grep applied-at "+m+")\nsleep 1.1\n"+mark+"\n"+
-				"[ \"$(grep applied-at "+m+")\" = \"$a\" ] || { echo restart moved the time; exit 9; }\n"+
-				"echo 'sysctl other.key=1' >> "+m+"\n"+mark+"\n[ \"$(grep applied-at "+m+")\" != \"$a\" ] || { echo new settings kept the old time; exit 9; }\n"+
+			"mount -t tmpfs slowpath-test /run\n"+mark+"\na=$(grep '^fix ' "+m+")\nsleep 1.1\n"+mark+"\n"+
+				"[ \"$(grep '^fix ' "+m+")\" = \"$a\" ] || { echo restart moved a time; exit 9; }\n"+
+				"first=$(grep -m1 '^fix ' "+m+")\ngrep -vxF \"$first\" "+m+" > "+m+".x; mv "+m+".x "+m+"\nsleep 1.1\n"+mark+"\n"+
+				"[ \"$(grep -m1 '^fix ' "+m+")\" != \"$first\" ] || { echo a new setting kept an old time; exit 9; }\n"+
+				"[ \"$(grep '^fix ' "+m+" | tail -n +2)\" = \"$(echo \"$a\" | tail -n +2)\" ] || { echo the other settings lost their time; exit 9; }\n"+
 				"cat "+m).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: marker command: %v\n%s", name, err, out)
@@ -126,7 +128,7 @@ func FuzzMarkerLines(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, iface, subject string) {
-		lines := fix.MarkerLines("net.ring-undersized", iface, 8192, subject)
+		lines := fix.MarkerLines("net.ring-undersized", iface, 8192, subject, 1795773969)
 		root := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(root, "run/slowpath"), 0o755); err != nil {
 			t.Fatal(err)
@@ -134,7 +136,7 @@ func FuzzMarkerLines(f *testing.F) {
 		if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		content := strings.Join(lines, "\n") + "\napplied-at 1795773969\n"
+		content := strings.Join(lines, "\n") + "\n"
 		if err := os.WriteFile(filepath.Join(root, "run/slowpath/node-tuning"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}

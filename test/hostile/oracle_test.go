@@ -30,7 +30,7 @@ var planCommands = setOf("set", "sysctl", "ethtool", "mkdir", "cat", "awk", "rm"
 var exportCommands = setOf("set", "[", "echo", "command", "cd", "dirname", "pwd", "mktemp", "trap", "rm", "mkdir", "sed", "fio",
 	"kill", "wait", "cat", "grep", "stat", "dd", "date", "basename", "sleep", "break", "true", ":", "exit", "printf", "test")
 
-var daemonSetCommands = setOf("sysctl", "ethtool", "awk", "[", "test", "true", "printf", "set", "mkdir", "grep", "sed", "date")
+var daemonSetCommands = setOf("sysctl", "ethtool", "awk", "[", "test", "true", "printf", "set", "mkdir", "date", "mv")
 
 func setOf(xs ...string) map[string]bool {
 	m := map[string]bool{}

@@ -100,9 +100,9 @@ func bpftuneLibDirs(fs hostfs.FS) []string {
 
 // nodeTuningMarker is written by the init container of the DaemonSet that
 // `slowpath fix --format kubernetes` renders (internal/fix/kubernetes.go):
-// one "sysctl KEY=VALUE" or "ring IFACE rx N" line per setting, a "fix ID
-// KEY VALUE SUBJECT" line per setting and "applied-at UNIX-TIME" (older
-// markers have neither).
+// one "sysctl KEY=VALUE" or "ring IFACE rx N" line per setting and a "fix
+// UNIX-TIME ID KEY VALUE SUBJECT" line per setting (older markers have
+// none).
 const nodeTuningMarker = "run/slowpath/node-tuning"
 
 func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (snapshot.Tuner, bool) {
@@ -114,31 +114,28 @@ func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (sn
 		return snapshot.Tuner{}, false
 	}
 	t := snapshot.Tuner{Name: "slowpath-node-tuning", Seen: []string{"/" + nodeTuningMarker}}
-	var fixes []snapshot.AppliedFix
-	var at time.Time
 	for i, line := range strings.Split(string(b), "\n") {
 		kind, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch kind {
 		case "", "#":
 		case "fix":
-			// fix ID KEY VALUE [SUBJECT]: which finding a setting fixes.
-			f := strings.SplitN(rest, " ", 4)
-			if len(f) < 3 {
-				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: %q is not ID KEY VALUE SUBJECT", i+1, rest))
+			// fix UNIX-TIME ID KEY VALUE [SUBJECT]: which finding a
+			// setting fixes, since when. The marker is on /run, emptied
+			// at boot: what it names holds on this boot.
+			f := strings.SplitN(rest, " ", 5)
+			sec, err := int64(0), error(nil)
+			if len(f) >= 4 {
+				sec, err = strconv.ParseInt(f[0], 10, 64)
+			}
+			if len(f) < 4 || err != nil || sec <= 0 {
+				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: %q is not UNIX-TIME ID KEY VALUE SUBJECT", i+1, rest))
 				continue
 			}
-			af := snapshot.AppliedFix{ID: f[0], Key: f[1], Value: f[2]}
-			if len(f) == 4 {
-				af.Subject = f[3]
+			af := snapshot.AppliedFix{ID: f[1], Key: f[2], Value: f[3], AppliedAt: time.Unix(sec, 0).UTC()}
+			if len(f) == 5 {
+				af.Subject = f[4]
 			}
-			fixes = append(fixes, af)
-		case "applied-at":
-			sec, err := strconv.ParseInt(rest, 10, 64)
-			if err != nil || sec <= 0 {
-				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: applied-at %q is not a Unix time", i+1, rest))
-				continue
-			}
-			at = time.Unix(sec, 0).UTC()
+			h.Fixes = append(h.Fixes, af)
 		case "sysctl":
 			k, v, ok := strings.Cut(rest, "=")
 			if !ok || !validSysctlKey(k) {
@@ -158,12 +155,6 @@ func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (sn
 				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: unknown setting %q", i+1, kind))
 			}
 		}
-	}
-	// The marker is on /run, emptied at boot: what it names holds on
-	// this boot.
-	for _, f := range fixes {
-		f.AppliedAt = at
-		h.Fixes = append(h.Fixes, f)
 	}
 	return t, true
 }

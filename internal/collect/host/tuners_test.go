@@ -92,9 +92,8 @@ func TestTunedMergeAgreesWithTuned(t *testing.T) {
 	}
 }
 
-// TestNodeTuningMarkerFixes: the marker's fix lines are applied fixes at
-// its applied-at time (fix --apply's state file naming the same setting
-// adds no second one); an older marker without them names none, and
+// TestNodeTuningMarkerFixes: the marker's fix lines are applied fixes,
+// each at its own time; an older marker without them names none, and
 // malformed lines are errors, never fixes.
 func TestNodeTuningMarkerFixes(t *testing.T) {
 	for _, tc := range []struct {
@@ -102,16 +101,17 @@ func TestNodeTuningMarkerFixes(t *testing.T) {
 		fixes        []snapshot.AppliedFix
 		errs         int
 	}{
-		{"new", "# written by\nsysctl net.core.netdev_max_backlog=32768\nfix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768 softnet\nring eth0 rx 8192\nfix net.ring-undersized ring:eth0:rx 8192 eth0\napplied-at 1795773969\n",
+		{"new", "# written by\nsysctl net.core.netdev_max_backlog=32768\nring eth0 rx 8192\nfix 1795773969 net.backlog-drops sysctl:net.core.netdev_max_backlog 32768 softnet\nfix 1795774000 net.ring-undersized ring:eth0:rx 8192 eth0\n",
 			[]snapshot.AppliedFix{
 				{ID: "net.backlog-drops", Subject: "softnet", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768", AppliedAt: time.Unix(1795773969, 0).UTC()},
-				{ID: "net.ring-undersized", Subject: "eth0", Key: "ring:eth0:rx", Value: "8192", AppliedAt: time.Unix(1795773969, 0).UTC()},
+				{ID: "net.ring-undersized", Subject: "eth0", Key: "ring:eth0:rx", Value: "8192", AppliedAt: time.Unix(1795774000, 0).UTC()},
 			}, 0},
 		{"older marker", "sysctl net.core.netdev_max_backlog=32768\n", nil, 0},
-		{"no time", "fix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768\n",
-			[]snapshot.AppliedFix{{ID: "net.backlog-drops", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768"}}, 0},
-		{"truncated fix", "fix net.backlog-drops sysctl:x\napplied-at 1\n", nil, 1},
-		{"bad time", "fix a.b k v s\napplied-at yesterday\n", []snapshot.AppliedFix{{ID: "a.b", Key: "k", Value: "v", Subject: "s"}}, 1},
+		{"no subject", "fix 1795773969 net.backlog-drops sysctl:net.core.netdev_max_backlog 32768\n",
+			[]snapshot.AppliedFix{{ID: "net.backlog-drops", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768", AppliedAt: time.Unix(1795773969, 0).UTC()}}, 0},
+		{"no time", "fix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768 softnet\n", nil, 1},
+		{"truncated fix", "fix 1 net.backlog-drops sysctl:x\n", nil, 1},
+		{"bad time", "fix yesterday a.b k v s\nfix -5 a.b k v s\n", nil, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
