@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/slowpath/slowpath/internal/canary"
 	"github.com/slowpath/slowpath/internal/golden"
@@ -44,7 +43,7 @@ var aaSeries = []Series{
 // aaWindow is one window of the committed file.
 type aaWindow struct {
 	nodes    []string
-	canaries map[string]time.Time
+	canaries map[string]bool
 	series   []Windows
 }
 
@@ -69,13 +68,13 @@ func readAAWindows(t *testing.T) []aaWindow {
 			t.Fatalf("%s: window %q out of order", aaFile, r[0])
 		}
 		if w == len(out) {
-			out = append(out, aaWindow{canaries: map[string]time.Time{}, series: []Windows{
+			out = append(out, aaWindow{canaries: map[string]bool{}, series: []Windows{
 				{map[string]float64{}, map[string]float64{}}, {map[string]float64{}, map[string]float64{}}}})
 		}
 		win := &out[w]
 		win.nodes = append(win.nodes, r[1])
 		if r[2] == "1" {
-			win.canaries[r[1]] = time.Time{}
+			win.canaries[r[1]] = true
 		}
 		for i := range aaSeries {
 			b, err1 := strconv.ParseFloat(r[3+2*i], 64)

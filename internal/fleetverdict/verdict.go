@@ -214,36 +214,36 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 // different times (a ring per interface), and the window before must end
 // before the first, the window after start after the last.
 func changeTimes(ctx context.Context, a v1.API, o Options, groupOf map[string]string) (map[string]map[string]Span, error) {
+	vec, err := fleet.Vector(ctx, a, fmt.Sprintf(`slowpath_fix_applied{id=%q}`, o.Change), o.Now)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]map[string]Span{} // group → node → first and last change
-	for _, agg := range []string{"min", "max"} {
-		vec, err := fleet.Vector(ctx, a, fmt.Sprintf(`%s by (%s) (slowpath_fix_applied{id=%q})`, agg, o.NodeLabel, o.Change), o.Now)
-		if err != nil {
-			return nil, err
+	for _, s := range vec {
+		n := string(s.Metric[model.LabelName(o.NodeLabel)])
+		g, ok := groupOf[n]
+		if !ok {
+			continue // no slowpath_node_info: not a node this verdict can place
 		}
-		for _, s := range vec {
-			n := string(s.Metric[model.LabelName(o.NodeLabel)])
-			g, ok := groupOf[n]
-			if !ok {
-				continue // no slowpath_node_info: not a node this verdict can place
+		at := o.ChangedAt
+		if at.IsZero() {
+			if s.Value <= 0 {
+				return nil, fmt.Errorf("node %s runs %s but its slowpath_fix_applied has no time (a state file or marker from before slowpath recorded it): pass --changed-at", n, o.Change)
 			}
-			at := o.ChangedAt
-			if at.IsZero() {
-				if s.Value <= 0 {
-					return nil, fmt.Errorf("node %s runs %s but its slowpath_fix_applied has no time (a state file or marker from before slowpath recorded it): pass --changed-at", n, o.Change)
-				}
-				at = time.Unix(int64(s.Value), 0)
-			}
-			if out[g] == nil {
-				out[g] = map[string]Span{}
-			}
-			sp := out[g][n]
-			if agg == "min" {
-				sp.From = at.UTC()
-			} else {
-				sp.To = at.UTC()
-			}
-			out[g][n] = sp
+			at = time.Unix(int64(s.Value), 0)
 		}
+		at = at.UTC()
+		if out[g] == nil {
+			out[g] = map[string]Span{}
+		}
+		sp, seen := out[g][n]
+		if !seen || at.Before(sp.From) {
+			sp.From = at
+		}
+		if !seen || at.After(sp.To) {
+			sp.To = at
+		}
+		out[g][n] = sp
 	}
 	return out, nil
 }
@@ -254,10 +254,10 @@ func changeTimes(ctx context.Context, a v1.API, o Options, groupOf map[string]st
 // this group's nodes holds it (no data), and the other groups go on.
 func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes []string, changed map[string]Span, groupOf map[string]string) (Group, error) {
 	g := Group{Value: value, Nodes: len(nodes), Metrics: []Metric{}, Actions: []Action{}, Others: []string{}}
-	times := map[string]time.Time{}
+	canaries := map[string]bool{}
 	for n, sp := range changed {
 		g.Canaries = append(g.Canaries, n)
-		times[n] = sp.From
+		canaries[n] = true
 		if g.FirstChange.IsZero() || sp.From.Before(g.FirstChange) {
 			g.FirstChange = sp.From
 		}
@@ -280,7 +280,7 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 	g.After = Span{g.LastChange.Add(gap), g.LastChange.Add(gap + o.Window)}
 	if g.After.To.After(o.Now) {
 		g.Outcome = canary.Hold
-		g.Reason = fmt.Sprintf("the window after the change ends at %s, in %s: run the verdict again then", g.After.To.Format(time.RFC3339), o.After(g.After.To))
+		g.Reason = fmt.Sprintf("the window after the change ends at %s, in %s: run the verdict again then", g.After.To.Format(time.RFC3339), o.until(g.After.To))
 		return g, nil
 	}
 	var windows []Windows
@@ -300,17 +300,17 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 		}
 		windows = append(windows, Windows{Before: before, After: after})
 	}
-	return g, Decide(&g, nodes, times, o.Series, windows, o.Alpha)
+	return g, Decide(&g, nodes, canaries, o.Series, windows, o.Alpha)
 }
 
 // Windows are one series' per-node means before and after the change.
 type Windows struct{ Before, After map[string]float64 }
 
 // Decide fills in g's verdict from every series' per-node means (windows
-// in the order of series): the nodes in changed are the canaries, the
+// in the order of series): the nodes in canaries are the canaries, the
 // group's other nodes the controls. It is what Query does once the means
 // are read, so the A/A test runs it on committed windows.
-func Decide(g *Group, nodes []string, changed map[string]time.Time, series []Series, windows []Windows, alpha float64) error {
+func Decide(g *Group, nodes []string, canaries map[string]bool, series []Series, windows []Windows, alpha float64) error {
 	var metrics []canary.Metric
 	for i, s := range series {
 		w := windows[i]
@@ -328,8 +328,7 @@ func Decide(g *Group, nodes []string, changed map[string]time.Time, series []Ser
 			if !oka {
 				f = nan
 			}
-			_, isCanary := changed[n]
-			m.Nodes = append(m.Nodes, canary.Node{Name: n, Canary: isCanary, Before: b, After: f})
+			m.Nodes = append(m.Nodes, canary.Node{Name: n, Canary: canaries[n], Before: b, After: f})
 		}
 		metrics = append(metrics, m)
 	}
@@ -344,8 +343,8 @@ func Decide(g *Group, nodes []string, changed map[string]time.Time, series []Ser
 	return nil
 }
 
-// After says how long until t, in whole seconds.
-func (o Options) After(t time.Time) time.Duration { return t.Sub(o.Now).Round(time.Second) }
+// until says how long until t, in whole seconds.
+func (o Options) until(t time.Time) time.Duration { return t.Sub(o.Now).Round(time.Second) }
 
 // means is every node's mean of s over the window ending at end.
 func means(ctx context.Context, a v1.API, o Options, s Series, end time.Time) (map[string]float64, error) {
