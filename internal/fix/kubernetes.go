@@ -3,9 +3,9 @@ package fix
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/safetext"
 
 	"sigs.k8s.io/yaml"
 )
@@ -202,16 +202,7 @@ func markerLine(c Change) string {
 // collector would read as a setting or a fix, so each becomes '?'.
 func markerLines(s nodeStep) (setting, fix string) {
 	fix = fmt.Sprintf("%s %s %s %s", s.ID, s.Key(), s.Change.Want(""), s.Subject)
-	return oneLine(markerLine(s.Change)), strings.TrimSpace(oneLine(fix))
-}
-
-func oneLine(l string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return '?'
-		}
-		return r
-	}, l)
+	return safetext.Clean(markerLine(s.Change)), strings.TrimSpace(safetext.Clean(fix))
 }
 
 // markerCommand writes the marker. Each fix line keeps the time of the

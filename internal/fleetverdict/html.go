@@ -3,6 +3,7 @@ package fleetverdict
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 )
@@ -24,7 +25,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		case "roll back":
 			class = "bad"
 		}
-		s := htmlreport.Section{Heading: fmt.Sprintf("%s: %s", groupName(r.By, g.Value), g.Outcome)}
+		s := htmlreport.Section{Heading: fmt.Sprintf("%s: %s", GroupName(r.By, g.Value), g.Outcome)}
 		item := htmlreport.Item{Title: g.Outcome + ": " + g.Reason, Class: class,
 			Lines: []string{fmt.Sprintf("%s, %s; changed %s; before %s, after %s", plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), changed(g), span(g.Before), span(g.After))}}
 		for _, a := range g.Actions {
@@ -70,7 +71,7 @@ func nodeBlocks(m Metric) []htmlreport.Block {
 		if n.Before != nil && n.After != nil {
 			row[4].Text = num(*n.After - *n.Before)
 			if *n.Before != 0 {
-				row[4].Text += " (" + share(ptr((*n.After-*n.Before)/abs(*n.Before))) + ")"
+				row[4].Text += " (" + share(ptr((*n.After-*n.Before)/math.Abs(*n.Before))) + ")"
 			}
 			pt := []any{*n.Before, *n.After, n.Name}
 			if n.Canary {
@@ -106,10 +107,3 @@ func opt(v *float64) string {
 }
 
 func ptr(v float64) *float64 { return &v }
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/slowpath/slowpath/internal/canary"
 )
 
@@ -111,15 +113,14 @@ func checkName(n string) error {
 	return nil
 }
 
-// CheckLabelName is Prometheus's rule for a label name.
+// CheckLabelName is Prometheus's legacy rule for a label name, the one a
+// label in PromQL's `by (...)` may be written without quotes.
 func CheckLabelName(flag, n string) error {
 	if n == "" {
 		return fmt.Errorf("%s: empty label name", flag)
 	}
-	for i, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			return fmt.Errorf("%s %q: not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)", flag, n)
-		}
+	if !model.LegacyValidation.IsValidLabelName(n) {
+		return fmt.Errorf("%s %q: not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)", flag, n)
 	}
 	return nil
 }

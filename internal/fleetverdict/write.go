@@ -19,7 +19,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "%s: canaries against the other nodes of each %s, %s before and after the change (alpha %g)\n",
 		r.Change, r.By, r.Window, r.Alpha)
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "\n%s (%s, %s): %s: %s\n", clean(groupName(r.By, g.Value)), plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), g.Outcome, clean(g.Reason))
+		fmt.Fprintf(w, "\n%s (%s, %s): %s: %s\n", clean(GroupName(r.By, g.Value)), plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), g.Outcome, clean(g.Reason))
 		fmt.Fprintf(w, "  changed %s; before %s, after %s\n", changed(g), span(g.Before), span(g.After))
 		if len(g.Metrics) > 0 {
 			t := table.New(w)
@@ -39,7 +39,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Unchanged) > 0 {
 		names := make([]string, len(r.Unchanged))
 		for i, v := range r.Unchanged {
-			names[i] = clean(groupName(r.By, v))
+			names[i] = clean(GroupName(r.By, v))
 		}
 		fmt.Fprintf(w, "\nno canary in: %s\n", strings.Join(names, ", "))
 	}
@@ -55,14 +55,14 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	t.Row(r.By, "nodes", "canaries", "outcome", "series", "role", "canary change", "others' change", "effect", "p", "verdict")
 	for _, g := range r.Groups {
 		if len(g.Metrics) == 0 {
-			t.Row(groupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), g.Outcome+": "+g.Reason, "", "", "", "", "", "", "")
+			t.Row(GroupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), g.Outcome+": "+g.Reason, "", "", "", "", "", "", "")
 		}
 		for i, m := range g.Metrics {
 			outcome := ""
 			if i == 0 {
 				outcome = g.Outcome
 			}
-			t.Row(groupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), outcome, m.Name, m.Role,
+			t.Row(GroupName(r.By, g.Value), strconv.Itoa(g.Nodes), strconv.Itoa(len(g.Canaries)), outcome, m.Name, m.Role,
 				share(m.CanaryChange), share(m.ControlChange), points(m.Effect), pText(m), verdictText(m))
 		}
 	}
@@ -70,7 +70,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		return err
 	}
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "\n- **%s**: %s: %s", table.MarkdownCell(groupName(r.By, g.Value)), g.Outcome, table.MarkdownCell(g.Reason))
+		fmt.Fprintf(w, "\n- **%s**: %s: %s", table.MarkdownCell(GroupName(r.By, g.Value)), g.Outcome, table.MarkdownCell(g.Reason))
 		if len(g.Actions) > 0 {
 			fmt.Fprintf(w, " (%d label changes: `%s` ...)", len(g.Actions), strings.ReplaceAll(g.Actions[0].Command, "`", ""))
 		}
@@ -79,7 +79,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	return err
 }
 
-func groupName(by, v string) string {
+// GroupName names a group in output: its value, or for nodes without the
+// label "(no LABEL)".
+func GroupName(by, v string) string {
 	if v == "" {
 		return "(no " + by + ")"
 	}
@@ -88,14 +90,7 @@ func groupName(by, v string) string {
 
 // clean replaces what a terminal would act on in text from Prometheus
 // labels (escape sequences, line breaks).
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if safetext.Unsafe(r) || r == '\n' || r == '\t' {
-			return '?'
-		}
-		return r
-	}, s)
-}
+func clean(s string) string { return safetext.Clean(s) }
 
 func plural(n int, one string) string {
 	if n == 1 {

@@ -9,6 +9,7 @@ package safetext
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,18 @@ import (
 // terminals treat as line breaks (Unicode UAX #14, class BK).
 func Unsafe(r rune) bool {
 	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029
+}
+
+// Clean is s with every Unsafe rune replaced by '?': one line that cannot
+// act on a terminal, for text printed or written where it cannot be
+// refused (a Prometheus label, a name in a marker file).
+func Clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if Unsafe(r) {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // The ways a string breaks the rule; Check's *Error wraps one of them.

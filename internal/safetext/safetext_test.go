@@ -59,3 +59,21 @@ func TestUnsafe(t *testing.T) {
 		}
 	}
 }
+
+func TestClean(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"eth0", "eth0"},
+		{"a\nb\tc\rd", "a?b?c?d"},
+		{"\x1b[31mred\u009b", "?[31mred?"},
+		{"x\u2028y\u2029z", "x?y?z"},
+		{"é ü 日本", "é ü 日本"},
+		{"", ""},
+	} {
+		if got := Clean(tc.in); got != tc.want {
+			t.Errorf("Clean(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if err := Check(Clean(tc.in), 1<<10, false); err != nil {
+			t.Errorf("Clean(%q) = %q fails Check: %v", tc.in, Clean(tc.in), err)
+		}
+	}
+}

@@ -263,18 +263,11 @@ func gate(failOn string, r *fleetverdict.Report) error {
 	var hit []string
 	for _, g := range r.Groups {
 		if failOn == failRollback && g.Outcome == canary.Rollback || failOn == failHold && g.Outcome != canary.Promote {
-			hit = append(hit, fmt.Sprintf("%s %s", groupLabel(r.By, g.Value), g.Outcome))
+			hit = append(hit, fmt.Sprintf("%s %s", fleetverdict.GroupName(r.By, g.Value), g.Outcome))
 		}
 	}
 	if len(hit) == 0 {
 		return nil
 	}
 	return &clienv.ExitError{Code: clienv.ExitFindings, Err: fmt.Errorf("--fail-on %s: %s", failOn, strings.Join(hit, ", "))}
-}
-
-func groupLabel(by, v string) string {
-	if v == "" {
-		return "(no " + by + ")"
-	}
-	return v
 }

@@ -123,11 +123,13 @@ func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (sn
 			// setting fixes, since when. The marker is on /run, emptied
 			// at boot: what it names holds on this boot.
 			f := strings.SplitN(rest, " ", 5)
-			sec, err := int64(0), error(nil)
+			var sec int64 // 0: no time, refused
 			if len(f) >= 4 {
-				sec, err = strconv.ParseInt(f[0], 10, 64)
+				if v, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					sec = v
+				}
 			}
-			if len(f) < 4 || err != nil || sec <= 0 {
+			if sec <= 0 {
 				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: %q is not UNIX-TIME ID KEY VALUE SUBJECT", i+1, rest))
 				continue
 			}

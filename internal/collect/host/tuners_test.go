@@ -111,7 +111,7 @@ func TestNodeTuningMarkerFixes(t *testing.T) {
 			[]snapshot.AppliedFix{{ID: "net.backlog-drops", Key: "sysctl:net.core.netdev_max_backlog", Value: "32768", AppliedAt: time.Unix(1795773969, 0).UTC()}}, 0},
 		{"no time", "fix net.backlog-drops sysctl:net.core.netdev_max_backlog 32768 softnet\n", nil, 1},
 		{"truncated fix", "fix 1 net.backlog-drops sysctl:x\n", nil, 1},
-		{"bad time", "fix yesterday a.b k v s\nfix -5 a.b k v s\n", nil, 2},
+		{"bad time", "fix yesterday a.b k v s\nfix -5 a.b k v s\nfix 99999999999999999999 a.b k v s\n", nil, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
