@@ -12,7 +12,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # Stripped (-s -w): Debian policy, and a third smaller.
 ldflags="${LDFLAGS:-"-X github.com/prometheus/common/version.Version=$version"} -s -w"
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}
-NFPM=${NFPM:-go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0}
+# nfpm is a tool of go.mod (go.sum pins it and every module it needs).
+NFPM=${NFPM:-go tool nfpm}
 # Debian and RPM versions start with a digit: v1.2.3 is 1.2.3, a commit
 # (git describe without a tag, even one that starts with a digit) is
 # 0.0.0~COMMIT, below any release.
