@@ -210,7 +210,7 @@ func testCryptLabModel(t *testing.T, k *kernelLab) {
 	}
 
 	t.Run("golden", func(t *testing.T) {
-		checkModelGolden(t, "testdata/cryptlab-model-"+k.Name+".json", k.Pin.Release, iopsTol, m[0].figures(), strings.TrimSpace(string(res[0].Files["fio-version"])))
+		checkModelGolden(t, "testdata/cryptlab-model-"+k.Name+".json", k.lab.Kernel.Release, iopsTol, m[0].figures(), strings.TrimSpace(string(res[0].Files["fio-version"])))
 	})
 
 	t.Run("model", func(t *testing.T) {
@@ -263,8 +263,17 @@ type modelGolden struct {
 	Figures map[string]float64 `json:"figures"`
 }
 
+// rebuildIOPSTolerance is how far an IOPS figure may move when the archive
+// replaced the golden's kernel by a newer build of its series (ResolvePin):
+// another build runs other instructions, so the exact figure is that
+// build's; what it means (the variants' order, kcryptd busy or idle) is
+// checked by the model subtest on every build.
+const rebuildIOPSTolerance = 0.15
+
 // checkModelGolden compares the model's figures with the committed ones
-// within 4 times the repeat tolerance; SLOWPATH_UPDATE=1 rewrites the file.
+// within 4 times the repeat tolerance, or, on another build of the
+// kernel's series, IOPS within rebuildIOPSTolerance; SLOWPATH_UPDATE=1
+// rewrites the file.
 func checkModelGolden(t *testing.T, path, kernel string, iopsTol float64, got map[string]float64, fio string) {
 	t.Helper()
 	qemu, _ := exec.Command("qemu-system-x86_64", "--version").Output()
@@ -292,10 +301,21 @@ func checkModelGolden(t *testing.T, path, kernel string, iopsTol float64, got ma
 		t.Fatalf("%s: %v", path, err)
 	}
 	var bad []string
+	rebuilt := want.Kernel != kernel
+	if rebuilt {
+		t.Logf("golden from kernel %s, this run boots %s (the archive moved the pin on): IOPS checked within %.0f%%, CPU and p99 by the model subtest's order",
+			want.Kernel, kernel, rebuildIOPSTolerance*100)
+	}
 	for k, w := range want.Figures {
 		g, ok := got[k]
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s: missing (golden %g)", k, w))
+			continue
+		}
+		if rebuilt {
+			if strings.HasPrefix(k, "IOPS/") && relDiff(w, g) > rebuildIOPSTolerance {
+				bad = append(bad, fmt.Sprintf("%s: %g, golden %g (difference %.4g, tolerance %.4g on another build)", k, g, w, relDiff(w, g), rebuildIOPSTolerance))
+			}
 			continue
 		}
 		if d, limit, ok := tolerance(k, w, g, 4, iopsTol); !ok {

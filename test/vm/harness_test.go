@@ -25,6 +25,10 @@ func TestParsePin(t *testing.T) {
 		{name: "ok", in: "# c\nrelease 6.1.0-56-cloud-amd64\nversion 6.1.192-2  # trailing\nsuite http://deb.debian.org/debian-security bookworm-security main\ncc gcc-12\ncpu max,cx16=off\ndeb linux-image-6.1.0-56-cloud-amd64 " + strings.ToUpper(sum) + "\ndeb linux-source-6.1 " + sum + "\n",
 			want: &Pin{Release: "6.1.0-56-cloud-amd64", Version: "6.1.192-2", Suite: "http://deb.debian.org/debian-security bookworm-security main", CC: "gcc-12", CPU: "max,cx16=off", Debs: []Deb{
 				{Package: "linux-image-6.1.0-56-cloud-amd64", SHA256: sum}, {Package: "linux-source-6.1", SHA256: sum}}}},
+		{name: "deb with its own version", in: "release 6.1.0-56-cloud-amd64\nversion 6.1.192-2\nsuite http://deb.debian.org/debian-security bookworm-security main\ndeb linux-image-6.1.0-56-cloud-amd64 " + sum + "\ndeb linux-kbuild-6.1 " + sum + " 6.1.192-3\n",
+			want: &Pin{Release: "6.1.0-56-cloud-amd64", Version: "6.1.192-2", Suite: "http://deb.debian.org/debian-security bookworm-security main", CPU: "max", Debs: []Deb{
+				{Package: "linux-image-6.1.0-56-cloud-amd64", SHA256: sum}, {Package: "linux-kbuild-6.1", SHA256: sum, Version: "6.1.192-3"}}}},
+		{name: "deb with two versions", in: "release r\nversion v\ndeb linux-image-r " + sum + " 1 2\n", wantErr: "line 3"},
 		{name: "short sum", in: "release r\nversion v\ndeb linux-image-r abcd\n", wantErr: "not a sha256"},
 		{name: "bad cpu", in: "release r\nversion v\ncpu max -smp 4\n", wantErr: "line 3"},
 		{name: "cpu with an option", in: "release r\nversion v\ncpu max,-netdev=user\n", wantErr: "line 3"},

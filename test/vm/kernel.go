@@ -29,7 +29,11 @@ func CacheDir() string {
 // Kernel is an unpacked pinned kernel with netdevsim built for it.
 type Kernel struct {
 	Release string
-	Image   string // the vmlinux extracted from the bzImage, which qemu boots
+	Version string // the image's Debian version
+	// Resolved says which packages were used and how they depart from the
+	// pin (Resolved.Changed).
+	Resolved *Resolved
+	Image    string // the vmlinux extracted from the bzImage, which qemu boots
 	// CPU is qemu's -cpu for this kernel (Pin.CPU).
 	CPU  string
 	Root string // unpacked packages; modules under lib/modules/Release
@@ -112,37 +116,50 @@ func (a *AptLab) update(log func(string, ...any)) error {
 	return nil
 }
 
-// PrepareKernel fetches the pinned packages into cache (verifying each
-// against the pin), unpacks them and builds netdevsim. Each step is skipped
-// when its result is already in the cache; log receives progress lines.
+// PrepareKernel resolves pin against the lab's suites (ResolvePin: the
+// pinned packages, or the newest of the same series where the archive moved
+// on), fetches them into cache (each checked against the sha256 of apt's
+// signed index), unpacks them and builds netdevsim. Each step is skipped
+// when its result is already in the cache; log receives progress lines and
+// every departure from the pin.
 func PrepareKernel(cache string, apt *AptLab, pin *Pin, log func(string, ...any)) (*Kernel, error) {
+	res, err := ResolvePin(pin, aptIndex{apt: apt, log: log})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range res.Changed {
+		log("vm: %s", c)
+	}
 	debDir := filepath.Join(cache, "debs")
 	if err := os.MkdirAll(debDir, 0o755); err != nil {
 		return nil, err
 	}
 	debs := map[string]string{}
-	for _, d := range pin.Debs {
-		p, err := fetchDeb(apt, debDir, d, pin.Version, log)
+	for _, d := range res.Debs {
+		p, err := fetchDeb(apt, debDir, d, log)
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", pin.Name, err)
 		}
 		debs[d.Package] = p
 	}
+	rp := res.Pin
 	k := &Kernel{
-		Release: pin.Release,
-		Root:    filepath.Join(cache, "kernel-"+pin.Release+"_"+pin.Version),
+		Release:  rp.Release,
+		Version:  rp.Version,
+		Resolved: res,
+		Root:     filepath.Join(cache, "kernel-"+rp.Release+"_"+debsKey(res)),
 	}
-	k.Image = filepath.Join(k.Root, "boot", "vmlinux-"+pin.Release)
+	k.Image = filepath.Join(k.Root, "boot", "vmlinux-"+rp.Release)
 	k.CPU = pin.CPU
 	if _, err := os.Stat(filepath.Join(k.Root, ".complete")); err == nil {
 		return k, nil
 	}
-	log("vm: unpacking %s %s and building netdevsim (once per kernel)", pin.Release, pin.Version)
+	log("vm: unpacking %s %s and building netdevsim (once per kernel)", rp.Release, rp.Version)
 	tmp := k.Root + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, err
 	}
-	if err := unpackKernel(tmp, pin, debs); err != nil {
+	if err := unpackKernel(tmp, rp, debs); err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", pin.Name, err)
 	}
 	if err := os.RemoveAll(k.Root); err != nil {
@@ -156,6 +173,16 @@ func PrepareKernel(cache string, apt *AptLab, pin *Pin, log func(string, ...any)
 	return k, os.WriteFile(filepath.Join(k.Root, ".complete"), nil, 0o644)
 }
 
+// debsKey names an unpacked tree by the image's version and a hash of every
+// package's sha256, so a newer kbuild beside the same image builds anew.
+func debsKey(r *Resolved) string {
+	h := sha256.New()
+	for _, d := range r.Debs {
+		fmt.Fprintf(h, "%s %s\n", d.Package, d.SHA256)
+	}
+	return r.Pin.Version + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
 // debFile finds PACKAGE_VERSION_ARCH.deb in dir; apt escapes an epoch's
 // colon as %3a.
 func debFile(dir, pkg, version string) string {
@@ -167,35 +194,24 @@ func debFile(dir, pkg, version string) string {
 	return ""
 }
 
-func fetchDeb(apt *AptLab, dir string, d Deb, version string, log func(string, ...any)) (string, error) {
-	if p := debFile(dir, d.Package, version); p != "" {
+// fetchDeb returns d's .deb in dir, downloading it with apt-get (which
+// checks it against the signed index) and checking its sha256 again.
+func fetchDeb(apt *AptLab, dir string, d ResolvedDeb, log func(string, ...any)) (string, error) {
+	if p := debFile(dir, d.Package, d.Version); p != "" {
 		if err := checkSHA256(p, d.SHA256); err == nil {
 			return p, nil
 		}
-		log("vm: cached %s does not match the pin, fetching again", p)
+		log("vm: cached %s does not match apt's index, fetching again", p)
 		os.Remove(p)
 	}
-	spec := d.Package + "=" + version
-	// apt's own signed index must agree with the pin before we download.
-	idx, err := apt.command("apt-cache", "show", spec).CombinedOutput()
-	if err != nil {
-		if err := apt.update(log); err != nil {
-			return "", err
-		}
-		if idx, err = apt.command("apt-cache", "show", spec).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-cache show %s: %v: %s (is the pin in test/vm/kernels/ still in its suite?)", spec, err, idx)
-		}
-	}
-	if !bytes.Contains(idx, []byte("SHA256: "+d.SHA256)) {
-		return "", fmt.Errorf("apt index for %s does not list the pinned sha256 %s", spec, d.SHA256)
-	}
+	spec := d.Package + "=" + d.Version
 	log("vm: apt-get download %s", spec)
 	cmd := apt.command("apt-get", "download", "-qq", spec)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get download %s: %v: %s", spec, err, out)
 	}
-	p := debFile(dir, d.Package, version)
+	p := debFile(dir, d.Package, d.Version)
 	if p == "" {
 		return "", fmt.Errorf("apt-get download %s: no .deb appeared in %s", spec, dir)
 	}
@@ -217,7 +233,7 @@ func checkSHA256(path, want string) error {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%s: sha256 %s, pinned %s", path, got, want)
+		return fmt.Errorf("%s: sha256 %s, apt's index says %s", path, got, want)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ type Pin struct {
 type Deb struct {
 	Package string
 	SHA256  string // hex
+	// Version, when set, is this package's own version: the suite may list
+	// a package rebuilt alone (kbuild 6.1.192-3 beside image 6.1.192-2).
+	Version string
 }
 
 // ImagePackage is the linux-image package of the pin.
@@ -64,8 +67,9 @@ var qemuCPU = regexp.MustCompile(`^[a-zA-Z0-9_.-]+(,[a-z0-9_.+-]+(=(on|off))?)*$
 
 var suiteLine = regexp.MustCompile(`^http://deb\.debian\.org/debian(-security)? [a-z]+(-[a-z]+)? main$`)
 
-// parsePin reads "release R", "version V" and "deb PACKAGE SHA256" lines;
-// '#' starts a comment.
+// parsePin reads "release R", "version V" and "deb PACKAGE SHA256
+// [VERSION]" lines (VERSION where the package's differs from V); '#'
+// starts a comment.
 func parsePin(r io.Reader) (*Pin, error) {
 	p := &Pin{}
 	err := scanDirectives(r, func(n int, line string, f []string) error {
@@ -83,13 +87,17 @@ func parsePin(r io.Reader) (*Pin, error) {
 			p.CC = f[1]
 		case f[0] == "cpu" && len(f) == 2 && qemuCPU.MatchString(f[1]):
 			p.CPU = f[1]
-		case f[0] == "deb" && len(f) == 3:
+		case f[0] == "deb" && (len(f) == 3 || len(f) == 4):
 			if b, err := hex.DecodeString(f[2]); err != nil || len(b) != 32 {
 				return fmt.Errorf("line %d: %q is not a sha256 in hex", n, f[2])
 			}
-			p.Debs = append(p.Debs, Deb{Package: f[1], SHA256: strings.ToLower(f[2])})
+			d := Deb{Package: f[1], SHA256: strings.ToLower(f[2])}
+			if len(f) == 4 {
+				d.Version = f[3]
+			}
+			p.Debs = append(p.Debs, d)
 		default:
-			return fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256`, got %q", n, line)
+			return fmt.Errorf("line %d: want `release R`, `version V`, `suite URI SUITE main`, `cc GCC`, `cpu MODEL[,FEATURES]` or `deb PACKAGE SHA256 [VERSION]`, got %q", n, line)
 		}
 		return nil
 	})
