@@ -270,6 +270,9 @@ func nodeTuning(p *Plan) ([]nodeStep, []string) {
 		if e.NotApplicable != "" {
 			left = append(left, fmt.Sprintf("%s: not applicable here: %s", on, e.NotApplicable))
 		}
+		if e.ByHand != "" {
+			left = append(left, fmt.Sprintf("%s: by hand, not node tuning: %s", on, strings.Join(strings.Fields(e.ByHand), " ")))
+		}
 	}
 	return node, left
 }

@@ -49,6 +49,12 @@ type Entry struct {
 	// NotApplicable says why this host cannot take the fix (the kernel or
 	// driver lacks what it needs); such an entry has no steps or files.
 	NotApplicable string `json:"not_applicable,omitempty"`
+	// ByHand is doctor's remedy for a finding that has no change slowpath
+	// can make or print as a step (a reformat, an application or platform
+	// change, a setting already past what the check proposes): the plan
+	// carries it rather than leaving the finding out, so every finding
+	// doctor counts as having a fix is in the plan.
+	ByHand string `json:"by_hand,omitempty"`
 }
 
 // File is a persistent artifact. Kind "file" is written whole at Path;
@@ -69,8 +75,10 @@ type Options struct {
 	Only []string
 }
 
-// Build makes the plan for the findings of s. Findings without a
-// structured fix, and passing ones, are left out.
+// Build makes the plan for the findings of s: an entry for every failing
+// finding with a remedy, as steps where slowpath can make the change, else
+// as the remedy to carry out by hand (Entry.ByHand). Passing findings and
+// those without a remedy are left out.
 func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, error) {
 	for _, id := range o.Only {
 		if !knownID(id) {
@@ -87,10 +95,14 @@ func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, er
 		}
 	}
 	for _, f := range findings {
-		if f.Fix == nil || f.Status != check.Fail {
+		if f.Status != check.Fail || (f.Fix == nil && f.Remediation == "") {
 			continue
 		}
 		if len(o.Only) > 0 && !slices.Contains(o.Only, f.ID) {
+			continue
+		}
+		if f.Fix == nil {
+			p.Entries = append(p.Entries, Entry{ID: f.ID, Subject: f.Subject, Severity: f.Severity, Summary: f.Summary, ByHand: f.Remediation})
 			continue
 		}
 		p.Entries = append(p.Entries, entry(s, p.Kernel, f))
@@ -121,6 +133,12 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			why = append(why, owner)
 			continue
 		}
+		if c.From != nil && c.To < *c.From {
+			// A check proposes a floor; a host already above it keeps its
+			// value (the rmem_max a remedy once lowered).
+			why = append(why, fmt.Sprintf("%s is %d, above the %d proposed: a fix never lowers it", c.Key, *c.From, c.To))
+			continue
+		}
 		sysctls = append(sysctls, c)
 		st := Step{Change: Sysctl(c)}
 		st.Command = StepCommand(st)
@@ -141,6 +159,9 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			continue
 		case r.RX > r.RXMax:
 			why = append(why, fmt.Sprintf("%s's %s driver allows at most %d RX descriptors, fewer than %d", r.Interface, orUnknown(r.Driver), r.RXMax, r.RX))
+			continue
+		case r.RX < r.RXFrom:
+			why = append(why, fmt.Sprintf("%s's RX ring is %d, above the %d proposed: a fix never shrinks it", r.Interface, r.RXFrom, r.RX))
 			continue
 		}
 		if owner := ownedBy(tunermodel.RingClaims(snapshotHost(s), r.Interface)); owner != "" {
@@ -199,19 +220,38 @@ func snapshotHost(s *snapshot.Snapshot) *snapshot.Host {
 // A tuned profile whose daemon is not running does not move the knob
 // now, so it does not refuse (net.tuner-conflict still reports it);
 // slowpath's DaemonSet sets its knobs at every pod start, running or not.
+//
+// Every tuner that drives the knob is named, each with how to take the knob
+// from it: taking it from one leaves the others.
 func ownedBy(claims []tunermodel.Claim) string {
+	var driving []tunermodel.Claim
 	for _, c := range claims {
-		if !c.Running() && c.Tuner != "slowpath-node-tuning" {
-			continue
+		if c.Running() || c.Tuner == "slowpath-node-tuning" {
+			driving = append(driving, c)
 		}
-		who := c.Tuner
-		if c.PID != 0 {
-			who = fmt.Sprintf("%s (pid %d)", c.Tuner, c.PID)
-		}
-		return fmt.Sprintf("%s is driven by %s, seen at %s: %s; a change of it would be measured against %s and may be set back by it. "+
-			"To let slowpath change it: %s", c.Knob, who, c.Seen, c.Why, c.Tuner, c.Exclude)
 	}
-	return ""
+	who := func(c tunermodel.Claim) string {
+		if c.PID != 0 {
+			return fmt.Sprintf("%s (pid %d)", c.Tuner, c.PID)
+		}
+		return c.Tuner
+	}
+	switch len(driving) {
+	case 0:
+		return ""
+	case 1:
+		c := driving[0]
+		return fmt.Sprintf("%s is driven by %s, seen at %s: %s; a change of it would be measured against %s and may be set back by it. "+
+			"To let slowpath change it: %s", c.Knob, who(c), c.Seen, c.Why, c.Tuner, c.Exclude)
+	}
+	var names, seen, exclude []string
+	for _, c := range driving {
+		names = append(names, who(c))
+		seen = append(seen, fmt.Sprintf("%s seen at %s: %s", c.Tuner, c.Seen, c.Why))
+		exclude = append(exclude, c.Exclude)
+	}
+	return fmt.Sprintf("%s is driven by %d tuners, %s (%s); a change of it would be measured against them and may be set back by any of them. "+
+		"To let slowpath change it, take it from each: %s", driving[0].Knob, len(driving), strings.Join(names, " and "), strings.Join(seen, "; "), strings.Join(exclude, "; "))
 }
 
 func orUnknown(s string) string {

@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/slowpath/slowpath/internal/analyze"
-	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/golden"
-	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 const hostsDir = "../../testdata/hosts"
@@ -23,15 +20,8 @@ const hostsDir = "../../testdata/hosts"
 // fixturePlan builds the plan of one fixture host the way the command does.
 func fixturePlan(t *testing.T, name string, o Options) *Plan {
 	t.Helper()
-	s, err := snapshot.Load(filepath.Join(hostsDir, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := analyze.Run(s, check.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Build(s, r.Findings, o)
+	s, fs := fixtureFindings(t, name)
+	p, err := Build(s, fs, o)
 	if err != nil {
 		t.Fatal(err)
 	}

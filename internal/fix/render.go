@@ -59,6 +59,16 @@ func comment(b *strings.Builder, s string) {
 	}
 }
 
+// indent puts two spaces before each line of s, so a remedy's lines stand
+// apart from the text around them.
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
 // heredoc quotes content for a shell here-document: a delimiter that no
 // line of content equals.
 func heredoc(content string) string {
@@ -89,6 +99,10 @@ func Shell(p *Plan) string {
 		comment(&b, fmt.Sprintf("== %s on %s (%s)", quote.Comment(e.ID), quote.Comment(e.Subject), quote.Comment(fmt.Sprint(e.Severity))))
 		if e.NotApplicable != "" {
 			comment(&b, "Not applicable here: "+e.NotApplicable)
+		}
+		if e.ByHand != "" {
+			comment(&b, "By hand: no setting slowpath changes; the remedy, as doctor prints it:")
+			comment(&b, indent(e.ByHand))
 		}
 		if len(e.Steps) > 0 {
 			b.WriteString("# runtime\n")
@@ -157,6 +171,12 @@ func Files(p *Plan) ([]byte, error) {
 	for _, e := range p.Entries {
 		if e.NotApplicable != "" {
 			line("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable)
+		}
+		if e.ByHand != "" {
+			line("%s on %s: by hand, no file (the remedy as doctor prints it):", e.ID, e.Subject)
+			for _, l := range strings.Split(indent(e.ByHand), "\n") {
+				line("%s", l)
+			}
 		}
 		for _, s := range e.Steps {
 			if len(e.Files) > 0 {

@@ -43,7 +43,14 @@ func backlogDrops(in *check.Input) []check.Finding {
 	cur, haveCur := m.Sysctls[keyBacklog]
 	rec, why := recommendBacklog(m, cur)
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#netdev-max-backlog", "https://www.kernel.org/doc/html/latest/networking/scaling.html"}
+	// The remedy and the plan come from one decision: a backlog already at
+	// or above what this check proposes is never lowered; the remedy then
+	// points at what a larger backlog cannot fix.
+	sysFix := raiseSysctls(m, map[string]int64{keyBacklog: rec})
 	fix := fmt.Sprintf("sysctl -w %s=%d\necho '%s = %d' \\\n  > /etc/sysctl.d/60-slowpath-backlog.conf\n%s", keyBacklog, rec, keyBacklog, rec, comment(why))
+	if sysFix == nil {
+		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes (%s): a larger backlog is not the remedy. Spread the receive load over more CPUs (RSS queues, RPS: see net.rps-steering and net.time-squeeze) or find what keeps the CPU from draining its backlog (slowpath net watch).", keyBacklog, cur, rec, why))
+	}
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
 			return []check.Finding{{
@@ -73,7 +80,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 		Evidence:    append(rateEvidence(srcSoftnet, up, 4), sysctlEvidence(m, keyBacklog, fmt.Sprintf("%d", rec))),
 		Remediation: fix,
 		References:  refs,
-		Fix:         &check.Fix{Sysctls: []check.SysctlChange{sysctlChange(m, keyBacklog, rec)}},
+		Fix:         sysFix,
 	}}
 }
 

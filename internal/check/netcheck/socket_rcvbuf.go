@@ -7,6 +7,13 @@ import (
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
+const (
+	keyRmemMax = "net.core.rmem_max"
+	// rcvbufMax is the rmem_max this check proposes (25 MiB); a larger
+	// one is kept.
+	rcvbufMax = 26214400
+)
+
 func init() {
 	check.Register(check.Check{
 		ID:       "net.socket-rcvbuf",
@@ -23,7 +30,14 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	}
 	cs := counters(m, netmodel.LayerSocket, "Udp.RcvbufErrors", "Udp6.RcvbufErrors")
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#rmem-max", "https://man7.org/linux/man-pages/man7/socket.7.html"}
-	fix := "sysctl -w net.core.rmem_max=26214400\n" + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
+	// One decision for the remedy and the plan: rmem_max is raised to
+	// rcvbufMax, never lowered (a host at 33554432 was once told to set
+	// 26214400).
+	sysFix := raiseSysctls(m, map[string]int64{keyRmemMax: rcvbufMax})
+	fix := fmt.Sprintf("sysctl -w %s=%d\n", keyRmemMax, rcvbufMax) + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
+	if sysFix == nil {
+		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes: the cap is not the limit. Have the application ask for a larger buffer (setsockopt SO_RCVBUF, up to rmem_max; the kernel doubles it for bookkeeping), raise rmem_default for sockets that do not ask, or read faster (more reader threads, SO_REUSEPORT).", keyRmemMax, m.Sysctls[keyRmemMax], rcvbufMax))
+	}
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {
 			return []check.Finding{{Status: check.Unknown, Subject: netmodel.SubjectSockets,
@@ -44,6 +58,6 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 			sysctlEvidence(m, "net.core.rmem_default", "")),
 		Remediation: fix,
 		References:  refs,
-		Fix:         raiseSysctls(m, map[string]int64{"net.core.rmem_max": 26214400}),
+		Fix:         sysFix,
 	}}
 }

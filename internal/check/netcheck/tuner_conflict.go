@@ -52,9 +52,31 @@ func tunerConflict(in *check.Input) []check.Finding {
 		}
 		byTuner[c.Tuner] = append(byTuner[c.Tuner], c)
 	}
+	// Which tuners claim each knob: a knob two tuners drive is named in
+	// both findings, each naming the other.
+	byKnob := map[string][]string{}
+	for _, t := range order {
+		for _, c := range byTuner[t] {
+			if !slices.Contains(byKnob[c.Knob], t) {
+				byKnob[c.Knob] = append(byKnob[c.Knob], t)
+			}
+		}
+	}
 	var out []check.Finding
 	for _, t := range order {
-		out = append(out, conflictFinding(byTuner[t]))
+		f := conflictFinding(byTuner[t])
+		var shared []string
+		for _, c := range byTuner[t] {
+			for _, other := range byKnob[c.Knob] {
+				if other != t {
+					shared = append(shared, fmt.Sprintf("%s by %s", c.Knob, other))
+				}
+			}
+		}
+		if len(shared) > 0 {
+			f.Summary += " Another tuner drives the same settings: " + strings.Join(shared, ", ") + "; each must give them up."
+		}
+		out = append(out, f)
 	}
 	if len(out) == 0 {
 		if len(unread) > 0 {

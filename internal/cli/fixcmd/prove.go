@@ -93,6 +93,9 @@ func proveAndApply(ctx context.Context, env *clienv.Env, a *apply.Applier, o *Op
 		if len(e.Steps) == 0 && e.NotApplicable != "" {
 			fmt.Fprintf(log, "%s on %s: not applicable here: %s\n", e.ID, e.Subject, e.NotApplicable)
 		}
+		if e.ByHand != "" {
+			fmt.Fprintf(log, "%s on %s: by hand, not applied or proved (no setting slowpath changes)\n", e.ID, e.Subject)
+		}
 	}
 	measure, skipped := prove.Select(plan, path, o.Only)
 	var network []fix.Entry

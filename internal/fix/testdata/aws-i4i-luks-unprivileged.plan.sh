@@ -3,4 +3,13 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
-# Nothing to fix: no finding has a host-level fix.
+
+# == dmcrypt.tax on /dev/mapper/scratch (warning)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   The table of dm-crypt scratch was not read (see the evidence), so whether
+#   it bypasses the kcryptd workqueues is unknown: run `slowpath doctor` on the
+#   node as root (dmcrypt.workqueue), or `dmsetup table scratch` and look for
+#   no_read_workqueue no_write_workqueue.
+#   Check for a second encryption layer slowpath cannot see: another
+#   dm-crypt or fscrypt (lsblk -s /dev/mapper/scratch), or the platform
+#   encrypting the disk again (cloud encryption at host).

@@ -4,6 +4,16 @@
 # with verification and rollback instead.
 set -eu
 
+# == dmcrypt.tax on /dev/mapper/EPHEMERAL-DATA (warning)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
+#   (the dmcrypt.workqueue entry of `slowpath fix` does this):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent EPHEMERAL-DATA
+#   (LUKS2: applies now and is stored in the header for every later open;
+#   it needs the passphrase, key file or token, as open does)
+#   /mnt/.ephemeral has 2 encryption layers, each encrypting every block again:
+#   storage.stacked-encryption says which one to drop.
+
 # == dmcrypt.workqueue on /dev/mapper/BOTTLEROCKET-DATA (warning)
 # runtime
 dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
@@ -15,3 +25,16 @@ dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for
 dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
 # persistent, run by hand (asks for the passphrase, key file or token):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
+
+# == storage.stacked-encryption on /mnt/.ephemeral (warning)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   On Bottlerocket, EPHEMERAL-DATA comes from the image's encrypted-storage
+#   feature (/usr/share/bottlerocket/image-features.env
+#   ENCRYPTED_STORAGE=true): apiclient ephemeral-storage init encrypts the
+#   ephemeral disks whenever it runs, and no setting turns that off for one
+#   volume. To keep one layer on instance store, which the platform already
+#   encrypts: run a variant built without encrypted-storage on
+#   instance-store nodes, or drop the ephemeral-storage init/bind commands
+#   from settings.bootstrap-commands and keep the data on EBS. If the
+#   in-guest layer is required, mark it so:
+#     {"required_stacks": ["/mnt/.ephemeral"]}

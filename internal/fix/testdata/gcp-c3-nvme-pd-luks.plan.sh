@@ -3,4 +3,11 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
-# Nothing to fix: no finding has a host-level fix.
+
+# == storage.stacked-encryption on /srv/db (warning)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   The platform already encrypts this storage (gcp persistent-disk).
+#   If the in-guest layer is not required (e.g. for customer-held keys),
+#   move the data to a plain filesystem and remove dm-crypt db.
+#   If the in-guest layer is required, mark it so in the config:
+#     {"required_stacks": ["/srv/db"]}

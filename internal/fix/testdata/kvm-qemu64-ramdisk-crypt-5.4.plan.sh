@@ -4,6 +4,14 @@
 # with verification and rollback instead.
 set -eu
 
+# == crypto.no-aes-acceleration on /dev/mapper/pgram (warning)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   Run on a CPU with AES instructions: pick a VM type that has them and
+#   check that the hypervisor passes the aes flag through (QEMU: -cpu host,
+#   not qemu64).
+#   On CPUs without them, use a cipher built for that case (new format needed):
+#     cryptsetup luksFormat --cipher xchacha12,aes-adiantum-plain64 DEVICE
+
 # == dmcrypt.same-cpu-crypt on /dev/mapper/pgram (info)
 # runtime
 dmsetup table --showkeys -- pgram | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+1; for(i=10;i<=NF;i++) s=s" "$i; print s" same_cpu_crypt"}' | dmsetup reload -- pgram && dmsetup resume -- pgram

@@ -3,4 +3,9 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
-# Nothing to fix: no finding has a host-level fix.
+
+# == net.no-drop-reasons on kernel (info)
+# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+#   # no setting enables it: skb drop reasons arrived in Linux 5.17 (some
+#   # distributions backport them); use a newer kernel for reason-level
+#   # attribution

@@ -1,0 +1,245 @@
+package fix
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/analyze"
+	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/snapshot"
+)
+
+// checkCovers holds plan p to the findings it was built from: every failing
+// finding doctor counts as having a fix (a remedy, or a structured fix) has
+// exactly one entry, with steps, a reason it does not apply, or the remedy
+// by hand; no entry is for anything else; and no step moves a value the
+// wrong way (a sysctl below what the host has, a ring smaller).
+func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
+	t.Helper()
+	want := map[string]int{}
+	for _, f := range fs {
+		if f.Status != check.Fail || (f.Remediation == "" && f.Fix == nil) {
+			continue
+		}
+		if f.Fix != nil && f.Remediation == "" {
+			t.Errorf("%s: %s on %s has a structured fix but doctor prints no remedy", name, f.ID, f.Subject)
+		}
+		want[f.ID+" on "+f.Subject]++
+	}
+	got := map[string]int{}
+	for _, e := range p.Entries {
+		on := e.ID + " on " + e.Subject
+		got[on]++
+		if len(e.Steps) == 0 && e.NotApplicable == "" && e.ByHand == "" && len(e.Manual) == 0 && len(e.Cloud) == 0 {
+			t.Errorf("%s: the entry for %s says nothing: no step, no reason, no remedy", name, on)
+		}
+		for _, s := range e.Steps {
+			switch c := s.Change.(type) {
+			case Sysctl:
+				if c.From != nil && c.To < *c.From {
+					t.Errorf("%s: %s lowers %s from %d to %d", name, on, c.Key, *c.From, c.To)
+				}
+			case Ring:
+				if c.RX < c.RXFrom {
+					t.Errorf("%s: %s shrinks %s's RX ring from %d to %d", name, on, c.Interface, c.RXFrom, c.RX)
+				}
+			}
+		}
+	}
+	for on, n := range want {
+		if got[on] != n {
+			t.Errorf("%s: doctor has %d finding(s) %s with a fix, the plan %d entries", name, n, on, got[on])
+		}
+	}
+	for on := range got {
+		if want[on] == 0 {
+			t.Errorf("%s: the plan has an entry %s that doctor does not count", name, on)
+		}
+	}
+}
+
+// TestPlanCoversDoctor runs the property over every fixture host: doctor's
+// remedies and fix's entries match one to one (before, 28 of 64 failing
+// findings with a remedy had no entry: storage.stacked-encryption on GCP
+// and AWS, dmcrypt.sector-size, dmcrypt.scheduler, net.tuner-conflict).
+func TestPlanCoversDoctor(t *testing.T) {
+	byHand, total := 0, 0
+	for _, name := range fixtureHosts(t) {
+		s, fs := fixtureFindings(t, name)
+		p := planOf(t, s, fs)
+		checkCovers(t, name, fs, p)
+		for _, e := range p.Entries {
+			total++
+			if e.ByHand != "" {
+				byHand++
+			}
+		}
+	}
+	t.Logf("%d entries over the fixtures, %d of them by hand", total, byHand)
+	if byHand == 0 {
+		t.Error("no fixture has a finding whose remedy is by hand: the property is not exercised")
+	}
+}
+
+func fixtureFindings(t *testing.T, name string) (*snapshot.Snapshot, []check.Finding) {
+	t.Helper()
+	s, err := snapshot.Load(filepath.Join(hostsDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, findingsOf(t, s)
+}
+
+// findingsOf analyses s as doctor does.
+func findingsOf(t *testing.T, s *snapshot.Snapshot) []check.Finding {
+	t.Helper()
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Findings
+}
+
+// planOf is the plan of s's findings, as fix builds it.
+func planOf(t *testing.T, s *snapshot.Snapshot, fs []check.Finding) *Plan {
+	t.Helper()
+	p, err := Build(s, fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A host dropping UDP at the socket whose rmem_max is already above what
+// the check proposes: the remedy must not lower it, in doctor or in the
+// plan, and the finding stays in the plan, by hand.
+func TestRmemMaxNeverLowered(t *testing.T) {
+	s, _ := fixtureFindings(t, "net-aws-ena")
+	s.Net.Sysctls["net.core.rmem_max"] = 33554432
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *check.Finding
+	for i := range r.Findings {
+		if r.Findings[i].ID == "net.socket-rcvbuf" && r.Findings[i].Status == check.Fail {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatal("net.socket-rcvbuf does not fire on net-aws-ena: the fixture no longer drops at the socket")
+	}
+	if strings.Contains(f.Remediation, "rmem_max=") || f.Fix != nil {
+		t.Errorf("remedy for rmem_max 33554432 sets it:\n%s\nfix %+v", f.Remediation, f.Fix)
+	}
+	if !strings.Contains(f.Remediation, "already 33554432") {
+		t.Errorf("remedy does not say rmem_max is already large enough:\n%s", f.Remediation)
+	}
+	p, err := Build(s, r.Findings, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCovers(t, "net-aws-ena with rmem_max 33554432", r.Findings, p)
+	for _, e := range p.Entries {
+		if e.ID == "net.socket-rcvbuf" && (e.ByHand == "" || len(e.Steps) > 0) {
+			t.Errorf("entry %+v, want the remedy by hand and no step", e)
+		}
+	}
+	// A structured fix that would lower a value is refused by the plan
+	// too, whatever a check asks.
+	from := int64(33554432)
+	bad := []check.Finding{{ID: "net.socket-rcvbuf", Status: check.Fail, Severity: check.Warning, Subject: "sockets", Remediation: "x",
+		Fix: &check.Fix{Sysctls: []check.SysctlChange{{Key: "net.core.rmem_max", From: &from, To: 26214400}}}}}
+	p, err = Build(s, bad, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 1 || len(p.Entries[0].Steps) != 0 || !strings.Contains(p.Entries[0].NotApplicable, "never lowers") {
+		t.Errorf("plan for a lowering fix: %+v", p.Entries)
+	}
+}
+
+// FuzzPlanCoversDoctor moves the values the net checks propose fixes for
+// (the backlog, rmem_max, every RX ring) on the network fixtures, keeps
+// the snapshots that still validate, and holds each plan to checkCovers.
+func FuzzPlanCoversDoctor(f *testing.F) {
+	hosts := []string{"net-aws-ena", "net-azure-accelnet", "net-tuned-bpftune", "net-healthy", "net-virtio-one-sample"}
+	for i := range hosts {
+		f.Add(uint8(i), int64(1000), int64(212992), uint32(256))
+		f.Add(uint8(i), int64(1<<20), int64(1<<30), uint32(1<<14))
+	}
+	f.Add(uint8(0), int64(65536), int64(26214400), uint32(0))
+	f.Fuzz(func(t *testing.T, host uint8, backlog, rmem int64, ring uint32) {
+		name := hosts[int(host)%len(hosts)]
+		s, err := snapshot.Load(filepath.Join(hostsDir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Net == nil {
+			t.Fatalf("%s has no net section", name)
+		}
+		if s.Net.Sysctls == nil {
+			s.Net.Sysctls = map[string]int64{}
+		}
+		s.Net.Sysctls["net.core.netdev_max_backlog"] = backlog
+		s.Net.Sysctls["net.core.rmem_max"] = rmem
+		for i := range s.Net.Interfaces {
+			if r := s.Net.Interfaces[i].Ring; r != nil {
+				r.RX = ring
+			}
+		}
+		// Only valid snapshots: what decoding would accept.
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := snapshot.Decode(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		r, err := analyze.Run(s2, check.Config{})
+		if err != nil {
+			return
+		}
+		p, err := Build(s2, r.Findings, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCovers(t, fmt.Sprintf("%s backlog %d rmem_max %d rx %d", name, backlog, rmem, ring), r.Findings, p)
+	})
+}
+
+// A backlog already above the largest the check proposes (65536) with
+// drops: the remedy points elsewhere, and nothing lowers it.
+func TestBacklogAboveProposalNotLowered(t *testing.T) {
+	s, fs := fixtureFindings(t, "net-azure-accelnet")
+	fired := false
+	for _, f := range fs {
+		fired = fired || (f.ID == "net.backlog-drops" && f.Status == check.Fail && f.Fix != nil)
+	}
+	if !fired {
+		t.Fatal("net.backlog-drops has no fix on net-azure-accelnet: the fixture no longer drops in the backlog")
+	}
+	s.Net.Sysctls["net.core.netdev_max_backlog"] = 131072
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Findings {
+		if f.ID != "net.backlog-drops" || f.Status != check.Fail {
+			continue
+		}
+		if f.Fix != nil || strings.Contains(f.Remediation, "sysctl -w") || !strings.Contains(f.Remediation, "already 131072") {
+			t.Errorf("backlog 131072: fix %+v, remedy:\n%s", f.Fix, f.Remediation)
+		}
+	}
+	p, err := Build(s, r.Findings, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCovers(t, "net-azure-accelnet with backlog 131072", r.Findings, p)
+}
