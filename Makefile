@@ -22,7 +22,7 @@ SHELL       := /bin/bash
 # Debian packages: the main job needs none; tests need real tools.
 TEST_DEPS := python3 fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs xfsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd
 
-.PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm mod vm-pins
+.PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm mod vm-pins prep
 
 all: build
 
@@ -55,14 +55,17 @@ deps-test:
 	./scripts/tuned-loader.sh >/dev/null
 
 # Everything, as CI runs it. Privileged and VM tests fail (not skip) here.
-# packaging's tests check the release made here.
-# The VM lab's summary (which kernel each pin became, time per boot) is
-# printed whether the tests passed or not.
-test: mod deps-test lint build release
-	rm -f bin/vm-summary.txt
-	SLOWPATH_STRICT=1 SLOWPATH_RELEASE_DIR=$(CURDIR)/bin/release SLOWPATH_VM_SUMMARY=$(CURDIR)/bin/vm-summary.txt \
-		$(GO) test -count=1 -timeout 25m ./...; rc=$$?; [ ! -f bin/vm-summary.txt ] || cat bin/vm-summary.txt; exit $$rc
-	$(MAKE) fuzz
+# packaging's tests check the release made here. go test of every package
+# and every fuzz target: scripts/suite.sh (test/vm starts first, in the
+# background, and the rest run beside it); the VM lab's summary (which
+# kernel each pin became, time per boot) is printed, passed or not.
+test: prep lint build release
+	FUZZTIME=$(FUZZTIME) ./scripts/suite.sh
+
+# The two downloads make test starts with (Go modules, Debian packages) at
+# once: both mostly wait on the network.
+prep:
+	$(MAKE) -j2 mod deps-test
 
 # The qemu VM lab alone (test/vm; see docs/testing.md): every kernel of
 # test/vm/kernels, or one: make vm KERNEL=5.10. One scenario:

@@ -10,7 +10,8 @@
 #
 #   scripts/fresh-machine.sh [REV]     (default HEAD; exit status: .ci/run's)
 #
-# It prints the time and keeps the log in /var/tmp/slowpath-fresh-*.log.
+# It prints the time and keeps the log, each line with its time of day, in
+# /var/tmp/slowpath-fresh-*.log.
 # Afterwards the mounts it took away are put back and the host state
 # (scripts/host-state.sh) must be as it was; its directories are removed.
 set -euo pipefail
@@ -52,7 +53,12 @@ status=0
 	export GOMODCACHE=$work/gomodcache GOCACHE=$work/gocache GOPATH=$work/gopath
 	export SLOWPATH_VM_CACHE=$work/vm SLOWPATH_TUNED_DIR=$work/tuned CI=true
 	bash .ci/run </dev/null
-) 2>&1 | tee -a "$log" || status=$?
+) 2>&1 | while IFS= read -r line; do
+	# The log gets each line's time (bash's printf, no fork per line), so
+	# the time of every stage can be read from it afterwards.
+	printf '%s\n' "$line"
+	printf '%(%T)T %s\n' -1 "$line" >>"$log"
+done || status=$?
 elapsed=$(($(date +%s) - start))
 
 cleanup
