@@ -4,14 +4,10 @@
 package analyze
 
 import (
-	"fmt"
-
 	"github.com/slowpath/slowpath/internal/check"
 	// The check packages register their checks in init.
 	_ "github.com/slowpath/slowpath/internal/check/netcheck"
 	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
-	"github.com/slowpath/slowpath/internal/model/netmodel"
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -19,11 +15,9 @@ import (
 // Run builds the models from s, runs every check and assembles the report.
 // A model that cannot be built is an error naming the section.
 func Run(s *snapshot.Snapshot, cfg check.Config) (*report.Report, error) {
-	sm := storagemodel.Build(s)
-	nm, err := netmodel.Build(s)
+	in, findings, err := check.Evaluate(s, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("network model: %w", err)
+		return nil, err
 	}
-	in := &check.Input{Snapshot: s, Storage: sm, Network: nm, Config: cfg}
-	return report.New(in, check.Run(in, false)), nil
+	return report.New(in, findings), nil
 }

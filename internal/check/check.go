@@ -170,6 +170,23 @@ func Run(in *Input, keepPass bool) []Finding {
 	return out
 }
 
+// Evaluate builds the storage and network models of s and runs every
+// registered check on them (Run): what doctor reports, and what fix runs
+// again on a snapshot its plan has changed. With no check registered it is
+// an error, never an empty, clean result: the check packages register
+// themselves when imported (internal/analyze imports them all).
+func Evaluate(s *snapshot.Snapshot, cfg Config) (*Input, []Finding, error) {
+	if len(registry) == 0 {
+		return nil, nil, fmt.Errorf("no check is registered (import internal/analyze)")
+	}
+	nm, err := netmodel.Build(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("network model: %w", err)
+	}
+	in := &Input{Snapshot: s, Storage: storagemodel.Build(s), Network: nm, Config: cfg}
+	return in, Run(in, false), nil
+}
+
 // Sort orders findings worst first, then by id and subject.
 func Sort(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {

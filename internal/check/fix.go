@@ -58,4 +58,12 @@ type CloudChange struct {
 	Provider string   `json:"provider"`
 	What     string   `json:"what"`
 	Commands []string `json:"commands"`
+	// Setting names what the change sets in the snapshot's terms, so the
+	// plan can be checked on paper (CloudAzureEAHOff); "" when it sets
+	// nothing the snapshot records.
+	Setting string `json:"setting,omitempty"`
 }
+
+// CloudAzureEAHOff is the CloudChange.Setting that turns Azure encryption
+// at host off: cloud.azure.encryption_at_host becomes false.
+const CloudAzureEAHOff = "azure.encryption_at_host=false"

@@ -37,6 +37,18 @@ func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
 		if len(e.Steps) == 0 && e.NotApplicable == "" && e.ByHand == "" && len(e.Manual) == 0 && len(e.Cloud) == 0 {
 			t.Errorf("%s: the entry for %s says nothing: no step, no reason, no remedy", name, on)
 		}
+		// Checked on paper: every entry that makes a change has a proof,
+		// and one that does not clear its finding says what remains.
+		switch {
+		case (len(e.Steps) > 0 || hasCloudSetting(e.Cloud)) && e.Proof == nil:
+			t.Errorf("%s: %s makes a change but was not checked on the snapshot", name, on)
+		case e.Proof != nil && e.Proof.Result == ProofNotDone:
+			t.Errorf("%s: %s could not be checked on its own snapshot: %s", name, on, e.Proof.Remains)
+		case e.Proof != nil && e.Proof.Result == ProofRemains && e.Proof.Remains == "":
+			t.Errorf("%s: %s does not clear its finding and does not say what remains", name, on)
+		case e.Proof != nil && e.Proof.Result == ProofOnHost && !Watched(e):
+			t.Errorf("%s: %s left to the host, but no counters watch it", name, on)
+		}
 		for _, s := range e.Steps {
 			switch c := s.Change.(type) {
 			case Sysctl:
@@ -68,18 +80,22 @@ func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
 // and AWS, dmcrypt.sector-size, dmcrypt.scheduler, net.tuner-conflict).
 func TestPlanCoversDoctor(t *testing.T) {
 	byHand, total := 0, 0
+	proofs := map[string]int{}
 	for _, name := range fixtureHosts(t) {
 		s, fs := fixtureFindings(t, name)
 		p := planOf(t, s, fs)
 		checkCovers(t, name, fs, p)
 		for _, e := range p.Entries {
 			total++
+			if e.Proof != nil {
+				proofs[e.Proof.Result]++
+			}
 			if e.ByHand != "" {
 				byHand++
 			}
 		}
 	}
-	t.Logf("%d entries over the fixtures, %d of them by hand", total, byHand)
+	t.Logf("%d entries over the fixtures, %d of them by hand; proofs: %v", total, byHand, proofs)
 	if byHand == 0 {
 		t.Error("no fixture has a finding whose remedy is by hand: the property is not exercised")
 	}
@@ -242,4 +258,54 @@ func TestBacklogAboveProposalNotLowered(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCovers(t, "net-azure-accelnet with backlog 131072", r.Findings, p)
+}
+
+// The README's fixture: turning Azure encryption at host off, as the
+// stacked-encryption remedy says, leaves two layers; the plan says so
+// rather than claiming the finding, and the dm-crypt flags clear theirs.
+func TestStackedEncryptionPlanSaysWhatRemains(t *testing.T) {
+	s, fs := fixtureFindings(t, "azure-e16dv5-eah-luks")
+	p := planOf(t, s, fs)
+	got := map[string]*Proof{}
+	for _, e := range p.Entries {
+		got[e.ID] = e.Proof
+	}
+	if pr := got["storage.stacked-encryption"]; pr == nil || pr.Result != ProofRemains || !strings.Contains(pr.Remains, "2 encryption layers") || !strings.Contains(pr.Remains, "dm-crypt (kernel-cpu) over cloud-disk (drive)") {
+		t.Errorf("stacked-encryption proof %+v, want it to say 2 layers remain: dm-crypt over the cloud disk", pr)
+	}
+	if pr := got["dmcrypt.workqueue"]; pr == nil || pr.Result != ProofCleared {
+		t.Errorf("dmcrypt.workqueue proof %+v, want cleared", pr)
+	}
+	var sh bytes.Buffer
+	if err := Write(&sh, p, "shell"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sh.String(), "# checked on the snapshot: this change does not clear the finding; after it: 2 encryption layers") {
+		t.Errorf("the shell plan does not say what remains:\n%s", sh.String())
+	}
+	// The snapshot the plan was built from is unchanged by the proof.
+	if eah := s.Cloud.Azure.EncryptionAtHost; eah == nil || !*eah {
+		t.Errorf("the proof changed the original snapshot: encryption at host %v", eah)
+	}
+}
+
+func TestAddCryptFlags(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{in: "aes-xts-plain64 redacted:512 0 259:1 4096", want: "aes-xts-plain64 redacted:512 0 259:1 4096 2 no_read_workqueue no_write_workqueue"},
+		{in: "aes-xts-plain64 redacted:512 0 259:1 4096 1 allow_discards", want: "aes-xts-plain64 redacted:512 0 259:1 4096 3 allow_discards no_read_workqueue no_write_workqueue"},
+		{in: "aes-xts-plain64 redacted:512 0 259:1 4096 2 no_read_workqueue sector_size:4096", want: "aes-xts-plain64 redacted:512 0 259:1 4096 3 no_read_workqueue sector_size:4096 no_write_workqueue"},
+		{in: "aes-xts-plain64 redacted:512 0 259:1 4096 3 allow_discards", err: "count"},
+		{in: "aes-xts-plain64 redacted:512 0", err: "at least"},
+	} {
+		got, err := addCryptFlags(tt.in, []string{"no_read_workqueue", "no_write_workqueue"})
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("addCryptFlags(%q) = %q, %v; want an error with %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("addCryptFlags(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
 }

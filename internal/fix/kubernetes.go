@@ -273,6 +273,9 @@ func nodeTuning(p *Plan) ([]nodeStep, []string) {
 		if e.ByHand != "" {
 			left = append(left, fmt.Sprintf("%s: by hand, not node tuning: %s", on, strings.Join(strings.Fields(e.ByHand), " ")))
 		}
+		if e.Proof != nil && e.Proof.Result == ProofRemains {
+			left = append(left, fmt.Sprintf("%s: %s", on, proofLine(e.Proof)))
+		}
 	}
 	return node, left
 }

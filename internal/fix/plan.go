@@ -55,6 +55,9 @@ type Entry struct {
 	// carries it rather than leaving the finding out, so every finding
 	// doctor counts as having a fix is in the plan.
 	ByHand string `json:"by_hand,omitempty"`
+	// Proof is what the entry's changes do to the snapshot, checked before
+	// the plan is printed (onpaper.go); nil when it makes no change.
+	Proof *Proof `json:"proof,omitempty"`
 }
 
 // File is a persistent artifact. Kind "file" is written whole at Path;
@@ -73,6 +76,9 @@ type File struct {
 type Options struct {
 	// Only keeps the findings with these check ids (all when empty).
 	Only []string
+	// Config is the policy the findings were graded with; the plan is
+	// checked on paper under the same one.
+	Config check.Config
 }
 
 // Build makes the plan for the findings of s: an entry for every failing
@@ -106,6 +112,9 @@ func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, er
 			continue
 		}
 		p.Entries = append(p.Entries, entry(s, p.Kernel, f))
+	}
+	if err := proveOnPaper(s, o.Config, p.Entries); err != nil {
+		return nil, fmt.Errorf("checking the plan on the snapshot: %w", err)
 	}
 	return p, nil
 }

@@ -130,6 +130,9 @@ func Shell(p *Plan) string {
 				comment(&b, "  "+cmd)
 			}
 		}
+		if e.Proof != nil {
+			comment(&b, proofLine(e.Proof))
+		}
 	}
 	return b.String()
 }
@@ -199,6 +202,9 @@ func Files(p *Plan) ([]byte, error) {
 		}
 		for _, cl := range e.Cloud {
 			line("%s on %s: cloud (%s), not run: %s", e.ID, e.Subject, cl.Provider, strings.Join(cl.Commands, "; "))
+		}
+		if e.Proof != nil && e.Proof.Result == ProofRemains {
+			line("%s on %s: %s", e.ID, e.Subject, proofLine(e.Proof))
 		}
 	}
 	a.Comment = []byte(c.String())

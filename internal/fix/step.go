@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Step is one runtime change.
@@ -45,6 +47,10 @@ type Change interface {
 	// Read returns the current value on s; Write sets it.
 	Read(s Settings) (string, error)
 	Write(s Settings, value string) error
+	// ApplyTo makes the change to a snapshot in memory, as the host would
+	// read it after the step: the plan is checked on paper with it
+	// (onpaper.go) before it is printed.
+	ApplyTo(s *snapshot.Snapshot) error
 }
 
 // Settings are the live host's settings a Change reads and writes

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // KindRing is the wire name of Ring.
@@ -58,3 +59,16 @@ func (c Ring) Write(s Settings, v string) error {
 }
 
 func (c Ring) NetInterface() string { return c.Interface }
+
+// ApplyTo sets the interface's RX ring in the snapshot.
+func (c Ring) ApplyTo(s *snapshot.Snapshot) error {
+	if s.Net != nil {
+		for i := range s.Net.Interfaces {
+			if ifc := &s.Net.Interfaces[i]; ifc.Name == c.Interface && ifc.Ring != nil {
+				ifc.Ring.RX = c.RX
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("ring of %s: the snapshot has no ring for that interface", c.Interface)
+}

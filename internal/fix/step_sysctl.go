@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // KindSysctl is the wire name of Sysctl.
@@ -36,3 +37,16 @@ func (Sysctl) Same(a, b string) bool { return a == b }
 func (c Sysctl) Read(s Settings) (string, error) { return s.ReadSysctl(c.Key) }
 
 func (c Sysctl) Write(s Settings, v string) error { return s.WriteSysctl(c.Key, v) }
+
+// ApplyTo sets the sysctl in the snapshot, as the host would read it after
+// the step.
+func (c Sysctl) ApplyTo(s *snapshot.Snapshot) error {
+	if s.Net == nil {
+		return fmt.Errorf("sysctl %s: the snapshot has no net section", c.Key)
+	}
+	if s.Net.Sysctls == nil {
+		s.Net.Sysctls = map[string]int64{}
+	}
+	s.Net.Sysctls[c.Key] = c.To
+	return nil
+}

@@ -43,5 +43,6 @@ func stackedFix(chain []storagemodel.Layer) *check.Fix {
 			"az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false",
 			"az vm start -g RG -n VM",
 		},
+		Setting: check.CloudAzureEAHOff,
 	}}}
 }

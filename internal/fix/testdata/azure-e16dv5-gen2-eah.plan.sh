@@ -9,3 +9,4 @@ set -eu
 #   az vm deallocate -g RG -n VM
 #   az vm update -g RG -n VM --set securityProfile.encryptionAtHost=false
 #   az vm start -g RG -n VM
+# checked on the snapshot: after this change the finding is gone

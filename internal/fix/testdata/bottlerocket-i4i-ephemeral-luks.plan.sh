@@ -19,12 +19,14 @@ set -eu
 dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
 # persistent, run by hand (asks for the passphrase, key file or token):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- BOTTLEROCKET-DATA
+# checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.workqueue on /dev/mapper/EPHEMERAL-DATA (warning)
 # runtime
 dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
 # persistent, run by hand (asks for the passphrase, key file or token):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
+# checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /mnt/.ephemeral (warning)
 # By hand: no setting slowpath changes; the remedy, as doctor prints it:

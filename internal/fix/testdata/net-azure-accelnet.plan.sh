@@ -14,6 +14,7 @@ cat > /etc/sysctl.d/60-slowpath-net-backlog-drops.conf <<'EOF'
 # was 1000
 net.core.netdev_max_backlog = 32768
 EOF
+# checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)
 
 # == net.ring-undersized on enP30832s1 (warning)
 # runtime
@@ -24,6 +25,7 @@ cat > /etc/udev/rules.d/60-slowpath-ring-enP30832s1.rules <<'EOF'
 # Written by slowpath fix: RX ring of enP30832s1 to 8192 (driver maximum 8192, was 1024).
 ACTION=="add", SUBSYSTEM=="net", KERNELS=="7870:00:02.0", DRIVERS=="mlx5_core", RUN+="/usr/sbin/ethtool -G $name rx 8192"
 EOF
+# checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)
 
 # == net.time-squeeze on softnet (warning)
 # runtime
@@ -38,3 +40,4 @@ net.core.netdev_budget = 600
 # was 2000
 net.core.netdev_budget_usecs = 8000
 EOF
+# checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)
