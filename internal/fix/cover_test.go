@@ -309,3 +309,46 @@ func TestAddCryptFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestPlatformMechanism: the platform decides how a fix is carried out.
+// Talos has no shell: its plan runs no command in any format and carries
+// the machine-configuration patch by hand, for each Talos version's
+// document. Bottlerocket seals the volume key in the TPM: its plan
+// offers no cryptsetup refresh --persistent and says the runtime change
+// lasts until the next boot.
+func TestPlatformMechanism(t *testing.T) {
+	for _, version := range []string{"v1.9.5", "v1.11.2", "v1.12.1"} {
+		s, _ := fixtureFindings(t, "talos-luks-default")
+		s.Host.OS.VersionID = version
+		fs := findingsOf(t, s)
+		p := planOf(t, s, fs)
+		checkCovers(t, "talos "+version, fs, p)
+		for _, e := range p.Entries {
+			if e.ID != "dmcrypt.workqueue" {
+				continue
+			}
+			if len(e.Steps) != 0 || len(e.Manual) != 0 || len(e.Files) != 0 || !strings.Contains(e.NotApplicable, "Talos has no shell") || !strings.Contains(e.ByHand, "machineconfig") {
+				t.Errorf("talos %s: entry %+v, want no command and the machine-config patch by hand", version, e)
+			}
+		}
+		// The shell script runs what is not a comment.
+		for _, l := range strings.Split(Shell(p), "\n") {
+			if c := strings.TrimSpace(l); strings.HasPrefix(c, "#") || c == "" || c == "set -eu" {
+				continue
+			}
+			if strings.Contains(l, "cryptsetup") || strings.Contains(l, "dmsetup") {
+				t.Errorf("talos %s: the shell plan runs a command Talos cannot: %s", version, l)
+			}
+		}
+	}
+	s, fs := fixtureFindings(t, "bottlerocket-i4i-ephemeral-luks")
+	p := planOf(t, s, fs)
+	for _, e := range p.Entries {
+		if e.ID != "dmcrypt.workqueue" {
+			continue
+		}
+		if len(e.Manual) != 0 || !strings.Contains(e.NotApplicable, "seals in the TPM") || !strings.Contains(e.NotApplicable, "until the next boot") {
+			t.Errorf("bottlerocket: entry %+v, want no refresh by hand and the reason", e)
+		}
+	}
+}

@@ -187,8 +187,15 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 		}
 	}
 	if c := f.Fix.Crypt; c != nil {
+		platform := check.PlatformOf(s)
 		if reason := cryptNotApplicable(kernel, c); reason != "" {
 			why = append(why, reason)
+		} else if platform == check.PlatformTalos {
+			// Talos has no shell: neither the dmsetup reload nor
+			// cryptsetup can be run there. Its machine configuration
+			// keeps the flags (doctor's remedy, carried by hand).
+			why = append(why, fmt.Sprintf("Talos has no shell to run dmsetup or cryptsetup in: the flags of %s go into the machine configuration, which Talos applies when it opens the volume at the next boot (the patch is below, by hand)", c.Name))
+			e.ByHand = f.Remediation
 		} else if c.KeyInKeyring {
 			// The table names a keyring key that cryptsetup unlinked after
 			// opening: a reload of the same table fails with ENOKEY.
@@ -198,7 +205,10 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			st := Step{Change: Crypt(*c)}
 			st.Command = StepCommand(st)
 			e.Steps = append(e.Steps, st)
-			if c.Format == "luks2" {
+			if platform == check.PlatformBottlerocket {
+				// The live reload holds for this boot; nothing keeps it.
+				why = append(why, fmt.Sprintf("the flags of %s cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot", c.Name))
+			} else if c.Format == "luks2" {
 				e.Manual = append(e.Manual, refreshCommand(c, true))
 			} else if file, err := crypttabFile(c); err != nil {
 				why = append(why, fmt.Sprintf("no /etc/crypttab options written: %v: add them to its line by hand, or run the runtime command at every open", err))

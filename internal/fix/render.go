@@ -101,7 +101,7 @@ func Shell(p *Plan) string {
 			comment(&b, "Not applicable here: "+e.NotApplicable)
 		}
 		if e.ByHand != "" {
-			comment(&b, "By hand: no setting slowpath changes; the remedy, as doctor prints it:")
+			comment(&b, "By hand (slowpath makes no change for it here); the remedy, as doctor prints it:")
 			comment(&b, indent(e.ByHand))
 		}
 		if len(e.Steps) > 0 {

@@ -97,9 +97,10 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 	refs := []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab}
 	if p, prefs := platformWorkqueue(in, u.layer, missing); p != "" {
 		// Talos has no shell to run cryptsetup in: its machine
-		// configuration is the one place; elsewhere the platform's way
-		// comes first, the command for this node after it.
-		if platformOf(in) == platformTalos {
+		// configuration is the one place. Bottlerocket cannot run the
+		// refresh (its key is sealed in the TPM). Elsewhere the platform's
+		// way comes first, the command for this node after it.
+		if pl := platformOf(in); pl == check.PlatformTalos || pl == check.PlatformBottlerocket {
 			rem = p
 		} else {
 			rem = p + "\n" + rem

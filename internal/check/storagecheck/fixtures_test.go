@@ -209,7 +209,8 @@ func platformFixtures(t *testing.T) {
 		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/mnt/.ephemeral", "ENCRYPTED_STORAGE=true"},
 		{"bottlerocket-i4i-ephemeral-luks", "storage.stacked-encryption", "/mnt/.ephemeral", "settings.bootstrap-commands"},
 		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "no Bottlerocket setting"},
-		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "cryptsetup refresh --perf-no_read_workqueue"},
+		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "TPM"},
+		{"bottlerocket-i4i-ephemeral-luks", "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA", "apiclient"},
 		{"talos-luks-default", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", "kind: VolumeConfig\n  name: EPHEMERAL"},
 		{"talos-luks-default", "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL", "      - no_read_workqueue\n      - no_write_workqueue"},
 		{"longhorn-v2-mayastor-nvmf", "storage.userspace-encryption", "/mnt/reports", "kubectl get diskpool"},
@@ -220,6 +221,11 @@ func platformFixtures(t *testing.T) {
 			t.Errorf("%s %s %s: remediation does not say %q: %+v", tt.fixture, tt.id, tt.subject, tt.want, f)
 		}
 	}
+	// Bottlerocket seals the volume key in the TPM: no cryptsetup refresh
+	// --persistent is offered, nor a bootstrap command running one.
+	if f := find(fixtureFindings(t, "bottlerocket-i4i-ephemeral-luks"), "dmcrypt.workqueue", "/dev/mapper/EPHEMERAL-DATA"); f != nil && strings.Contains(f.Remediation, "cryptsetup refresh --perf") {
+		t.Errorf("Bottlerocket remediation offers cryptsetup refresh:\n%s", f.Remediation)
+	}
 	// Talos has no shell: its fix is the machine configuration alone.
 	if f := find(fixtureFindings(t, "talos-luks-default"), "dmcrypt.workqueue", "/dev/mapper/luks2-EPHEMERAL"); f != nil && strings.Contains(f.Remediation, "cryptsetup") {
 		t.Errorf("Talos remediation offers cryptsetup:\n%s", f.Remediation)
@@ -227,5 +233,50 @@ func platformFixtures(t *testing.T) {
 	f := find(fixtureFindings(t, "longhorn-v2-mayastor-nvmf"), "storage.stacked-encryption", "/mnt/reports")
 	if f == nil || !strings.Contains(f.Summary, "1 whose encryption cannot be seen from inside") {
 		t.Errorf("a path over a Mayastor target reads as unencrypted: %+v", f)
+	}
+}
+
+// TestTalosVersions: before 1.11 the flags go into machine.systemDiskEncryption
+// under the volume the mapping belongs to (mappings were <PARTITION>-encrypted
+// before 1.12, so STATE-encrypted is STATE, never EPHEMERAL); 1.11 has the
+// VolumeConfig document with encryption options; from 1.12 mappings are
+// luks2-<VOLUME>.
+func TestTalosVersions(t *testing.T) {
+	for _, tt := range []struct {
+		version, mapping string
+		want, not        []string
+	}{
+		{"v1.9.5", "STATE-encrypted", []string{"machine:\n    systemDiskEncryption:\n      state:\n", "Talos 1.11 moves this"}, []string{"kind: VolumeConfig", "ephemeral:"}},
+		{"v1.10.7", "EPHEMERAL-encrypted", []string{"systemDiskEncryption:\n      ephemeral:\n"}, []string{"kind: VolumeConfig"}},
+		{"v1.11.2", "STATE-encrypted", []string{"kind: VolumeConfig\n  name: STATE\n"}, []string{"systemDiskEncryption"}},
+		{"v1.12.1", "luks2-EPHEMERAL", []string{"kind: VolumeConfig\n  name: EPHEMERAL\n"}, []string{"systemDiskEncryption"}},
+	} {
+		t.Run(tt.version+"/"+tt.mapping, func(t *testing.T) {
+			s, err := snapshot.Load(filepath.Join(hostsDir, "talos-luks-default.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Host.OS.VersionID, s.Host.OS.PrettyName = tt.version, "Talos ("+tt.version+")"
+			for i := range s.Storage.BlockDevices {
+				if dm := s.Storage.BlockDevices[i].DM; dm != nil && dm.Name == "luks2-EPHEMERAL" {
+					dm.Name = tt.mapping
+				}
+			}
+			fs := check.Run(&check.Input{Snapshot: s, Storage: storagemodel.Build(s)}, true)
+			f := find(fs, "dmcrypt.workqueue", "/dev/mapper/"+tt.mapping)
+			if f == nil || f.Status != check.Fail {
+				t.Fatalf("no dmcrypt.workqueue finding on %s: %+v", tt.mapping, fired(fs, "dmcrypt.workqueue"))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(f.Remediation, w) {
+					t.Errorf("remediation does not say %q:\n%s", w, f.Remediation)
+				}
+			}
+			for _, n := range append(tt.not, "cryptsetup") {
+				if strings.Contains(f.Remediation, n) {
+					t.Errorf("remediation says %q:\n%s", n, f.Remediation)
+				}
+			}
+		})
 	}
 }

@@ -9,16 +9,6 @@ import (
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
-// Platforms that build dm-crypt volumes themselves each keep the flags
-// somewhere of their own: a finding that only said "cryptsetup refresh"
-// or "/etc/crypttab" would be undone at the next boot or re-format.
-const (
-	platformOther        = ""
-	platformBottlerocket = "bottlerocket"
-	platformTalos        = "talos"
-	platformCoreOS       = "coreos" // Flatcar, Fedora CoreOS, RHCOS: Ignition (Butane) opens LUKS
-)
-
 // References for the platform texts.
 const (
 	refBottlerocketStorage = "https://github.com/bottlerocket-os/bottlerocket-core-kit/blob/develop/docs/ENCRYPTED_STORAGE.md"
@@ -27,22 +17,8 @@ const (
 	refButaneLUKS          = "https://coreos.github.io/butane/upgrading-fcos/"
 )
 
-// platformOf names the platform from os-release (host.os).
-func platformOf(in *check.Input) string {
-	if in.Snapshot == nil || in.Snapshot.Host == nil || in.Snapshot.Host.OS == nil {
-		return platformOther
-	}
-	o := in.Snapshot.Host.OS
-	switch {
-	case o.ID == "bottlerocket":
-		return platformBottlerocket
-	case o.ID == "talos":
-		return platformTalos
-	case o.ID == "flatcar", o.ID == "rhcos", o.VariantID == "coreos":
-		return platformCoreOS
-	}
-	return platformOther
-}
+// platformOf names the host's platform (check.PlatformOf).
+func platformOf(in *check.Input) check.Platform { return check.PlatformOf(in.Snapshot) }
 
 func osName(in *check.Input) string {
 	o := in.Snapshot.Host.OS
@@ -56,11 +32,11 @@ func osName(in *check.Input) string {
 // on l, prepended to the generic remediation; "" on other hosts.
 func platformWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) (string, []string) {
 	switch platformOf(in) {
-	case platformTalos:
+	case check.PlatformTalos:
 		return reflow(talosWorkqueue(in, l, missing), 72), []string{refTalosEncryption}
-	case platformBottlerocket:
+	case check.PlatformBottlerocket:
 		return reflow(bottlerocketWorkqueue(in, l), 72), []string{refBottlerocketStorage}
-	case platformCoreOS:
+	case check.PlatformCoreOS:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: Ignition opens LUKS volumes it creates; for nodes provisioned from now on, add the flags\n", osName(in))
 		b.WriteString("to the volume in the Butane config (fcos 1.5.0+, flatcar 1.1.0+; Ignition writes them with --persistent):\n")
@@ -75,14 +51,15 @@ func platformWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) 
 }
 
 // talosWorkqueue writes the Talos machine-config snippet: the
-// VolumeConfig document from Talos 1.12 on, machine.systemDiskEncryption
-// before it. Talos passes the options as --perf-* at every open.
+// VolumeConfig document from Talos 1.11 on (its encryption options came
+// with it), machine.systemDiskEncryption before it. Talos passes the
+// options as --perf-* at every open.
 func talosWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) string {
 	vol := talosVolume(l)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s opens %s itself at every boot, with the options of its machine configuration;\n", osName(in), l.Name)
 	b.WriteString("add the flags there (talosctl patch machineconfig --nodes NODE --patch @patch.yaml), then reboot:\n")
-	if talosAtLeast(in.Snapshot.Host.OS.VersionID, 1, 12) {
+	if talosAtLeast(in.Snapshot.Host.OS.VersionID, 1, 11) {
 		fmt.Fprintf(&b, "  apiVersion: v1alpha1\n  kind: VolumeConfig\n  name: %s\n  encryption:\n    provider: luks2\n    options:\n", vol)
 		for _, f := range missing {
 			fmt.Fprintf(&b, "      - %s\n", f)
@@ -93,19 +70,23 @@ func talosWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) str
 		for _, f := range missing {
 			fmt.Fprintf(&b, "          - %s\n", f)
 		}
-		b.WriteString("(keep the keys: as they are; Talos 1.12 moves this into a VolumeConfig document)")
+		b.WriteString("(keep the keys: as they are; Talos 1.11 moves this into a VolumeConfig document)")
 	}
 	return b.String()
 }
 
-// talosVolume is the Talos volume behind a mapping: luks2-<VOLUME> from
-// 1.12, <partition>-encrypted before it (then by its mount, /var is
-// EPHEMERAL).
+// talosVolume is the Talos volume behind a mapping: from 1.12 every
+// encrypted volume is mapped as luks2-<VOLUME>; before it a system volume
+// is <PARTITION>-encrypted (STATE-encrypted, EPHEMERAL-encrypted). Any
+// other name is given back as it is, never guessed.
 func talosVolume(l storagemodel.Layer) string {
 	if v, ok := strings.CutPrefix(l.Name, "luks2-"); ok && v != "" {
 		return v
 	}
-	return "EPHEMERAL"
+	if v, ok := strings.CutSuffix(l.Name, "-encrypted"); ok && v != "" {
+		return strings.ToUpper(v)
+	}
+	return l.Name
 }
 
 // talosAtLeast compares Talos's VERSION_ID, which keeps its leading v
@@ -125,27 +106,20 @@ func talosAtLeast(v string, major, minor int) bool {
 
 // bottlerocketWorkqueue: rottweiler formats with no performance flags and
 // no Bottlerocket setting passes any (bottlerocket-core-kit rottweiler,
-// PRs #717, #721, #999, #1024). A LUKS2 volume keeps flags written to
-// its header by cryptsetup refresh --persistent across reboots;
-// EPHEMERAL-DATA is formatted again when its instance-store disks are
-// new, and plain-mode volumes (ephemeral-encryption-keys) have no header.
+// PRs #717, #721, #999, #1024). Nothing on the node can keep them either:
+// bootstrap commands run apiclient only, and cryptsetup refresh
+// --persistent must unlock a keyslot with the volume key, which
+// Bottlerocket seals in the TPM (there is no passphrase to type). What
+// remains is the running boot: a reload of the live table, whose key the
+// table itself holds (what slowpath fix --apply does).
 func bottlerocketWorkqueue(in *check.Input, l storagemodel.Layer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s formats and opens %s itself (rottweiler, systemd-cryptsetup) with no performance flags,\n", osName(in), l.Name)
-	b.WriteString("and no Bottlerocket setting passes them. ")
-	switch {
-	case !isLUKS2(l):
-		b.WriteString("This mapping has no LUKS2 header (plain mode, a new key at every boot), so nothing on the node\n" +
-			"can keep the flags: set them after each boot from the admin container (sudo sheltie), or ask for a\n" +
-			"setting upstream (bottlerocket-core-kit). For now:")
-	case l.Name == "EPHEMERAL-DATA":
-		b.WriteString("From the admin container (sudo sheltie) the flags can be written into the LUKS2 header,\n" +
-			"which later opens honour; apiclient ephemeral-storage init formats the volume again when the\n" +
-			"instance-store disks are new (a stop and start), so repeat it then, e.g. as a bootstrap command after init:")
-	default:
-		b.WriteString("From the admin container (sudo sheltie) the flags can be written into the LUKS2 header once;\n" +
-			"every later open (unlock-local-fs.service) honours them:")
-	}
+	b.WriteString("and no Bottlerocket setting passes them. Nothing on the node can keep them: bootstrap commands run\n" +
+		"apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the\n" +
+		"TPM (there is no passphrase to type). Ask for a setting upstream (bottlerocket-core-kit). Until then the\n" +
+		"flags hold for the running boot only: slowpath fix --apply reloads the live table with them, from a\n" +
+		"privileged container or the admin container (sudo sheltie), and they are gone at the next boot.")
 	return b.String()
 }
 

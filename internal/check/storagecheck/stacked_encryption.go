@@ -100,7 +100,7 @@ func stackedFinding(in *check.Input, p storagemodel.Path, subject string, requir
 		}
 	}
 	f.Remediation = stackedRemediation(chain, subject)
-	if platformOf(in) == platformBottlerocket {
+	if platformOf(in) == check.PlatformBottlerocket {
 		if k := kernelLayers(chain); len(k) > 0 && len(k) < len(chain) {
 			f.Remediation = reflow(bottlerocketStack(k, subject), 72)
 			f.References = append(f.References, refBottlerocketStorage, refBottlerocketEph)

@@ -5,7 +5,7 @@
 set -eu
 
 # == dmcrypt.tax on /dev/mapper/scratch (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent scratch
@@ -22,7 +22,7 @@ dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;
 # checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /data (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   The platform already encrypts this storage (aws instance-store).
 #   If the in-guest layer is not required (e.g. for customer-held keys),
 #   move the data to a plain filesystem and remove dm-crypt scratch.

@@ -5,7 +5,7 @@
 set -eu
 
 # == dmcrypt.tax on /dev/mapper/scratch (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   The table of dm-crypt scratch was not read (see the evidence), so whether
 #   it bypasses the kcryptd workqueues is unknown: run `slowpath doctor` on the
 #   node as root (dmcrypt.workqueue), or `dmsetup table scratch` and look for

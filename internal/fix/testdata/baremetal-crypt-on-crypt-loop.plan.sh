@@ -5,7 +5,7 @@
 set -eu
 
 # == dmcrypt.sector-size on /dev/mapper/inner (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Recreate the mapping with 4096-byte sectors. LUKS1: convert to LUKS2
 #   (cryptsetup convert --type luks2), then
 #     cryptsetup reencrypt --sector-size 4096 DEVICE
@@ -13,7 +13,7 @@ set -eu
 #   This changes the on-disk layout: copy the data off first.
 
 # == dmcrypt.sector-size on /dev/mapper/outer (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Recreate the mapping with 4096-byte sectors. LUKS1: convert to LUKS2
 #   (cryptsetup convert --type luks2), then
 #     cryptsetup reencrypt --sector-size 4096 DEVICE
@@ -28,21 +28,21 @@ dmsetup table --showkeys -- root_crypt | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<
 # checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /mnt/vault (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Keep one in-guest layer: copy the data off, remove dm-crypt vault
 #   (the upper one) and restore onto the remaining encrypted device.
 #   If the stack is required, mark it so in the config:
 #     {"required_stacks": ["/mnt/vault"]}
 
 # == storage.stacked-encryption on /srv (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Keep one in-guest layer: copy the data off, remove dm-crypt inner
 #   (the upper one) and restore onto the remaining encrypted device.
 #   If the stack is required, mark it so in the config:
 #     {"required_stacks": ["/srv"]}
 
 # == dmcrypt.scheduler on /dev/nvme0n1 (info)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   echo none > /sys/block/nvme0n1/queue/scheduler
 #   and to keep it, a udev rule, e.g. /etc/udev/rules.d/60-nvme-scheduler.rules:
 #     ACTION=="add|change", KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="none"

@@ -5,7 +5,7 @@
 set -eu
 
 # == dmcrypt.tax on /dev/mapper/EPHEMERAL-DATA (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent EPHEMERAL-DATA
@@ -15,21 +15,19 @@ set -eu
 #   storage.stacked-encryption says which one to drop.
 
 # == dmcrypt.workqueue on /dev/mapper/BOTTLEROCKET-DATA (warning)
+# Not applicable here: partly: the flags of BOTTLEROCKET-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
 # runtime
 dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
-# persistent, run by hand (asks for the passphrase, key file or token):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- BOTTLEROCKET-DATA
 # checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.workqueue on /dev/mapper/EPHEMERAL-DATA (warning)
+# Not applicable here: partly: the flags of EPHEMERAL-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
 # runtime
 dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
-# persistent, run by hand (asks for the passphrase, key file or token):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
 # checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /mnt/.ephemeral (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   On Bottlerocket, EPHEMERAL-DATA comes from the image's encrypted-storage
 #   feature (/usr/share/bottlerocket/image-features.env
 #   ENCRYPTED_STORAGE=true): apiclient ephemeral-storage init encrypts the

@@ -5,7 +5,7 @@
 set -eu
 
 # == storage.stacked-encryption on /srv/db (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   The platform already encrypts this storage (gcp persistent-disk).
 #   If the in-guest layer is not required (e.g. for customer-held keys),
 #   move the data to a plain filesystem and remove dm-crypt db.

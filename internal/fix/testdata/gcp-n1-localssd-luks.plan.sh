@@ -12,7 +12,7 @@ dmsetup table --showkeys -- ssd0 | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++
 # checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /mnt/disks/ssd0 (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   The platform already encrypts this storage (gcp local-ssd).
 #   If the in-guest layer is not required (e.g. for customer-held keys),
 #   move the data to a plain filesystem and remove dm-crypt ssd0.

@@ -5,7 +5,7 @@
 set -eu
 
 # == crypto.no-aes-acceleration on /dev/mapper/pgram (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Run on a CPU with AES instructions: pick a VM type that has them and
 #   check that the hypervisor passes the aes flag through (QEMU: -cpu host,
 #   not qemu64).

@@ -5,7 +5,7 @@
 set -eu
 
 # == net.no-drop-reasons on kernel (info)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   # no setting enables it: skb drop reasons arrived in Linux 5.17 (some
 #   # distributions backport them); use a newer kernel for reason-level
 #   # attribution

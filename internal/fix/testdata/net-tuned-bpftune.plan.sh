@@ -14,7 +14,7 @@ set -eu
 # Not applicable here: net.core.netdev_budget is driven by bpftune (pid 1234), seen at /proc/1234/comm: bpftune's net_buffer_tuner changes it by itself as it sees load, and turns itself off when another writer changes it; a change of it would be measured against bpftune and may be set back by it. To let slowpath change it: remove net_buffer_tuner.so from bpftune's plug-in directory (bpftune --print-libdir), or run bpftune with -a for each tuner to keep (systemctl edit bpftune), or stop bpftune (systemctl stop bpftune) for the A/B (a write by hand is no way: bpftune's sysctl_tuner then turns net_buffer_tuner off until bpftune restarts); net.core.netdev_budget_usecs is driven by bpftune (pid 1234), seen at /proc/1234/comm: bpftune's net_buffer_tuner changes it by itself as it sees load, and turns itself off when another writer changes it; a change of it would be measured against bpftune and may be set back by it. To let slowpath change it: remove net_buffer_tuner.so from bpftune's plug-in directory (bpftune --print-libdir), or run bpftune with -a for each tuner to keep (systemctl edit bpftune), or stop bpftune (systemctl stop bpftune) for the A/B (a write by hand is no way: bpftune's sysctl_tuner then turns net_buffer_tuner off until bpftune restarts)
 
 # == net.tuner-conflict on bpftune (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Keep one tuner per setting. To let slowpath change them:
 #   - remove net_buffer_tuner.so from bpftune's plug-in directory (bpftune
 #     --print-libdir), or run bpftune with -a for each tuner to keep
@@ -30,7 +30,7 @@ set -eu
 #   (slowpath fix --format tuned writes a tuned profile).
 
 # == net.tuner-conflict on tuned (warning)
-# By hand: no setting slowpath changes; the remedy, as doctor prints it:
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   Keep one tuner per setting. To let slowpath change them:
 #   - drop ring= from that net unit (or narrow its devices=) in a profile of
 #     your own that includes site-net
