@@ -1,0 +1,30 @@
+#!/bin/sh
+# slowpath fix plan for kernel 6.6.95-flatcar.
+# Review before running; `slowpath fix --apply` makes the runtime changes
+# with verification and rollback instead.
+set -eu
+
+# == dmcrypt.tax on /dev/mapper/scratch (warning)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
+#   (the dmcrypt.workqueue entry of `slowpath fix` does this):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent scratch
+#   (LUKS2: applies now and is stored in the header for every later open;
+#   it needs the passphrase, key file or token, as open does)
+#   /data has 2 encryption layers, each encrypting every block again:
+#   storage.stacked-encryption says which one to drop.
+
+# == dmcrypt.workqueue on /dev/mapper/scratch (warning)
+# runtime
+dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
+# persistent, run by hand (asks for the passphrase, key file or token):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+# checked on the snapshot: after this change the finding is gone
+
+# == storage.stacked-encryption on /data (warning)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   The platform already encrypts this storage (aws instance-store).
+#   If the in-guest layer is not required (e.g. for customer-held keys),
+#   move the data to a plain filesystem and remove dm-crypt scratch.
+#   If the in-guest layer is required, mark it so in the config:
+#     {"required_stacks": ["/data"]}
