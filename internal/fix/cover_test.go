@@ -132,10 +132,22 @@ func planOf(t *testing.T, s *snapshot.Snapshot, fs []check.Finding) *Plan {
 
 // A host dropping UDP at the socket whose rmem_max is already above what
 // the check proposes: the remedy must not lower it, in doctor or in the
-// plan, and the finding stays in the plan, by hand.
+// plan, and the finding stays in the plan, by hand. The fixture
+// rhel-9-i4i-luks-tuned is such a host as collected; net-aws-ena with the
+// value moved is the same host without the rest.
 func TestRmemMaxNeverLowered(t *testing.T) {
-	s, _ := fixtureFindings(t, "net-aws-ena")
-	s.Net.Sysctls["net.core.rmem_max"] = 33554432
+	rhel, _ := fixtureFindings(t, "rhel-9-i4i-luks-tuned")
+	ena, _ := fixtureFindings(t, "net-aws-ena")
+	ena.Net.Sysctls["net.core.rmem_max"] = 33554432
+	for name, s := range map[string]*snapshot.Snapshot{"rhel-9-i4i-luks-tuned": rhel, "net-aws-ena with rmem_max 33554432": ena} {
+		t.Run(name, func(t *testing.T) { rmemMaxNeverLowered(t, s) })
+	}
+}
+
+func rmemMaxNeverLowered(t *testing.T, s *snapshot.Snapshot) {
+	if got := s.Net.Sysctls["net.core.rmem_max"]; got != 33554432 {
+		t.Fatalf("rmem_max %d, want the fixture's 33554432", got)
+	}
 	r, err := analyze.Run(s, check.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +159,7 @@ func TestRmemMaxNeverLowered(t *testing.T) {
 		}
 	}
 	if f == nil {
-		t.Fatal("net.socket-rcvbuf does not fire on net-aws-ena: the fixture no longer drops at the socket")
+		t.Fatal("net.socket-rcvbuf does not fire: the fixture no longer drops at the socket")
 	}
 	if strings.Contains(f.Remediation, "rmem_max=") || f.Fix != nil {
 		t.Errorf("remedy for rmem_max 33554432 sets it:\n%s\nfix %+v", f.Remediation, f.Fix)
@@ -159,7 +171,7 @@ func TestRmemMaxNeverLowered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCovers(t, "net-aws-ena with rmem_max 33554432", r.Findings, p)
+	checkCovers(t, t.Name(), r.Findings, p)
 	for _, e := range p.Entries {
 		if e.ID == "net.socket-rcvbuf" && (e.ByHand == "" || len(e.Steps) > 0) {
 			t.Errorf("entry %+v, want the remedy by hand and no step", e)

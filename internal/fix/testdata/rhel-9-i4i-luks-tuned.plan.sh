@@ -1,0 +1,50 @@
+#!/bin/sh
+# slowpath fix plan for kernel 5.14.0-427.13.1.el9_4.x86_64.
+# Review before running; `slowpath fix --apply` makes the runtime changes
+# with verification and rollback instead.
+set -eu
+
+# == dmcrypt.tax on /dev/mapper/scratch (warning)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
+#   (the dmcrypt.workqueue entry of `slowpath fix` does this):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent scratch
+#   (LUKS2: applies now and is stored in the header for every later open;
+#   it needs the passphrase, key file or token, as open does)
+#   /data has 2 encryption layers, each encrypting every block again:
+#   storage.stacked-encryption says which one to drop.
+
+# == dmcrypt.workqueue on /dev/mapper/scratch (warning)
+# runtime
+dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
+# persistent, run by hand (asks for the passphrase, key file or token):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+# checked on the snapshot: after this change the finding is gone
+
+# == net.backlog-drops on softnet (warning)
+# runtime
+sysctl -w net.core.netdev_max_backlog=4096
+# persistent: systemd-sysctl applies it at every boot
+mkdir -p /etc/sysctl.d
+cat > /etc/sysctl.d/60-slowpath-net-backlog-drops.conf <<'EOF'
+# Written by slowpath fix for net.backlog-drops.
+# was 1000
+net.core.netdev_max_backlog = 4096
+EOF
+# checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)
+
+# == net.socket-rcvbuf on sockets (warning)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   # net.core.rmem_max is already 33554432, at or above the 26214400 this
+#   # check proposes: the cap is not the limit. Have the application ask for
+#   # a larger buffer (setsockopt SO_RCVBUF, up to rmem_max; the kernel
+#   # doubles it for bookkeeping), raise rmem_default for sockets that do
+#   # not ask, or read faster (more reader threads, SO_REUSEPORT).
+
+# == storage.stacked-encryption on /data (warning)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   The platform already encrypts this storage (aws instance-store).
+#   If the in-guest layer is not required (e.g. for customer-held keys),
+#   move the data to a plain filesystem and remove dm-crypt scratch.
+#   If the in-guest layer is required, mark it so in the config:
+#     {"required_stacks": ["/data"]}
