@@ -30,10 +30,38 @@ func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
 		}
 		want[f.ID+" on "+f.Subject]++
 	}
+	remedy := map[string]string{}
+	for _, f := range fs {
+		if f.Status == check.Fail {
+			remedy[f.ID+" on "+f.Subject] += f.Remediation
+		}
+	}
 	got := map[string]int{}
 	for _, e := range p.Entries {
 		on := e.ID + " on " + e.Subject
 		got[on]++
+		// One source: the commands the plan prints for a sysctl, a ring
+		// or a refresh, and the drop-in it writes, are in doctor's
+		// remedy word for word (check.SysctlCommand, RingCommand,
+		// RefreshCommand, SysctlDropIn render both).
+		var said []string
+		for _, s := range e.Steps {
+			switch s.Change.(type) {
+			case Sysctl, Ring:
+				said = append(said, s.Command)
+			}
+		}
+		said = append(said, e.Manual...)
+		for _, f := range e.Files {
+			if strings.HasPrefix(f.Path, "/etc/sysctl.d/") {
+				said = append(said, f.Path)
+			}
+		}
+		for _, c := range said {
+			if !strings.Contains(remedy[on], c) {
+				t.Errorf("%s: the plan for %s prints %q, which doctor's remedy does not:\n%s", name, on, c, remedy[on])
+			}
+		}
 		if len(e.Steps) == 0 && e.NotApplicable == "" && e.ByHand == "" && len(e.Manual) == 0 && len(e.Cloud) == 0 {
 			t.Errorf("%s: the entry for %s says nothing: no step, no reason, no remedy", name, on)
 		}

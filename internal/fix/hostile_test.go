@@ -204,7 +204,7 @@ func wantShapes(p *Plan, iface, dm string) []string {
 		Content: "# Written by slowpath fix for net.backlog-drops.\n# was 1000\nnet.core.netdev_max_backlog = 2000\n"})
 	want = append(want, call("ethtool", "-G", iface, "rx", "4096"))
 	if _, err := quote.Udev(iface); err == nil {
-		file(File{Path: "/etc/udev/rules.d/60-slowpath-ring-" + PathComponent(iface) + ".rules", Content: p.Entries[1].Files[0].Content})
+		file(File{Path: "/etc/udev/rules.d/60-slowpath-ring-" + quote.PathComponent(iface) + ".rules", Content: p.Entries[1].Files[0].Content})
 	}
 	prog := p.Entries[2].Steps[0].Command
 	prog = prog[strings.Index(prog, "awk '")+len("awk '") : strings.Index(prog, "' | dmsetup reload")]
@@ -303,7 +303,7 @@ func TestHostileNamesFilesAndKubernetes(t *testing.T) {
 		a := txtar.Parse(b)
 		want := []string{"/etc/sysctl.d/60-slowpath-net-backlog-drops.conf"}
 		if _, err := quote.Udev(name); err == nil {
-			want = append(want, "/etc/udev/rules.d/60-slowpath-ring-"+PathComponent(name)+".rules")
+			want = append(want, "/etc/udev/rules.d/60-slowpath-ring-"+quote.PathComponent(name)+".rules")
 		}
 		var got []string
 		for _, f := range a.Files {
@@ -412,8 +412,8 @@ func TestPathComponent(t *testing.T) {
 		"é":          "%C3%A9",
 		"":           "",
 	} {
-		if got := PathComponent(in); got != want {
-			t.Errorf("PathComponent(%q) = %q, want %q", in, got, want)
+		if got := quote.PathComponent(in); got != want {
+			t.Errorf("quote.PathComponent(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -426,31 +426,31 @@ func FuzzPathComponent(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := PathComponent(s)
+		got := quote.PathComponent(s)
 		if s == "" {
 			if got != "" {
-				t.Fatalf("PathComponent(\"\") = %q", got)
+				t.Fatalf("quote.PathComponent(\"\") = %q", got)
 			}
 			return
 		}
 		if got == "" || got == "." || got == ".." || got[0] == '.' {
-			t.Fatalf("PathComponent(%q) = %q", s, got)
+			t.Fatalf("quote.PathComponent(%q) = %q", s, got)
 		}
 		for i := 0; i < len(got); i++ {
 			c := got[i]
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-.%", c) >= 0) {
-				t.Fatalf("PathComponent(%q) = %q holds %q", s, got, c)
+				t.Fatalf("quote.PathComponent(%q) = %q holds %q", s, got, c)
 			}
 		}
 		if quote.Shell(got) != got || filepath.Base(got) != got {
-			t.Fatalf("PathComponent(%q) = %q is not one plain word and component", s, got)
+			t.Fatalf("quote.PathComponent(%q) = %q is not one plain word and component", s, got)
 		}
 		var b strings.Builder
 		for i := 0; i < len(got); i++ {
 			if got[i] == '%' {
 				var c byte
 				if _, err := fmt.Sscanf(got[i+1:i+3], "%02X", &c); err != nil {
-					t.Fatalf("PathComponent(%q) = %q: bad escape", s, got)
+					t.Fatalf("quote.PathComponent(%q) = %q: bad escape", s, got)
 				}
 				b.WriteByte(c)
 				i += 2
@@ -459,7 +459,7 @@ func FuzzPathComponent(f *testing.F) {
 			b.WriteByte(got[i])
 		}
 		if b.String() != s {
-			t.Fatalf("PathComponent(%q) = %q decodes to %q", s, got, b.String())
+			t.Fatalf("quote.PathComponent(%q) = %q decodes to %q", s, got, b.String())
 		}
 	})
 }
@@ -468,7 +468,7 @@ func FuzzPathComponent(f *testing.F) {
 // the name from the table: each is one word.
 func TestRefreshCommandQuoted(t *testing.T) {
 	for _, name := range hostileNames {
-		cmd := refreshCommand(&check.CryptChange{Name: name, Add: []string{"no_read_workqueue"}, Keep: []string{name}}, true)
+		cmd := check.RefreshCommand(&check.CryptChange{Name: name, Add: []string{"no_read_workqueue"}, Keep: []string{name}}, true)
 		got := shapes(t, cmd)
 		want := fmt.Sprintf("%q %q %q %q %q %q %q", "cryptsetup", "refresh", "--perf-no_read_workqueue", "--perf-"+name, "--persistent", "--", name)
 		if len(got) != 1 || got[0] != want {

@@ -200,7 +200,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			// The table names a keyring key that cryptsetup unlinked after
 			// opening: a reload of the same table fails with ENOKEY.
 			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand (it asks for the passphrase)", c.Name))
-			e.Manual = append(e.Manual, refreshCommand(c, c.Format == "luks2"))
+			e.Manual = append(e.Manual, check.RefreshCommand(c, c.Format == "luks2"))
 		} else {
 			st := Step{Change: Crypt(*c)}
 			st.Command = StepCommand(st)
@@ -209,7 +209,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 				// The live reload holds for this boot; nothing keeps it.
 				why = append(why, fmt.Sprintf("the flags of %s cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot", c.Name))
 			} else if c.Format == "luks2" {
-				e.Manual = append(e.Manual, refreshCommand(c, true))
+				e.Manual = append(e.Manual, check.RefreshCommand(c, true))
 			} else if file, err := crypttabFile(c); err != nil {
 				why = append(why, fmt.Sprintf("no /etc/crypttab options written: %v: add them to its line by hand, or run the runtime command at every open", err))
 			} else {
@@ -327,25 +327,6 @@ func cryptNotApplicable(kernel string, c *check.CryptChange) string {
 	return ""
 }
 
-// refreshCommand is the cryptsetup refresh that sets the flags (and keeps
-// the ones already set, which refresh would otherwise drop). Every word is
-// shell-quoted: Keep and the name come from the snapshot. "--" ends the
-// options (popt), so a name that starts with - is still the name.
-func refreshCommand(c *check.CryptChange, persistent bool) string {
-	words := []string{"cryptsetup", "refresh"}
-	for _, fl := range append(slices.Clone(c.Add), c.Keep...) {
-		if fl == "allow_discards" {
-			words = append(words, "--allow-discards")
-			continue
-		}
-		words = append(words, "--perf-"+fl)
-	}
-	if persistent {
-		words = append(words, "--persistent")
-	}
-	return quote.Shells(append(words, "--", c.Name)...)
-}
-
 // cryptRuntimeCommand reloads the live table with the flags added, with
 // dmsetup: what `fix --apply` does through the DM ioctls, without a
 // passphrase, since the table already holds the key. The flags in the awk
@@ -385,31 +366,6 @@ func crypttabFile(c *check.CryptChange) (File, error) {
 		Why: fmt.Sprintf("%s is not LUKS2, so no header keeps the flags: crypttab applies them at every open (regenerate the initramfs if it opens at boot)", c.Name)}, nil
 }
 
-// PathComponent spells s as one file name component that needs no
-// quoting anywhere: letters, digits, _, - and . are kept (a leading . is
-// encoded, so "." and ".." cannot occur); every other byte is written %XX.
-// % is never kept, so two different strings never give the same name.
-func PathComponent(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-			b.WriteByte(c)
-		case c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// SysctlFileName is the drop-in a finding's sysctls go to.
-func SysctlFileName(id string) string {
-	return "/etc/sysctl.d/60-slowpath-" + PathComponent(strings.ReplaceAll(id, ".", "-")) + ".conf"
-}
-
 // sysctlFile is the sysctl.d drop-in (sysctl.d(5): "key = value" lines);
 // each key must be one systemd-sysctl key (quote.SysctlKey).
 func sysctlFile(id string, cs []check.SysctlChange) (File, error) {
@@ -425,7 +381,7 @@ func sysctlFile(id string, cs []check.SysctlChange) (File, error) {
 		}
 		fmt.Fprintf(&b, "%s = %d\n", k, c.To)
 	}
-	return File{Kind: "file", Path: SysctlFileName(id), Content: b.String(), Why: "systemd-sysctl applies it at every boot"}, nil
+	return File{Kind: "file", Path: check.SysctlDropIn(id), Content: b.String(), Why: "systemd-sysctl applies it at every boot"}, nil
 }
 
 // ringFile is a udev rule that sets the ring whenever the interface
@@ -461,6 +417,6 @@ func ringFile(r check.RingChange) (File, error) {
 		match = "NAME==" + name
 	}
 	fmt.Fprintf(&b, "ACTION==\"add\", SUBSYSTEM==\"net\", %s, RUN+=\"/usr/sbin/ethtool -G $name rx %d\"\n", match, r.RX)
-	return File{Kind: "file", Path: "/etc/udev/rules.d/60-slowpath-ring-" + PathComponent(r.Interface) + ".rules", Content: b.String(),
+	return File{Kind: "file", Path: "/etc/udev/rules.d/60-slowpath-ring-" + quote.PathComponent(r.Interface) + ".rules", Content: b.String(),
 		Why: "udev sets the ring each time the interface appears (boot, driver reload)"}, nil
 }

@@ -24,7 +24,7 @@ func (c Ring) StateKey() string { return "ring:" + c.Interface + ":rx" }
 // Command: ethtool takes the word after -G as the device, whatever it is
 // (ethtool.c main(): ctx.devname = *argp++).
 func (c Ring) Command() string {
-	return fmt.Sprintf("ethtool -G %s rx %d", quote.Shell(c.Interface), c.RX)
+	return check.RingCommand(c.Interface, c.RX)
 }
 
 // NodeCommand sets the ring only on a node that has the interface, and

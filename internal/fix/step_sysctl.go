@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -23,7 +22,7 @@ func (c Sysctl) StateKey() string { return "sysctl:" + c.Key }
 
 // Command is one word: the quoted key, then =N (a number needs no quoting).
 func (c Sysctl) Command() string {
-	return fmt.Sprintf("sysctl -w %s=%d", quote.Shell(c.Key), c.To)
+	return check.SysctlCommand(c.Key, c.To)
 }
 
 func (c Sysctl) NodeCommand() string { return c.Command() }

@@ -9,7 +9,10 @@
 // command line goes through one of them before it is written.
 package quote
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Shell returns s as one POSIX shell word: single-quoted unless it is made
 // only of characters no shell treats specially. Inside the quotes nothing is
@@ -46,4 +49,24 @@ func safeShell(s string) bool {
 		}
 	}
 	return true
+}
+
+// PathComponent spells s as one file name component that needs no
+// quoting anywhere: letters, digits, _, - and . are kept (a leading . is
+// encoded, so "." and ".." cannot occur); every other byte is written %XX.
+// % is never kept, so two different strings never give the same name.
+func PathComponent(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			b.WriteByte(c)
+		case c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }

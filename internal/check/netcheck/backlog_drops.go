@@ -21,12 +21,14 @@ const (
 
 func init() {
 	check.Register(check.Check{
-		ID:       "net.backlog-drops",
+		ID:       idBacklogDrops,
 		Title:    "Per-CPU input backlog overflowing (net.core.netdev_max_backlog)",
 		Severity: check.Warning,
 		Run:      backlogDrops,
 	})
 }
+
+const idBacklogDrops = "net.backlog-drops"
 
 func backlogDrops(in *check.Input) []check.Finding {
 	m := in.Network
@@ -47,8 +49,10 @@ func backlogDrops(in *check.Input) []check.Finding {
 	// or above what this check proposes is never lowered; the remedy then
 	// points at what a larger backlog cannot fix.
 	sysFix := raiseSysctls(m, map[string]int64{keyBacklog: rec})
-	fix := fmt.Sprintf("sysctl -w %s=%d\necho '%s = %d' \\\n  > /etc/sysctl.d/60-slowpath-backlog.conf\n%s", keyBacklog, rec, keyBacklog, rec, comment(why))
-	if sysFix == nil {
+	var fix string
+	if sysFix != nil {
+		fix = check.SysctlRemedy(idBacklogDrops, sysFix.Sysctls) + comment(why)
+	} else {
 		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes (%s): a larger backlog is not the remedy. Spread the receive load over more CPUs (RSS queues, RPS: see net.rps-steering and net.time-squeeze) or find what keeps the CPU from draining its backlog (slowpath net watch).", keyBacklog, cur, rec, why))
 	}
 	if m.IntervalSeconds == 0 {

@@ -43,7 +43,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 		}
 		up := rising(ring)
 		below := r.RX < r.RXMax
-		fix := fmt.Sprintf("ethtool -G %s rx %d\n%s", ifc.Name, r.RXMax,
+		fix := fmt.Sprintf("%s\n%s", check.RingCommand(ifc.Name, r.RXMax),
 			comment("persist it: a udev rule, NetworkManager (ethtool.ring-rx) or systemd-networkd (.link RxBufferSize=)"))
 		ringEv := check.Evidence{Source: "ETHTOOL_GRINGPARAM", Key: ifc.Name + " rx", Observed: fmt.Sprintf("%d of max %d", r.RX, r.RXMax), Expected: fmt.Sprintf("%d", r.RXMax)}
 		refs := []string{"https://www.kernel.org/doc/html/latest/networking/statistics.html", "https://github.com/torvalds/linux/blob/master/Documentation/networking/scaling.rst"}

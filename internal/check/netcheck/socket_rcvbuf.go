@@ -16,12 +16,14 @@ const (
 
 func init() {
 	check.Register(check.Check{
-		ID:       "net.socket-rcvbuf",
+		ID:       idSocketRcvbuf,
 		Title:    "UDP receive buffers overflowing (RcvbufErrors)",
 		Severity: check.Warning,
 		Run:      socketRcvbuf,
 	})
 }
+
+const idSocketRcvbuf = "net.socket-rcvbuf"
 
 func socketRcvbuf(in *check.Input) []check.Finding {
 	m := in.Network
@@ -34,8 +36,10 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	// rcvbufMax, never lowered (a host at 33554432 was once told to set
 	// 26214400).
 	sysFix := raiseSysctls(m, map[string]int64{keyRmemMax: rcvbufMax})
-	fix := fmt.Sprintf("sysctl -w %s=%d\n", keyRmemMax, rcvbufMax) + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
-	if sysFix == nil {
+	var fix string
+	if sysFix != nil {
+		fix = check.SysctlRemedy(idSocketRcvbuf, sysFix.Sysctls) + comment("then have the application ask for it: setsockopt(SO_RCVBUF); the kernel caps SO_RCVBUF at rmem_max (and doubles it for bookkeeping). rmem_default raises it for all sockets.")
+	} else {
 		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes: the cap is not the limit. Have the application ask for a larger buffer (setsockopt SO_RCVBUF, up to rmem_max; the kernel doubles it for bookkeeping), raise rmem_default for sockets that do not ask, or read faster (more reader threads, SO_REUSEPORT).", keyRmemMax, m.Sysctls[keyRmemMax], rcvbufMax))
 	}
 	if m.IntervalSeconds == 0 {

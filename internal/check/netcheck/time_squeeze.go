@@ -35,18 +35,25 @@ func timeSqueeze(in *check.Input) []check.Finding {
 	if len(up) == 0 {
 		return []check.Finding{{Status: check.Pass, Subject: "softnet", Summary: "no time squeeze during the sample interval"}}
 	}
-	budget, usecs := squeezeRemedy(m)
+	targets, usecsUnknown := squeezeTargets(m)
+	fix := raiseSysctls(m, targets)
+	rem := comment("twice the current values; and spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated")
+	if usecsUnknown {
+		rem = comment("and net.core.netdev_budget_usecs to twice its current value (it was not read); spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated")
+	}
+	if fix != nil {
+		rem = check.SysctlRemedy("net.time-squeeze", fix.Sysctls) + rem
+	}
 	f := check.Finding{
 		Subject: "softnet",
 		Summary: fmt.Sprintf("Receive softirq processing stops with packets still waiting %s times/s on %d CPU(s): it used up net.core.netdev_budget packets or netdev_budget_usecs. Packets left behind wait in rings and backlogs, which then overflow.", fmtRate(sumRate(up)), len(up)),
 		Evidence: append(rateEvidence(srcSoftnet, up, 4),
-			sysctlEvidence(m, "net.core.netdev_budget", budget),
-			sysctlEvidence(m, "net.core.netdev_budget_usecs", usecs)),
-		Remediation: fmt.Sprintf("sysctl -w net.core.netdev_budget=%s net.core.netdev_budget_usecs=%s\n", budget, usecs) +
-			comment("twice the current values; and spread receive work over more CPUs (RSS channels, RPS) when one CPU is saturated"),
-		References: refs,
+			sysctlEvidence(m, "net.core.netdev_budget", expect(targets, "net.core.netdev_budget")),
+			sysctlEvidence(m, "net.core.netdev_budget_usecs", expect(targets, "net.core.netdev_budget_usecs"))),
+		Remediation: rem,
+		References:  refs,
+		Fix:         fix,
 	}
-	f.Fix = raiseSysctls(m, map[string]int64{"net.core.netdev_budget": 600, "net.core.netdev_budget_usecs": 8000})
 	// Squeeze with drops on the same host is a cause, not a curiosity.
 	if len(rising(counters(m, netmodel.LayerBacklog))) > 0 || len(rising(counters(m, netmodel.LayerRing))) > 0 {
 		f.Severity = check.Warning
@@ -55,18 +62,30 @@ func timeSqueeze(in *check.Input) []check.Finding {
 	return []check.Finding{f}
 }
 
-// squeezeRemedy doubles the current budgets. The kernel defaults are 300
-// packets and 2 * USEC_PER_SEC / HZ microseconds (8000 at HZ=250, 2000 at
-// HZ=1000: net/core/hotdata.c, before 6.9 net/core/dev.c), so no fixed
-// number is right for every kernel. Unknown values fall back to the
-// default budget doubled and to a word for the time budget.
-func squeezeRemedy(m *netmodel.Model) (budget, usecs string) {
-	budget, usecs = "600", "TWICE_CURRENT"
+// squeezeTargets doubles the current budgets, for the remedy and the
+// plan alike. The kernel defaults are 300 packets and 2 * USEC_PER_SEC /
+// HZ microseconds (8000 at HZ=250, 2000 at HZ=1000: net/core/hotdata.c,
+// before 6.9 net/core/dev.c), so no fixed number is right for every
+// kernel. An unread budget falls back to the default doubled; an unread
+// time budget is left out (usecsUnknown), since its default is not known.
+func squeezeTargets(m *netmodel.Model) (targets map[string]int64, usecsUnknown bool) {
+	targets = map[string]int64{"net.core.netdev_budget": 600}
 	if v, ok := m.Sysctls["net.core.netdev_budget"]; ok && v > 0 {
-		budget = fmt.Sprintf("%d", 2*v)
+		targets["net.core.netdev_budget"] = 2 * v
 	}
 	if v, ok := m.Sysctls["net.core.netdev_budget_usecs"]; ok && v > 0 {
-		usecs = fmt.Sprintf("%d", 2*v)
+		targets["net.core.netdev_budget_usecs"] = 2 * v
+	} else {
+		usecsUnknown = true
 	}
-	return budget, usecs
+	return targets, usecsUnknown
+}
+
+// expect is the evidence's expected value of key: the target, or twice
+// the current value in words when it is unknown.
+func expect(targets map[string]int64, key string) string {
+	if v, ok := targets[key]; ok {
+		return fmt.Sprintf("%d", v)
+	}
+	return "TWICE_CURRENT"
 }

@@ -188,30 +188,3 @@ func storageSpeed(below []storagemodel.Layer) speed {
 	}
 	return sp
 }
-
-// keptRefreshOptions are the cryptsetup options that keep the flags a
-// mapping already has: refresh applies exactly the flags it is given, and
-// --persistent stores exactly those (cryptsetup-refresh(8)), so omitting one
-// would silently turn it off.
-func keptRefreshOptions(c *storagemodel.Crypt) string {
-	var o []string
-	if c.AllowDiscards {
-		o = append(o, "--allow-discards")
-	}
-	if c.SameCPUCrypt {
-		o = append(o, "--perf-same_cpu_crypt")
-	}
-	if c.SubmitFromCryptCPUs {
-		o = append(o, "--perf-submit_from_crypt_cpus")
-	}
-	if c.NoReadWorkqueue {
-		o = append(o, "--perf-no_read_workqueue")
-	}
-	if c.NoWriteWorkqueue {
-		o = append(o, "--perf-no_write_workqueue")
-	}
-	if len(o) == 0 {
-		return ""
-	}
-	return " " + strings.Join(o, " ")
-}

@@ -53,6 +53,7 @@ func runSameCPU(in *check.Input) []check.Finding {
 		if sp.dev != nil {
 			devName = sysName(sp.dev)
 		}
+		fix := cryptFix(u.layer, "same_cpu_crypt")
 		out = append(out, check.Finding{
 			Subject: u.Subject(),
 			Summary: fmt.Sprintf("dm-crypt %s on fast storage (%s) with kernel %s spreads encryption over all CPUs "+
@@ -63,12 +64,12 @@ func runSameCPU(in *check.Input) []check.Finding {
 				sp.ev,
 				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
-			Remediation: fmt.Sprintf("LUKS2: cryptsetup refresh --perf-same_cpu_crypt%s --persistent %s\n"+
+			Remediation: fmt.Sprintf("LUKS2: %s\n"+
 				"Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
 				"(applies at the next open). Better: a 5.9+ kernel and\n"+
-				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", keptRefreshOptions(c), u.layer.Name, u.layer.Name),
+				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", check.RefreshCommand(fix.Crypt, true), u.layer.Name),
 			References: []string{refLUKSRamdisk, refDMCrypt, refCloudflare, refCryptsetup},
-			Fix:        cryptFix(u.layer, "same_cpu_crypt"),
+			Fix:        fix,
 		})
 	}
 	return out

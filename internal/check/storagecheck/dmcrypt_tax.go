@@ -337,7 +337,14 @@ func (t taxSpan) remediation(in *check.Input) string {
 		}
 		fmt.Fprintf(&b, "dm-crypt %s queues every I/O to kcryptd workqueues. Bypass them\n"+
 			"(the dmcrypt.workqueue entry of `slowpath fix` does this):\n", c.Name)
-		b.WriteString(workqueueRemediation(c) + "\n")
+		var missing []string
+		if !c.Crypt.NoReadWorkqueue {
+			missing = append(missing, "no_read_workqueue")
+		}
+		if !c.Crypt.NoWriteWorkqueue {
+			missing = append(missing, "no_write_workqueue")
+		}
+		b.WriteString(workqueueRemediation(c, cryptFix(c, missing...).Crypt) + "\n")
 	}
 	if b.Len() == 0 {
 		b.WriteString("The workqueues are already bypassed, so the wait is elsewhere.\n")

@@ -93,7 +93,8 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 	if !u.layer.Crypt.NoWriteWorkqueue {
 		missing = append(missing, "no_write_workqueue")
 	}
-	rem := workqueueRemediation(u.layer)
+	fix := cryptFix(u.layer, missing...)
+	rem := workqueueRemediation(u.layer, fix.Crypt)
 	refs := []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab}
 	if p, prefs := platformWorkqueue(in, u.layer, missing); p != "" {
 		// Talos has no shell to run cryptsetup in: its machine
@@ -117,23 +118,19 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 		Evidence:    ev,
 		Remediation: rem,
 		References:  refs,
-		Fix:         cryptFix(u.layer, missing...),
+		Fix:         fix,
 	}
 }
 
-func workqueueRemediation(l storagemodel.Layer) string {
+// workqueueRemediation words the fix c of mapping l; its commands are
+// check.RefreshCommand's, as fix's plan prints them.
+func workqueueRemediation(l storagemodel.Layer, c *check.CryptChange) string {
 	name := l.Name
-	c := *l.Crypt
-	c.NoReadWorkqueue, c.NoWriteWorkqueue = false, false
-	keep := keptRefreshOptions(&c)
 	if isLUKS2(l) {
-		s := fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent %s", name)
-		if keep != "" {
-			s = fmt.Sprintf("cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue%s --persistent %s", keep, name)
-		}
-		s += "\n(LUKS2: applies now and is stored in the header for every later open;\n" +
+		s := check.RefreshCommand(c, true) +
+			"\n(LUKS2: applies now and is stored in the header for every later open;\n" +
 			"it needs the passphrase, key file or token, as open does"
-		if keep != "" {
+		if len(c.Keep) > 0 {
 			s += ";\nthe other options keep the flags the mapping has now"
 		}
 		return s + ")"
@@ -143,7 +140,7 @@ func workqueueRemediation(l storagemodel.Layer) string {
 	fmt.Fprintf(&b, "  %s UUID=... none luks,discard,no-read-workqueue,no-write-workqueue\n", name)
 	fmt.Fprintf(&b, "then regenerate the initramfs if %s opens at boot.", name)
 	if isLUKS1(l) {
-		fmt.Fprintf(&b, "\nTo apply now:\n  cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue%s %s", keep, name)
+		fmt.Fprintf(&b, "\nTo apply now:\n  %s", check.RefreshCommand(c, false))
 	}
 	return b.String()
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // cryptFix is the structured fix that adds flags to the crypt mapping l.
-// Keep lists the refresh-relevant flags already set, as keptRefreshOptions
-// does for the prose.
+// Keep lists the refresh-relevant flags already set: refresh applies
+// exactly the flags it is given and --persistent stores exactly those
+// (cryptsetup-refresh(8)), so a flag left out would silently turn off.
 func cryptFix(l storagemodel.Layer, add ...string) *check.Fix {
 	format := "plain"
 	switch {

@@ -142,9 +142,9 @@ func TestChecksFireAndStaySilent(t *testing.T) {
 			fires: false, status: check.Unknown},
 
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}}, fires: true, severity: check.Warning,
-			contains: "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent outer"},
+			contains: "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- outer"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{"aes-xts-plain64 redacted:512 0 DEV 32768 2 allow_discards same_cpu_crypt"}}, fires: true,
-			contains: "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --allow-discards --perf-same_cpu_crypt --persistent outer"},
+			contains: "cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --allow-discards --perf-same_cpu_crypt --persistent -- outer"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, uuid: "CRYPT-PLAIN-"}, fires: true, severity: check.Warning,
 			contains: "no-read-workqueue,no-write-workqueue"},
 		{id: "dmcrypt.workqueue", h: host{crypt: []string{luksDefault}, diskKind: snapshot.KindRAM}, fires: true, contains: "RAM storage"},

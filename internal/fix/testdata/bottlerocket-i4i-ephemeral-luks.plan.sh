@@ -8,7 +8,7 @@ set -eu
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent EPHEMERAL-DATA
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
 #   (LUKS2: applies now and is stored in the header for every later open;
 #   it needs the passphrase, key file or token, as open does)
 #   /mnt/.ephemeral has 2 encryption layers, each encrypting every block again:

@@ -30,7 +30,7 @@ EOF
 # == net.time-squeeze on softnet (warning)
 # runtime
 sysctl -w net.core.netdev_budget=600
-sysctl -w net.core.netdev_budget_usecs=8000
+sysctl -w net.core.netdev_budget_usecs=4000
 # persistent: systemd-sysctl applies it at every boot
 mkdir -p /etc/sysctl.d
 cat > /etc/sysctl.d/60-slowpath-net-time-squeeze.conf <<'EOF'
@@ -38,6 +38,6 @@ cat > /etc/sysctl.d/60-slowpath-net-time-squeeze.conf <<'EOF'
 # was 300
 net.core.netdev_budget = 600
 # was 2000
-net.core.netdev_budget_usecs = 8000
+net.core.netdev_budget_usecs = 4000
 EOF
 # checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)

@@ -8,7 +8,7 @@ set -eu
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent scratch
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
 #   (LUKS2: applies now and is stored in the header for every later open;
 #   it needs the passphrase, key file or token, as open does)
 #   /data has 2 encryption layers, each encrypting every block again:
