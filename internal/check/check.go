@@ -88,6 +88,22 @@ type Finding struct {
 	// Fix is the remediation in structured form, for `slowpath fix`; nil
 	// when there is no host or cloud setting to change.
 	Fix *Fix `json:"fix,omitempty"`
+	// Cost is what the finding costs the host now, as its check measured
+	// it: the most its fix can win back. fix orders its plan by it. nil
+	// when the check measures no cost (a setting, a layer count).
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is a failing finding's measured cost.
+type Cost struct {
+	// Share is the part of the work the finding spoils, from 0 to 1: the
+	// packets a layer dropped of those that reached it, or the part of
+	// each I/O's wait through dm-crypt that neither the device beneath
+	// nor the cipher explains. nil when the check has a figure but
+	// nothing to take a share of.
+	Share *float64 `json:"share,omitempty"`
+	// Figure says it with the measured numbers.
+	Figure string `json:"figure"`
 }
 
 // Input is what every check reads. Models are built once from the snapshot.

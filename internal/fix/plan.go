@@ -58,6 +58,9 @@ type Entry struct {
 	// Proof is what the entry's changes do to the snapshot, checked before
 	// the plan is printed (onpaper.go); nil when it makes no change.
 	Proof *Proof `json:"proof,omitempty"`
+	// Gain is the finding's measured cost (check.Finding.Cost): the most
+	// this entry can win back. The plan is ordered by it (Order).
+	Gain *check.Cost `json:"gain,omitempty"`
 }
 
 // File is a persistent artifact. Kind "file" is written whole at Path;
@@ -107,16 +110,84 @@ func Build(s *snapshot.Snapshot, findings []check.Finding, o Options) (*Plan, er
 		if len(o.Only) > 0 && !slices.Contains(o.Only, f.ID) {
 			continue
 		}
-		if f.Fix == nil {
-			p.Entries = append(p.Entries, Entry{ID: f.ID, Subject: f.Subject, Severity: f.Severity, Summary: f.Summary, ByHand: f.Remediation})
-			continue
+		e := Entry{ID: f.ID, Subject: f.Subject, Severity: f.Severity, Summary: f.Summary, ByHand: f.Remediation}
+		if f.Fix != nil {
+			e = entry(s, p.Kernel, f)
 		}
-		p.Entries = append(p.Entries, entry(s, p.Kernel, f))
+		e.Gain = f.Cost
+		p.Entries = append(p.Entries, e)
 	}
 	if err := proveOnPaper(s, o.Config, p.Entries); err != nil {
 		return nil, fmt.Errorf("checking the plan on the snapshot: %w", err)
 	}
+	Order(p.Entries)
 	return p, nil
+}
+
+// Order puts what to do first first: by severity, worst first; within a
+// severity, entries whose change clears its finding (on the snapshot or,
+// for counters, on the host) before those that do not or that are by
+// hand; then by expected gain, the largest measured share first, entries
+// with a figure but no share after them and those without a measured cost
+// last. Ties keep the findings' order. Shares compare across kinds
+// because each is the part of the work spoiled: packets lost of those
+// that reached a layer, or an I/O's wait that is neither the device's nor
+// the cipher's.
+func Order(es []Entry) {
+	rank := func(e Entry) (int, int, float64) {
+		acts := 1
+		if e.Proof != nil && (e.Proof.Result == ProofCleared || e.Proof.Result == ProofOnHost) {
+			acts = 0
+		}
+		switch {
+		case e.Gain == nil:
+			return acts, 2, 0
+		case e.Gain.Share == nil:
+			return acts, 1, 0
+		}
+		return acts, 0, -*e.Gain.Share
+	}
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		if a.Severity != b.Severity {
+			return int(b.Severity) - int(a.Severity)
+		}
+		aa, ak, as := rank(a)
+		ba, bk, bs := rank(b)
+		switch {
+		case aa != ba:
+			return aa - ba
+		case ak != bk:
+			return ak - bk
+		case as < bs:
+			return -1
+		case as > bs:
+			return 1
+		}
+		return 0
+	})
+}
+
+// GainLine says an entry's expected gain in words, for the text formats.
+func GainLine(g *check.Cost) string {
+	if g.Share == nil {
+		return "expected gain: " + g.Figure
+	}
+	return fmt.Sprintf("expected gain: %s (%s)", formatShare(*g.Share), g.Figure)
+}
+
+// formatShare is a share as a percentage, with as many decimals as a small
+// one needs to show it is not zero.
+func formatShare(v float64) string {
+	p := v * 100
+	switch {
+	case p >= 10:
+		return fmt.Sprintf("%.0f%%", p)
+	case p >= 1:
+		return fmt.Sprintf("%.1f%%", p)
+	case p >= 0.01:
+		return fmt.Sprintf("%.2f%%", p)
+	}
+	return "under 0.01%"
 }
 
 func knownID(id string) bool {

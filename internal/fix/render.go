@@ -93,10 +93,15 @@ func Shell(p *Plan) string {
 	b.WriteString("# Review before running; `slowpath fix --apply` makes the runtime changes\n# with verification and rollback instead.\nset -eu\n")
 	if len(p.Entries) == 0 {
 		b.WriteString("# Nothing to fix: no finding has a host-level fix.\n")
+	} else {
+		b.WriteString("# In order: worst first; then changes that clear their finding; then the\n# largest expected gain, as measured on this host (docs/fix.md).\n")
 	}
 	for _, e := range p.Entries {
 		b.WriteString("\n")
 		comment(&b, fmt.Sprintf("== %s on %s (%s)", quote.Comment(e.ID), quote.Comment(e.Subject), quote.Comment(fmt.Sprint(e.Severity))))
+		if e.Gain != nil {
+			comment(&b, GainLine(e.Gain))
+		}
 		if e.NotApplicable != "" {
 			comment(&b, "Not applicable here: "+e.NotApplicable)
 		}
@@ -172,6 +177,9 @@ func Files(p *Plan) ([]byte, error) {
 		c.WriteString(quote.Comment(fmt.Sprintf(format, args...)) + "\n")
 	}
 	for _, e := range p.Entries {
+		if e.Gain != nil {
+			line("%s on %s: %s", e.ID, e.Subject, GainLine(e.Gain))
+		}
 		if e.NotApplicable != "" {
 			line("%s on %s: not applicable here: %s", e.ID, e.Subject, e.NotApplicable)
 		}

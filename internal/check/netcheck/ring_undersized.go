@@ -50,6 +50,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 		fast := ifc.SpeedMbps != nil && *ifc.SpeedMbps >= fastLinkMbps
 		switch {
 		case below && len(up) > 0:
+			received, haveReceived := flowRate(in.Snapshot, m, rxPackets(ifc.Name))
 			out = append(out, check.Finding{
 				Subject:     ifc.Name,
 				Summary:     fmt.Sprintf("%s drops packets because its RX ring is full (%s/s now) while the ring is set to %d of a possible %d entries. A larger ring absorbs the bursts that arrive while softirq processing is delayed.", ifc.Name, fmtRate(sumRate(up)), r.RX, r.RXMax),
@@ -57,6 +58,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 				Remediation: fix,
 				References:  refs,
 				Fix:         ringFix(ifc),
+				Cost:        dropCost(sumRate(up), received, haveReceived, ifc.Name+" RX ring"),
 			})
 		case below && fast && r.RX < smallRing:
 			f := check.Finding{

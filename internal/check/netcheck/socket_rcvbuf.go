@@ -54,6 +54,7 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	if len(up) == 0 {
 		return []check.Finding{{Status: check.Pass, Subject: netmodel.SubjectSockets, Summary: "no UDP receive buffer errors during the sample interval"}}
 	}
+	delivered, haveDelivered := flowRate(in.Snapshot, m, udpDelivered)
 	return []check.Finding{{
 		Subject: netmodel.SubjectSockets,
 		Summary: fmt.Sprintf("UDP datagrams reach their socket and are dropped there because its receive buffer is full (%s/s). The application reads too slowly or its SO_RCVBUF is too small; these drops are at the socket, not in the NIC or the backlog.", fmtRate(sumRate(up))),
@@ -63,5 +64,6 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 		Remediation: fix,
 		References:  refs,
 		Fix:         sysFix,
+		Cost:        dropCost(sumRate(up), delivered, haveDelivered, "UDP sockets"),
 	}}
 }

@@ -53,6 +53,9 @@ func timeSqueeze(in *check.Input) []check.Finding {
 		Remediation: rem,
 		References:  refs,
 		Fix:         fix,
+		// A squeeze is a round cut short, not a packet lost: a figure,
+		// no share (the drops it causes are the ring's and backlog's).
+		Cost: &check.Cost{Figure: fmt.Sprintf("%s receive rounds/s cut short with packets waiting", fmtRate(sumRate(up)))},
 	}
 	// Squeeze with drops on the same host is a cause, not a curiosity.
 	if len(rising(counters(m, netmodel.LayerBacklog))) > 0 || len(rising(counters(m, netmodel.LayerRing))) > 0 {

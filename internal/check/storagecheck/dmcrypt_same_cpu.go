@@ -70,6 +70,7 @@ func runSameCPU(in *check.Input) []check.Finding {
 				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", check.RefreshCommand(fix.Crypt, true), u.layer.Name),
 			References: []string{refLUKSRamdisk, refDMCrypt, refCloudflare, refCryptsetup},
 			Fix:        fix,
+			Cost:       taxCost(in, u.layer.Name),
 		})
 	}
 	return out

@@ -297,6 +297,7 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 		Evidence:    ev,
 		Remediation: t.remediation(in),
 		References:  []string{refWorkqueue, refCloudflare, refDoubleEncryption, refIOStats},
+		Cost:        waitCost(t, tax, top, bot),
 	}
 }
 
@@ -358,4 +359,40 @@ func (t taxSpan) remediation(in *check.Input) string {
 			"encrypting the disk again (cloud encryption at host).", t.top.Name)
 	}
 	return b.String()
+}
+
+// waitCost is the tax as a cost: the part of each I/O's wait at the top of
+// the span that neither the device beneath nor the cipher explains, the
+// waiting a bypass of the workqueues (or dropping a layer) can win back.
+func waitCost(t taxSpan, tax cryptotax.Tax, top, bot ioFigures) *check.Cost {
+	waiting := top.await - bot.await - tax.ExpectedPerIO
+	if waiting <= 0 || top.await <= 0 {
+		return nil
+	}
+	share := float64(waiting) / float64(top.await)
+	return &check.Cost{Share: &share, Figure: fmt.Sprintf("%v of each I/O's %v at %s is waiting beyond the %v at %s beneath and the cipher's %v",
+		roundDur(waiting), roundDur(top.await), t.top.Device, roundDur(bot.await), t.bottom.Device, roundDur(tax.ExpectedPerIO))}
+}
+
+// taxCost is the cost dmcrypt.tax measures on the span that holds the
+// dm-crypt mapping name, for the checks whose fix works on that mapping;
+// nil when the tax does not fail there.
+func taxCost(in *check.Input, name string) *check.Cost {
+	for _, f := range runTax(in) {
+		if f.Status != check.Fail || f.Cost == nil {
+			continue
+		}
+		for _, p := range in.Storage.Paths {
+			t, ok := taxSpanOf(p)
+			if !ok || t.subject() != f.Subject {
+				continue
+			}
+			for _, c := range t.crypts {
+				if c.Name == name {
+					return f.Cost
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -119,6 +119,7 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 		Remediation: rem,
 		References:  refs,
 		Fix:         fix,
+		Cost:        taxCost(in, u.layer.Name),
 	}
 }
 

@@ -13,9 +13,12 @@ import (
 )
 
 // SNMPKeys are the socket-layer counters kept from /proc/net/snmp,
-// /proc/net/netstat and /proc/net/snmp6, as "Group.Name". All count
-// packets or events the kernel dropped or refused.
+// /proc/net/netstat and /proc/net/snmp6, as "Group.Name". All but the
+// InDatagrams count packets or events the kernel dropped or refused;
+// InDatagrams (datagrams delivered to a socket) is the traffic a socket
+// drop is a share of (netmodel.SNMPTraffic).
 var SNMPKeys = []string{
+	"Udp.InDatagrams", "Udp6.InDatagrams",
 	"Udp.InErrors", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp.InCsumErrors", "Udp.MemErrors",
 	"Udp6.InErrors", "Udp6.RcvbufErrors", "Udp6.SndbufErrors", "Udp6.MemErrors",
 	"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPBacklogDrop", "TcpExt.TCPRcvQDrop",

@@ -3,6 +3,8 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
 
 # == storage.stacked-encryption on /mnt/resource (warning)
 # cloud (azure), not run by slowpath: turn encryption at host off (the VM is deallocated, so it stops until started again)

@@ -3,8 +3,24 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
+
+# == dmcrypt.workqueue on /dev/mapper/EPHEMERAL-DATA (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme2n1 beneath and the cipher's 8.2µs)
+# Not applicable here: partly: the flags of EPHEMERAL-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
+# runtime
+dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
+# checked on the snapshot: after this change the finding is gone
+
+# == dmcrypt.workqueue on /dev/mapper/BOTTLEROCKET-DATA (warning)
+# Not applicable here: partly: the flags of BOTTLEROCKET-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
+# runtime
+dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
+# checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.tax on /dev/mapper/EPHEMERAL-DATA (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme2n1 beneath and the cipher's 8.2µs)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
@@ -13,18 +29,6 @@ set -eu
 #   it needs the passphrase, key file or token, as open does)
 #   /mnt/.ephemeral has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
-
-# == dmcrypt.workqueue on /dev/mapper/BOTTLEROCKET-DATA (warning)
-# Not applicable here: partly: the flags of BOTTLEROCKET-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
-# runtime
-dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
-# checked on the snapshot: after this change the finding is gone
-
-# == dmcrypt.workqueue on /dev/mapper/EPHEMERAL-DATA (warning)
-# Not applicable here: partly: the flags of EPHEMERAL-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
-# runtime
-dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
-# checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /mnt/.ephemeral (warning)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:

@@ -3,8 +3,19 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
+
+# == dmcrypt.workqueue on /dev/mapper/scratch (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
+# runtime
+dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
+# persistent, run by hand (asks for the passphrase, key file or token):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+# checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.tax on /dev/mapper/scratch (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
@@ -13,13 +24,6 @@ set -eu
 #   it needs the passphrase, key file or token, as open does)
 #   /data has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
-
-# == dmcrypt.workqueue on /dev/mapper/scratch (warning)
-# runtime
-dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
-# persistent, run by hand (asks for the passphrase, key file or token):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
-# checked on the snapshot: after this change the finding is gone
 
 # == storage.stacked-encryption on /data (warning)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:

@@ -3,6 +3,8 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
 
 # == net.no-drop-reasons on kernel (info)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:

@@ -3,18 +3,11 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
-
-# == dmcrypt.tax on /dev/mapper/scratch (warning)
-# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
-#   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
-#   (the dmcrypt.workqueue entry of `slowpath fix` does this):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
-#   (LUKS2: applies now and is stored in the header for every later open;
-#   it needs the passphrase, key file or token, as open does)
-#   /data has 2 encryption layers, each encrypting every block again:
-#   storage.stacked-encryption says which one to drop.
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
 
 # == dmcrypt.workqueue on /dev/mapper/scratch (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
 # runtime
 dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
 # persistent, run by hand (asks for the passphrase, key file or token):
@@ -22,6 +15,7 @@ dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;
 # checked on the snapshot: after this change the finding is gone
 
 # == net.backlog-drops on softnet (warning)
+# expected gain: 0.40% (4800 packets/s dropped at the per-CPU backlog of 1204800/s that reached it)
 # runtime
 sysctl -w net.core.netdev_max_backlog=4096
 # persistent: systemd-sysctl applies it at every boot
@@ -33,7 +27,19 @@ net.core.netdev_max_backlog = 4096
 EOF
 # checked on the host, not the snapshot: the finding stands on counters measured before the change (fix --apply watches them)
 
+# == dmcrypt.tax on /dev/mapper/scratch (warning)
+# expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
+# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
+#   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
+#   (the dmcrypt.workqueue entry of `slowpath fix` does this):
+#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+#   (LUKS2: applies now and is stored in the header for every later open;
+#   it needs the passphrase, key file or token, as open does)
+#   /data has 2 encryption layers, each encrypting every block again:
+#   storage.stacked-encryption says which one to drop.
+
 # == net.socket-rcvbuf on sockets (warning)
+# expected gain: 3.4% (5200 packets/s dropped at the UDP sockets of 155200/s that reached it)
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   # net.core.rmem_max is already 33554432, at or above the 26214400 this
 #   # check proposes: the cap is not the limit. Have the application ask for

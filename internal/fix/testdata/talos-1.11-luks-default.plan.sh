@@ -3,6 +3,8 @@
 # Review before running; `slowpath fix --apply` makes the runtime changes
 # with verification and rollback instead.
 set -eu
+# In order: worst first; then changes that clear their finding; then the
+# largest expected gain, as measured on this host (docs/fix.md).
 
 # == dmcrypt.workqueue on /dev/mapper/EPHEMERAL-encrypted (warning)
 # Not applicable here: Talos has no shell to run dmsetup or cryptsetup in: the flags of EPHEMERAL-encrypted go into the machine configuration, which Talos applies when it opens the volume at the next boot (the patch is below, by hand)

@@ -48,6 +48,11 @@ func DriverCounterLayer(name string) Layer {
 
 // snmpAggregate are socket counters that include others: Udp InErrors
 // counts RcvbufErrors and checksum errors too (net/ipv4/udp.c).
+// SNMPTraffic are the SNMP counters of traffic, not drops: the datagrams
+// delivered, which a socket drop's share is taken of. They are no layer's
+// drop counter.
+var SNMPTraffic = map[string]bool{"Udp.InDatagrams": true, "Udp6.InDatagrams": true}
+
 var snmpAggregate = map[string]bool{"Udp.InErrors": true, "Udp6.InErrors": true, "TcpExt.ListenDrops": true}
 
 // Totals lists every drop counter of one sample with its total only.
@@ -131,7 +136,7 @@ func eachCounter(s snapshot.NetSample, fn func(Counter)) {
 		fn(Counter{Layer: LayerBudget, Counter: "softnet_time_squeeze", Subject: sub, Total: c.TimeSqueeze})
 	}
 	for name, v := range s.SNMP {
-		if v < 0 {
+		if v < 0 || SNMPTraffic[name] {
 			continue
 		}
 		fn(Counter{Layer: LayerSocket, Counter: name, Subject: SubjectSockets, Total: uint64(v), Aggregate: snmpAggregate[name]})

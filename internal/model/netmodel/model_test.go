@@ -129,3 +129,13 @@ func TestBuildSamplesOutOfOrder(t *testing.T) {
 		t.Errorf("counters (-want +got):\n%s", d)
 	}
 }
+
+// TestTrafficIsNoDropCounter: Udp.InDatagrams is kept for the share of a
+// socket drop, and is no layer's drop counter.
+func TestTrafficIsNoDropCounter(t *testing.T) {
+	for _, c := range Totals(snapshot.NetSample{SNMP: map[string]int64{"Udp.InDatagrams": 5, "Udp6.InDatagrams": 6, "Udp.RcvbufErrors": 1}}) {
+		if SNMPTraffic[c.Counter] {
+			t.Errorf("%s counted as a %s drop counter", c.Counter, c.Layer)
+		}
+	}
+}
