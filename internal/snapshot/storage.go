@@ -135,6 +135,37 @@ type DM struct {
 	// or failed); empty when the table was read, so no targets then means
 	// a device without a table.
 	TableNotRead string `json:"table_not_read,omitempty"`
+	// LUKS is the LUKS header of a cryptsetup LUKS mapping, read from the
+	// device beneath it: what can open the volume, never a key, a salt or
+	// a token's contents. nil for other mappings.
+	LUKS *LUKSHeader `json:"luks,omitempty"`
+}
+
+// LUKSHeader is what a LUKS header says about opening its volume
+// (cryptsetup's on-disk format: LUKS1 key slots; LUKS2 JSON metadata).
+type LUKSHeader struct {
+	// Device is the kernel name of the device the header was read from.
+	Device string `json:"device"`
+	// Version is 1 or 2; 0 when the header was not read.
+	Version int `json:"version,omitempty"`
+	// Keyslots are the active key slots, by number.
+	Keyslots []int `json:"keyslots,omitempty"`
+	// Tokens are LUKS2 tokens: how a key slot is opened without typing a
+	// passphrase (systemd-tpm2, systemd-fido2, systemd-pkcs11, clevis,
+	// luks2-keyring, ...). Only the type and the slots are kept.
+	Tokens []LUKSToken `json:"tokens,omitempty"`
+	// Flags are LUKS2's persistent activation flags (config.flags, as
+	// cryptsetup refresh --persistent stores them: no-read-workqueue, ...).
+	Flags []string `json:"flags,omitempty"`
+	// NotRead says why the header is unknown: not readable (privilege),
+	// no LUKS magic (a detached header), a foreign root.
+	NotRead string `json:"not_read,omitempty"`
+}
+
+// LUKSToken is one LUKS2 token: its type and the key slots it opens.
+type LUKSToken struct {
+	Type     string `json:"type"`
+	Keyslots []int  `json:"keyslots,omitempty"`
 }
 
 // DMTarget is one line of a dm table.

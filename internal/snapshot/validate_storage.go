@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -313,6 +314,11 @@ func validateDM(p string, dm *DM) error {
 	if err := checkText(p+".table_not_read", dm.TableNotRead, maxMessage, false); err != nil {
 		return err
 	}
+	if h := dm.LUKS; h != nil {
+		if err := validateLUKS(p+".luks", h); err != nil {
+			return err
+		}
+	}
 	for i, t := range dm.Targets {
 		tp := fmt.Sprintf("%s.targets[%d]", p, i)
 		if t.Type == "" || len(t.Type) > 15 {
@@ -356,4 +362,61 @@ func validateIdentity(p string, id *Identity) error {
 	// nvmf_transport_ops.name is a short word (tcp, rdma, fc, loop); pcie
 	// and apple-nvme are the local controllers' (nvme_ctrl_ops.name).
 	return checkToken(p+".nvme_transport", id.NVMeTransport, maxWord, true)
+}
+
+// LUKS2 allows 32 key slots and 32 tokens (LUKS2_KEYSLOTS_MAX,
+// LUKS2_TOKENS_MAX); LUKS1 has 8 key slots.
+const (
+	luksMaxSlots = 32
+	luksMaxWord  = 64
+	srcLUKS      = "the LUKS header beneath the mapping (cryptsetup luksDump)"
+)
+
+var luksWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+
+// ValidLUKSWord reports whether s can be a LUKS2 token type or flag as
+// slowpath keeps them: one plain word of at most 64 bytes (what cryptsetup
+// and systemd write: systemd-tpm2, luks2-keyring, no-read-workqueue).
+// Nothing else is carried into a snapshot, and so into a plan's comments.
+func ValidLUKSWord(s string) bool { return len(s) <= luksMaxWord && luksWord.MatchString(s) }
+
+func validateLUKS(p string, h *LUKSHeader) error {
+	if err := checkToken(p+".device", h.Device, 64, true); err != nil {
+		return err
+	}
+	if h.Version < 0 || h.Version > 2 {
+		return invalidString(p+".version", fmt.Sprint(h.Version), "not a LUKS version", "1 or 2, 0 when not read", srcLUKS)
+	}
+	if err := checkText(p+".not_read", h.NotRead, maxMessage, false); err != nil {
+		return err
+	}
+	slots := func(q string, ks []int) error {
+		for i, k := range ks {
+			if k < 0 || k >= luksMaxSlots {
+				return invalidString(fmt.Sprintf("%s[%d]", q, i), fmt.Sprint(k), "not a key slot", "0 to 31", srcLUKS)
+			}
+		}
+		return nil
+	}
+	if err := slots(p+".keyslots", h.Keyslots); err != nil {
+		return err
+	}
+	if len(h.Tokens) > luksMaxSlots {
+		return invalidString(p+".tokens", fmt.Sprint(len(h.Tokens)), "too many tokens", "at most 32", srcLUKS)
+	}
+	for i, t := range h.Tokens {
+		tp := fmt.Sprintf("%s.tokens[%d]", p, i)
+		if !ValidLUKSWord(t.Type) {
+			return invalidString(tp+".type", t.Type, "not a token type", "one word of letters, digits and . _ : -, at most 64 bytes", srcLUKS)
+		}
+		if err := slots(tp+".keyslots", t.Keyslots); err != nil {
+			return err
+		}
+	}
+	for i, f := range h.Flags {
+		if !ValidLUKSWord(f) {
+			return invalidString(fmt.Sprintf("%s.flags[%d]", p, i), f, "not a LUKS2 flag", "one word, at most 64 bytes", srcLUKS)
+		}
+	}
+	return nil
 }

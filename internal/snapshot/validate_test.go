@@ -90,6 +90,17 @@ type rule struct {
 	goodV, badV []string
 }
 
+// luks is the LUKS header of the dm device of the base snapshot, made
+// when it has none, so a rule can move one of its fields.
+func luks(s *Snapshot) *LUKSHeader {
+	d := s.Storage.BlockDevices[2].DM
+	if d.LUKS == nil {
+		d.LUKS = &LUKSHeader{Device: "sda1", Version: 2, Keyslots: []int{0, 1},
+			Tokens: []LUKSToken{{Type: "systemd-tpm2", Keyslots: []int{1}}}, Flags: []string{"allow-discards"}}
+	}
+	return d.LUKS
+}
+
 func field[T any](path string, f func(*Snapshot) *T, good, bad []T) rule {
 	r := rule{path: path}
 	for _, v := range good {
@@ -197,6 +208,13 @@ func TestValidateRules(t *testing.T) {
 		field("storage.block_devices[2].dm.name", func(s *Snapshot) *string { return &bd(s, 2).DM.Name },
 			[]string{"a b;c", "$(id)", "luks-" + r("x", 122)}, []string{"", "a/b", "control", ".", "..", r("x", 128), "a\nb"}),
 		field("storage.block_devices[2].dm.uuid", func(s *Snapshot) *string { return &bd(s, 2).DM.UUID }, []string{"", r("u", 128)}, []string{r("u", 129), "a\x00b"}),
+		field("storage.block_devices[2].dm.luks.tokens[0].type", func(s *Snapshot) *string { return &luks(s).Tokens[0].Type },
+			[]string{"systemd-tpm2", "luks2-keyring", "clevis", r("t", 64)}, []string{"", "a b", "$(id)", "-x", "x\n#", r("t", 65)}),
+		field("storage.block_devices[2].dm.luks.flags[0]", func(s *Snapshot) *string { return &luks(s).Flags[0] }, []string{"no-read-workqueue"}, []string{"a;b", ""}),
+		field("storage.block_devices[2].dm.luks.keyslots[0]", func(s *Snapshot) *int { return &luks(s).Keyslots[0] }, []int{0, 31}, []int{-1, 32}),
+		field("storage.block_devices[2].dm.luks.tokens[0].keyslots[0]", func(s *Snapshot) *int { return &luks(s).Tokens[0].Keyslots[0] }, []int{1}, []int{32}),
+		field("storage.block_devices[2].dm.luks.version", func(s *Snapshot) *int { return &luks(s).Version }, []int{0, 1, 2}, []int{3, -1}),
+		field("storage.block_devices[2].dm.luks.device", func(s *Snapshot) *string { return &luks(s).Device }, []string{"", "nvme0n1p2"}, []string{"a b", "x\ny"}),
 		field("storage.block_devices[2].dm.targets[0].type", func(s *Snapshot) *string { return &bd(s, 2).DM.Targets[0].Type }, []string{"thin-pool", "snapshot-origin"}, []string{"", r("t", 16), "cry pt"}),
 		field("storage.block_devices[2].dm.targets[0].params", func(s *Snapshot) *string { return &bd(s, 2).DM.Targets[0].Params },
 			[]string{"", "0 8:16 0", r("p ", 1000)}, []string{"a\nb", "a\x00b", r("p", 64<<10+1)}),

@@ -4,7 +4,8 @@
 // Readers are split by kernel source: mountinfo.go (/proc/self/mountinfo),
 // sys_class_block.go (/sys/class/block), dm_ioctl.go (DM_TABLE_STATUS),
 // dm_table.go (target parameters and their redaction), fscrypt.go
-// (FS_IOC_GET_ENCRYPTION_POLICY_EX).
+// (FS_IOC_GET_ENCRYPTION_POLICY_EX), luks.go (the LUKS header beneath a
+// LUKS mapping: what opens it, never a key).
 package storage
 
 import (
@@ -64,6 +65,7 @@ func (c *Collector) Collect(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	c.collectDMTables(st.BlockDevices, s)
+	readLUKSHeaders(c.FS, st.BlockDevices, s)
 }
 
 // collectDMTables fills DM.Targets of every dm device.

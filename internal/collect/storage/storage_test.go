@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,6 +53,14 @@ func TestCollectBareMetal(t *testing.T) {
 	}}
 	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil },
 		Fscrypt: fakeFscrypt{"boot": unix.EOPNOTSUPP, "with space": nil}}
+	// The LUKS2 header beneath luks-7c1e, where its device node would be.
+	hdr := luks2Bytes(`{"keyslots":{"0":{},"1":{}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["1"]}},"config":{"flags":["no-read-workqueue","no-write-workqueue"]}}`, 16384)
+	if err := os.MkdirAll(filepath.Join(fs.Root, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fs.Root, "dev", "nvme0n1p2"), hdr, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var s snapshot.Snapshot
 	c.Collect(context.Background(), &s)
 
@@ -81,7 +90,10 @@ func TestCollectBareMetal(t *testing.T) {
 					Scheduler: "none", Schedulers: []string{"none"}, ReadAheadKB: 128},
 				DM: &snapshot.DM{Name: "luks-7c1e", UUID: "CRYPT-LUKS2-7c1e5b0a3d6f4e2b9a8c1d0e2f3a4b5c-luks-7c1e",
 					Targets: []snapshot.DMTarget{{Start: 0, Length: 1952441777, Type: "crypt",
-						Params: "aes-xts-plain64 redacted:512 0 259:2 32768 2 no_read_workqueue no_write_workqueue"}}}},
+						Params: "aes-xts-plain64 redacted:512 0 259:2 32768 2 no_read_workqueue no_write_workqueue"}},
+					LUKS: &snapshot.LUKSHeader{Device: "nvme0n1p2", Version: 2, Keyslots: []int{0, 1},
+						Tokens: []snapshot.LUKSToken{{Type: "systemd-tpm2", Keyslots: []int{1}}},
+						Flags:  []string{"no-read-workqueue", "no-write-workqueue"}}}},
 			{Name: "dm-1", MajorMinor: "253:1", Kind: "dm", SizeBytes: 1952441777 * 512, Slaves: []string{"dm-0"},
 				DM: &snapshot.DM{Name: "inner", UUID: "CRYPT-PLAIN-inner", Targets: []snapshot.DMTarget{
 					{Start: 0, Length: 1000000000, Type: "crypt", Params: "aes-cbc-essiv:sha256 :32:logon:cryptsetup:inner-d0 0 253:0 0"},
@@ -200,7 +212,8 @@ func TestDMControlMissing(t *testing.T) {
 	var s snapshot.Snapshot
 	(&Collector{FS: fs, Fscrypt: fakeFscrypt{}}).Collect(context.Background(), &s)
 	got := hostfstest.ErrorLines(&s, fs.Root)
-	if diff := cmp.Diff([]string{"storage.dm missing dev/mapper/control"}, got); diff != "" {
+	// No device node beneath the LUKS mapping either: its header is unread.
+	if diff := cmp.Diff([]string{"storage.dm missing dev/mapper/control", "storage.luks missing dev/nvme0n1p2"}, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 	if msg := s.Manifest.Errors[0].Message; !strings.Contains(msg, "2 device(s)") || !strings.Contains(msg, "dm-mod") {
