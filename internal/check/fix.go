@@ -51,7 +51,29 @@ type CryptChange struct {
 	// instead of holding the key: a reload then needs the key loaded again,
 	// which only cryptsetup with the passphrase can do.
 	KeyInKeyring bool `json:"key_in_keyring,omitempty"`
+	// Opens says what opens the volume, from its LUKS header: what a
+	// cryptsetup refresh asks for. Empty when the header was not read.
+	Opens []Opener `json:"opens,omitempty"`
+	// Device is the device that holds the LUKS header (/dev/NAME), when
+	// read: clevis luks pass reads it.
+	Device string `json:"device,omitempty"`
+	// Butane is the Butane config fragment that opens the volume with the
+	// flags on nodes provisioned from now on (Flatcar, Fedora CoreOS,
+	// RHCOS: Ignition creates and opens their LUKS volumes); "" elsewhere.
+	Butane string `json:"butane,omitempty"`
 }
+
+// Opener is one way into a LUKS volume: OpenerPassphrase (key slots no
+// token opens: a passphrase or a key file) or a LUKS2 token type
+// (systemd-tpm2, systemd-fido2, systemd-pkcs11, clevis, luks2-keyring, or
+// one slowpath does not know), with the key slots it opens.
+type Opener struct {
+	Kind     string `json:"kind"`
+	Keyslots []int  `json:"keyslots,omitempty"`
+}
+
+// OpenerPassphrase is the Opener of key slots no token opens.
+const OpenerPassphrase = "passphrase"
 
 // CloudChange is one change at the cloud provider, with the exact CLI.
 type CloudChange struct {

@@ -3,9 +3,11 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // One renderer for the commands of a structured fix: doctor's remedy and
@@ -33,6 +35,10 @@ func SysctlDropIn(id string) string {
 // exactly the flags it is given, cryptsetup-refresh(8)). "--" ends the
 // options (popt), so a name that starts with - is still the name.
 func RefreshCommand(c *CryptChange, persistent bool) string {
+	return quote.Shells(refreshWords(c, persistent)...)
+}
+
+func refreshWords(c *CryptChange, persistent bool, extra ...string) []string {
 	words := []string{"cryptsetup", "refresh"}
 	for _, fl := range append(slices.Clone(c.Add), c.Keep...) {
 		if fl == "allow_discards" {
@@ -44,7 +50,8 @@ func RefreshCommand(c *CryptChange, persistent bool) string {
 	if persistent {
 		words = append(words, "--persistent")
 	}
-	return quote.Shells(append(words, "--", c.Name)...)
+	words = append(words, extra...)
+	return append(words, "--", c.Name)
 }
 
 // SysctlRemedy is doctor's remedy for a fix's sysctls: the runtime
@@ -64,4 +71,92 @@ func SysctlRemedy(id string, cs []SysctlChange) string {
 		fmt.Fprintf(&b, "printf '%%s\\n' %s > %s\n", quote.Shells(lines...), SysctlDropIn(id))
 	}
 	return b.String()
+}
+
+// OpenersOf reads a LUKS header's ways in: each token with the key slots
+// it opens, then the key slots no token opens (a passphrase or a key
+// file). nil when the header was not read.
+func OpenersOf(h *snapshot.LUKSHeader) []Opener {
+	if h == nil || h.Version == 0 {
+		return nil
+	}
+	var out []Opener
+	tokened := map[int]bool{}
+	for _, t := range h.Tokens {
+		out = append(out, Opener{Kind: t.Type, Keyslots: t.Keyslots})
+		for _, k := range t.Keyslots {
+			tokened[k] = true
+		}
+	}
+	var plain []int
+	for _, k := range h.Keyslots {
+		if !tokened[k] {
+			plain = append(plain, k)
+		}
+	}
+	if len(plain) > 0 {
+		out = append(out, Opener{Kind: OpenerPassphrase, Keyslots: plain})
+	}
+	return out
+}
+
+// tokenAsks says what cryptsetup needs to open a volume through a token
+// of a type it can use: systemd ships token plugins for its three types
+// (libcryptsetup-token-systemd-*.so, systemd 251+), cryptsetup itself
+// knows luks2-keyring.
+var tokenAsks = map[string]string{
+	"systemd-tpm2":   "no passphrase: cryptsetup opens it through its systemd-tpm2 token, with systemd's token plugin (libcryptsetup-token-systemd-tpm2.so, systemd 251+) and this machine's TPM; it fails if the PCRs the key is sealed to have changed since",
+	"systemd-fido2":  "its FIDO2 security key, plugged in (cryptsetup asks for the key's PIN through systemd's token plugin, systemd 251+)",
+	"systemd-pkcs11": "its smart card or HSM, present (cryptsetup asks for the PIN through systemd's token plugin, systemd 251+)",
+	"luks2-keyring":  "the passphrase in the kernel keyring under the description its luks2-keyring token names",
+}
+
+// PersistCommand is the command that stores c's flags in its LUKS2
+// header, as doctor's remedy and fix's plan both print it, and what it
+// asks for (from the header's key slots and tokens, when read). cmd is ""
+// when no way into the volume slowpath knows of works from a shell: the
+// flags then go into /etc/crypttab (asks says why).
+func PersistCommand(c *CryptChange) (cmd, asks string) {
+	if len(c.Opens) == 0 {
+		return RefreshCommand(c, true), "it asks for the passphrase, key file or token, as open does"
+	}
+	var tokens []string
+	for _, o := range c.Opens {
+		if o.Kind != OpenerPassphrase {
+			tokens = append(tokens, o.Kind)
+		}
+	}
+	for _, o := range c.Opens {
+		if o.Kind == OpenerPassphrase {
+			asks = fmt.Sprintf("it asks for the passphrase (or --key-file) of key slot %s", slots(o.Keyslots))
+			if len(tokens) > 0 {
+				asks += fmt.Sprintf("; cryptsetup tries the volume's %s token first", strings.Join(tokens, ", "))
+			}
+			return RefreshCommand(c, true), asks
+		}
+	}
+	for _, o := range c.Opens {
+		if a, ok := tokenAsks[o.Kind]; ok {
+			return RefreshCommand(c, true), fmt.Sprintf("no key slot opens by passphrase; key slot %s: %s", slots(o.Keyslots), a)
+		}
+	}
+	for _, o := range c.Opens {
+		if o.Kind == "clevis" && len(o.Keyslots) > 0 && c.Device != "" {
+			// clevis has no cryptsetup plugin: it gives the slot's
+			// passphrase (clevis-luks-pass(1)) for refresh to read as a
+			// key file on standard input.
+			pass := quote.Shells("clevis", "luks", "pass", "-d", "/dev/"+strings.ReplaceAll(c.Device, "!", "/"), "-s", strconv.Itoa(o.Keyslots[0]))
+			return pass + " | " + quote.Shells(refreshWords(c, true, "--key-file", "-")...),
+				fmt.Sprintf("no key slot opens by passphrase; clevis holds key slot %d (tang or TPM2) and hands it to cryptsetup", o.Keyslots[0])
+		}
+	}
+	return "", fmt.Sprintf("no key slot of %s opens by passphrase, and its %s token is none cryptsetup can use without the tool that made it", c.Name, strings.Join(tokens, ", "))
+}
+
+func slots(ks []int) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = strconv.Itoa(k)
+	}
+	return strings.Join(s, ", ")
 }

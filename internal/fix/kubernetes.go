@@ -262,7 +262,7 @@ func nodeTuning(p *Plan) ([]nodeStep, []string) {
 			}
 		}
 		for _, m := range e.Manual {
-			left = append(left, fmt.Sprintf("%s: run by hand (asks for the passphrase, key file or token): %s", on, m))
+			left = append(left, fmt.Sprintf("%s: run by hand (%s): %s", on, asksOf(e), m))
 		}
 		for _, c := range e.Cloud {
 			left = append(left, fmt.Sprintf("%s: cloud change (%s), not made from a node: %s: %s", on, c.Provider, c.What, strings.Join(c.Commands, "; ")))

@@ -79,3 +79,45 @@ func TestBuildSkips(t *testing.T) {
 		t.Fatalf("%+v %v", p, err)
 	}
 }
+
+// TestPersistByWhatOpensIt: where the LUKS header says how the volume
+// opens, the plan prints the refresh that can work and says what it asks
+// for; where nothing slowpath knows opens it from a shell, no refresh is
+// printed and crypttab keeps the flags instead.
+func TestPersistByWhatOpensIt(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		opens   []check.Opener
+		manual  string // substring of the one manual command; "" = none
+		asks    string
+		crypttb bool
+	}{
+		{"header not read", nil, "cryptsetup refresh", "passphrase, key file or token", false},
+		{"tpm2 only", []check.Opener{{Kind: "systemd-tpm2", Keyslots: []int{1}}}, "cryptsetup refresh", "systemd-tpm2 token", false},
+		{"clevis only", []check.Opener{{Kind: "clevis", Keyslots: []int{1}}}, "clevis luks pass -d /dev/sdb -s 1 | cryptsetup refresh", "clevis holds", false},
+		{"unknown token only", []check.Opener{{Kind: "vendor-hsm", Keyslots: []int{0}}}, "", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &snapshot.Snapshot{Host: &snapshot.Host{KernelRelease: "6.1.0"}}
+			fix := &check.Fix{Crypt: &check.CryptChange{Name: "data", Format: "luks2", Add: []string{"no_read_workqueue"}, Opens: tt.opens, Device: "sdb"}}
+			p, err := Build(s, []check.Finding{{ID: "dmcrypt.workqueue", Status: check.Fail, Subject: "x", Fix: fix, Remediation: "x"}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := p.Entries[0]
+			if len(e.Steps) != 1 {
+				t.Errorf("steps %+v: the runtime reload does not depend on the key", e.Steps)
+			}
+			switch {
+			case tt.manual == "" && len(e.Manual) != 0:
+				t.Errorf("manual %q: a command that cannot open the volume", e.Manual)
+			case tt.manual != "" && (len(e.Manual) != 1 || !strings.Contains(e.Manual[0], tt.manual) || !strings.Contains(e.Asks, tt.asks)):
+				t.Errorf("manual %q asks %q, want %q asking %q", e.Manual, e.Asks, tt.manual, tt.asks)
+			}
+			hasCrypttab := len(e.Files) == 1 && e.Files[0].Kind == "crypttab" && strings.Contains(e.Files[0].Why, "is LUKS2, but")
+			if hasCrypttab != tt.crypttb {
+				t.Errorf("files %+v, crypttab wanted: %v", e.Files, tt.crypttb)
+			}
+		})
+	}
+}

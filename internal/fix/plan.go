@@ -44,6 +44,14 @@ type Entry struct {
 	// Manual are commands that keep the change but need what slowpath does
 	// not hold (a LUKS passphrase): printed, never run.
 	Manual []string `json:"manual,omitempty"`
+	// Asks says what the Manual commands ask for, from the volume's LUKS
+	// header when it was read (a passphrase of key slot 0, the TPM through
+	// a systemd-tpm2 token, clevis).
+	Asks string `json:"asks,omitempty"`
+	// Butane is the Butane config fragment that keeps the change on nodes
+	// provisioned from now on (Flatcar, Fedora CoreOS, RHCOS): for the
+	// provisioning config, never written to this host.
+	Butane string `json:"butane,omitempty"`
 	// Cloud are provider-level changes: printed with the exact CLI, never run.
 	Cloud []check.CloudChange `json:"cloud,omitempty"`
 	// NotApplicable says why this host cannot take the fix (the kernel or
@@ -201,6 +209,9 @@ func knownID(id string) bool {
 
 func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 	e := Entry{ID: f.ID, Subject: f.Subject, Severity: f.Severity, Summary: f.Summary, Cloud: f.Fix.Cloud}
+	if f.Fix.Crypt != nil {
+		e.Butane = f.Fix.Crypt.Butane
+	}
 	var why []string
 	var sysctls []check.SysctlChange
 	for i := range f.Fix.Sysctls {
@@ -270,8 +281,14 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 		} else if c.KeyInKeyring {
 			// The table names a keyring key that cryptsetup unlinked after
 			// opening: a reload of the same table fails with ENOKEY.
-			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand (it asks for the passphrase)", c.Name))
-			e.Manual = append(e.Manual, check.RefreshCommand(c, c.Format == "luks2"))
+			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand", c.Name))
+			if c.Format != "luks2" {
+				e.Manual, e.Asks = append(e.Manual, check.RefreshCommand(c, false)), "it asks for the passphrase, key file or token, as open does"
+			} else if cmd, asks := check.PersistCommand(c); cmd != "" {
+				e.Manual, e.Asks = append(e.Manual, cmd), asks
+			} else {
+				why = append(why, asks)
+			}
 		} else {
 			st := Step{Change: Crypt(*c)}
 			st.Command = StepCommand(st)
@@ -279,9 +296,9 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			if platform == check.PlatformBottlerocket {
 				// The live reload holds for this boot; nothing keeps it.
 				why = append(why, fmt.Sprintf("the flags of %s cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot", c.Name))
-			} else if c.Format == "luks2" {
-				e.Manual = append(e.Manual, check.RefreshCommand(c, true))
-			} else if file, err := crypttabFile(c); err != nil {
+			} else if cmd, asks := check.PersistCommand(c); c.Format == "luks2" && cmd != "" {
+				e.Manual, e.Asks = append(e.Manual, cmd), asks
+			} else if file, err := crypttabFile(c, asks); err != nil {
 				why = append(why, fmt.Sprintf("no /etc/crypttab options written: %v: add them to its line by hand, or run the runtime command at every open", err))
 			} else {
 				e.Files = append(e.Files, file)
@@ -423,7 +440,7 @@ func crypttabOptions(flags []string) []string {
 // crypttabFile is the crypttab edit for a mapping that is not LUKS2. The
 // name and each option must be writable as a crypttab field
 // (quote.Crypttab): there is no escape both crypttab readers share.
-func crypttabFile(c *check.CryptChange) (File, error) {
+func crypttabFile(c *check.CryptChange, luks2Asks string) (File, error) {
 	if _, err := quote.Crypttab(c.Name); err != nil {
 		return File{}, err
 	}
@@ -433,8 +450,12 @@ func crypttabFile(c *check.CryptChange) (File, error) {
 			return File{}, err
 		}
 	}
+	why := fmt.Sprintf("%s is not LUKS2, so no header keeps the flags", c.Name)
+	if c.Format == "luks2" {
+		why = fmt.Sprintf("%s is LUKS2, but %s, so the header cannot be written", c.Name, luks2Asks)
+	}
 	return File{Kind: "crypttab", Path: "/etc/crypttab", Name: c.Name, Options: opts,
-		Why: fmt.Sprintf("%s is not LUKS2, so no header keeps the flags: crypttab applies them at every open (regenerate the initramfs if it opens at boot)", c.Name)}, nil
+		Why: why + ": crypttab applies them at every open (regenerate the initramfs if it opens at boot)"}, nil
 }
 
 // sysctlFile is the sysctl.d drop-in (sysctl.d(5): "key = value" lines);

@@ -127,7 +127,10 @@ func Shell(p *Plan) string {
 			}
 		}
 		for _, m := range e.Manual {
-			comment(&b, "persistent, run by hand (asks for the passphrase, key file or token):\n  "+m)
+			comment(&b, "persistent, run by hand ("+asksOf(e)+"):\n  "+m)
+		}
+		if e.Butane != "" {
+			comment(&b, "nodes provisioned from now on: add to the Butane config\n"+indent(e.Butane))
 		}
 		for _, c := range e.Cloud {
 			comment(&b, fmt.Sprintf("cloud (%s), not run by slowpath: %s", c.Provider, c.What))
@@ -206,7 +209,13 @@ func Files(p *Plan) ([]byte, error) {
 			a.Files = append(a.Files, txtar.File{Name: f.Path, Data: []byte(f.Content)})
 		}
 		for _, m := range e.Manual {
-			line("%s on %s: run by hand: %s", e.ID, e.Subject, m)
+			line("%s on %s: run by hand (%s): %s", e.ID, e.Subject, asksOf(e), m)
+		}
+		if e.Butane != "" {
+			line("%s on %s: nodes provisioned from now on: add to the Butane config:", e.ID, e.Subject)
+			for _, l := range strings.Split(indent(e.Butane), "\n") {
+				line("%s", l)
+			}
 		}
 		for _, cl := range e.Cloud {
 			line("%s on %s: cloud (%s), not run: %s", e.ID, e.Subject, cl.Provider, strings.Join(cl.Commands, "; "))
@@ -231,4 +240,13 @@ func txtarSafe(f File) error {
 		}
 	}
 	return nil
+}
+
+// asksOf says what an entry's manual commands ask for: from the volume's
+// LUKS header when it was read (Entry.Asks), else what any of them may.
+func asksOf(e Entry) string {
+	if e.Asks != "" {
+		return e.Asks
+	}
+	return "it asks for the passphrase, key file or token, as open does"
 }

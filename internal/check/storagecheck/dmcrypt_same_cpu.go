@@ -2,6 +2,7 @@ package storagecheck
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
 )
@@ -64,14 +65,26 @@ func runSameCPU(in *check.Input) []check.Finding {
 				sp.ev,
 				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
-			Remediation: fmt.Sprintf("LUKS2: %s\n"+
-				"Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
-				"(applies at the next open). Better: a 5.9+ kernel and\n"+
-				"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", check.RefreshCommand(fix.Crypt, true), u.layer.Name),
-			References: []string{refLUKSRamdisk, refDMCrypt, refCloudflare, refCryptsetup},
-			Fix:        fix,
-			Cost:       taxCost(in, u.layer.Name),
+			Remediation: sameCPURemediation(u.layer.Name, fix.Crypt),
+			References:  []string{refLUKSRamdisk, refDMCrypt, refCloudflare, refCryptsetup},
+			Fix:         fix,
+			Cost:        taxCost(in, u.layer.Name),
 		})
 	}
 	return out
+}
+
+// sameCPURemediation words the fix c; its command is check.PersistCommand's,
+// as fix's plan prints it.
+func sameCPURemediation(name string, c *check.CryptChange) string {
+	var b strings.Builder
+	if cmd, asks := check.PersistCommand(c); cmd != "" {
+		b.WriteString("LUKS2: " + cmd + "\n" + fill("("+asks+")", 72) + "\n")
+	} else {
+		b.WriteString(fill("LUKS2, but "+asks+": the header cannot be written from here.", 72) + "\n")
+	}
+	fmt.Fprintf(&b, "Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
+		"(applies at the next open). Better: a 5.9+ kernel and\n"+
+		"no_read_workqueue/no_write_workqueue (see dmcrypt.workqueue).", name)
+	return b.String()
 }

@@ -94,6 +94,9 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 		missing = append(missing, "no_write_workqueue")
 	}
 	fix := cryptFix(u.layer, missing...)
+	if platformOf(in) == check.PlatformCoreOS {
+		fix.Crypt.Butane = butaneLUKS(u.layer.Name, missing)
+	}
 	rem := workqueueRemediation(u.layer, fix.Crypt)
 	refs := []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab}
 	if p, prefs := platformWorkqueue(in, u.layer, missing); p != "" {
@@ -127,16 +130,20 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 // check.RefreshCommand's, as fix's plan prints them.
 func workqueueRemediation(l storagemodel.Layer, c *check.CryptChange) string {
 	name := l.Name
-	if isLUKS2(l) {
-		s := check.RefreshCommand(c, true) +
-			"\n(LUKS2: applies now and is stored in the header for every later open;\n" +
-			"it needs the passphrase, key file or token, as open does"
-		if len(c.Keep) > 0 {
-			s += ";\nthe other options keep the flags the mapping has now"
-		}
-		return s + ")"
-	}
 	var b strings.Builder
+	if isLUKS2(l) {
+		cmd, asks := check.PersistCommand(c)
+		if cmd != "" {
+			s := "(LUKS2: applies now and is stored in the header for every later open; " + asks
+			if len(c.Keep) > 0 {
+				s += "; the other options keep the flags the mapping has now"
+			}
+			return cmd + "\n" + fill(s+")", 72)
+		}
+		// No way into the volume from a shell: crypttab's options, which
+		// systemd-cryptsetup applies at every open, keep the flags.
+		b.WriteString(fill("(LUKS2, but "+asks+": the header cannot be written from here.)", 72) + "\n")
+	}
 	fmt.Fprintf(&b, "Add no-read-workqueue,no-write-workqueue to the options of %s in /etc/crypttab, e.g.\n", name)
 	fmt.Fprintf(&b, "  %s UUID=... none luks,discard,no-read-workqueue,no-write-workqueue\n", name)
 	fmt.Fprintf(&b, "then regenerate the initramfs if %s opens at boot.", name)

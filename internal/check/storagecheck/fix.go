@@ -20,7 +20,11 @@ func cryptFix(l storagemodel.Layer, add ...string) *check.Fix {
 	case isLUKS1(l):
 		format = "luks1"
 	}
-	c := &check.CryptChange{Name: l.Name, Format: format, Add: add, KeyInKeyring: l.Crypt.KeySource == "keyring"}
+	c := &check.CryptChange{Name: l.Name, Format: format, Add: add, KeyInKeyring: l.Crypt.KeySource == "keyring",
+		Opens: check.OpenersOf(l.LUKS)}
+	if len(c.Opens) > 0 {
+		c.Device = l.LUKS.Device
+	}
 	for _, f := range l.Crypt.Flags() {
 		if !slices.Contains(add, f) && !strings.Contains(f, ":") && f != "iv_large_sectors" {
 			c.Keep = append(c.Keep, f)
@@ -46,4 +50,23 @@ func stackedFix(chain []storagemodel.Layer) *check.Fix {
 		},
 		Setting: check.CloudAzureEAHOff,
 	}}}
+}
+
+// fill breaks text into lines of at most width bytes at spaces, so prose in
+// a remedy is not continued with backslashes like a command (the text
+// report continues a long line that way).
+func fill(text string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }

@@ -1,9 +1,12 @@
 package storagecheck
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
@@ -40,9 +43,8 @@ func platformWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) 
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: Ignition opens LUKS volumes it creates; for nodes provisioned from now on, add the flags\n", osName(in))
 		b.WriteString("to the volume in the Butane config (fcos 1.5.0+, flatcar 1.1.0+; Ignition writes them with --persistent):\n")
-		b.WriteString("  storage:\n    luks:\n      - name: " + l.Name + "\n        open_options:\n")
-		for _, f := range missing {
-			fmt.Fprintf(&b, "          - \"--perf-%s\"\n", f)
+		for _, line := range strings.Split(strings.TrimSuffix(butaneLUKS(l.Name, missing), "\n"), "\n") {
+			b.WriteString("  " + line + "\n")
 		}
 		b.WriteString("For this node, as on any host:")
 		return reflow(b.String(), 72), []string{refButaneLUKS}
@@ -60,13 +62,13 @@ func talosWorkqueue(in *check.Input, l storagemodel.Layer, missing []string) str
 	fmt.Fprintf(&b, "%s opens %s itself at every boot, with the options of its machine configuration;\n", osName(in), l.Name)
 	b.WriteString("add the flags there (talosctl patch machineconfig --nodes NODE --patch @patch.yaml), then reboot:\n")
 	if talosAtLeast(in.Snapshot.Host.OS.VersionID, 1, 11) {
-		fmt.Fprintf(&b, "  apiVersion: v1alpha1\n  kind: VolumeConfig\n  name: %s\n  encryption:\n    provider: luks2\n    options:\n", vol)
+		fmt.Fprintf(&b, "  apiVersion: v1alpha1\n  kind: VolumeConfig\n  name: %s\n  encryption:\n    provider: luks2\n    options:\n", yamlString(vol))
 		for _, f := range missing {
 			fmt.Fprintf(&b, "      - %s\n", f)
 		}
 		b.WriteString("(keep the keys: of the volume's current encryption section as they are)")
 	} else {
-		fmt.Fprintf(&b, "  machine:\n    systemDiskEncryption:\n      %s:\n        provider: luks2\n        options:\n", strings.ToLower(vol))
+		fmt.Fprintf(&b, "  machine:\n    systemDiskEncryption:\n      %s:\n        provider: luks2\n        options:\n", yamlString(strings.ToLower(vol)))
 		for _, f := range missing {
 			fmt.Fprintf(&b, "          - %s\n", f)
 		}
@@ -172,4 +174,30 @@ func reflow(s string, width int) string {
 	}
 	flush()
 	return strings.Join(out, "\n")
+}
+
+// butaneLUKS is the Butane fragment that opens the LUKS volume name with
+// the flags (storage.luks[].open_options, fcos 1.5.0+ and flatcar 1.1.0+):
+// what a CoreOS node provisioned from now on needs, in doctor's remedy and
+// in fix's plan (check.CryptChange.Provision) alike.
+func butaneLUKS(name string, flags []string) string {
+	var b strings.Builder
+	b.WriteString("storage:\n  luks:\n    - name: " + yamlString(name) + "\n      open_options:\n")
+	for _, f := range flags {
+		b.WriteString("        - " + yamlString("--perf-"+f) + "\n")
+	}
+	return b.String()
+}
+
+// yamlString is s as one YAML scalar, quoted where YAML needs it, so a
+// name from the snapshot never changes the structure of a snippet.
+func yamlString(s string) string {
+	b, err := yaml.Marshal(s)
+	if err != nil || strings.Count(string(b), "\n") > 1 {
+		// A scalar that needs more than one line (a dm name cannot): JSON
+		// double quotes are YAML double quotes.
+		q, _ := json.Marshal(s)
+		return string(q)
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }

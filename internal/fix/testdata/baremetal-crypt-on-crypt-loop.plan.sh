@@ -9,7 +9,7 @@ set -eu
 # == dmcrypt.workqueue on /dev/mapper/root_crypt (warning)
 # runtime
 dmsetup table --showkeys -- root_crypt | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- root_crypt && dmsetup resume -- root_crypt
-# persistent, run by hand (asks for the passphrase, key file or token):
+# persistent, run by hand (it asks for the passphrase, key file or token, as open does):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- root_crypt
 # checked on the snapshot: after this change the finding is gone
 

@@ -25,8 +25,8 @@ dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for
 #   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
-#   (LUKS2: applies now and is stored in the header for every later open;
-#   it needs the passphrase, key file or token, as open does)
+#   (LUKS2: applies now and is stored in the header for every later open; it
+#   asks for the passphrase, key file or token, as open does)
 #   /mnt/.ephemeral has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
 

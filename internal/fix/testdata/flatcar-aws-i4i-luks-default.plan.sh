@@ -10,8 +10,15 @@ set -eu
 # expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
 # runtime
 dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
-# persistent, run by hand (asks for the passphrase, key file or token):
+# persistent, run by hand (it asks for the passphrase, key file or token, as open does):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+# nodes provisioned from now on: add to the Butane config
+#   storage:
+#     luks:
+#       - name: scratch
+#         open_options:
+#           - --perf-no_read_workqueue
+#           - --perf-no_write_workqueue
 # checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.tax on /dev/mapper/scratch (warning)
@@ -20,8 +27,8 @@ dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
-#   (LUKS2: applies now and is stored in the header for every later open;
-#   it needs the passphrase, key file or token, as open does)
+#   (LUKS2: applies now and is stored in the header for every later open; it
+#   asks for the passphrase, key file or token, as open does)
 #   /data has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
 

@@ -17,6 +17,6 @@ set -eu
 # == dmcrypt.same-cpu-crypt on /dev/mapper/pgram (info)
 # runtime
 dmsetup table --showkeys -- pgram | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+1; for(i=10;i<=NF;i++) s=s" "$i; print s" same_cpu_crypt"}' | dmsetup reload -- pgram && dmsetup resume -- pgram
-# persistent, run by hand (asks for the passphrase, key file or token):
+# persistent, run by hand (it asks for the passphrase, key file or token, as open does):
 #   cryptsetup refresh --perf-same_cpu_crypt --persistent -- pgram
 # checked on the snapshot: after this change the finding is gone

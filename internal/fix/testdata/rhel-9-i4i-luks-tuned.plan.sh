@@ -10,8 +10,8 @@ set -eu
 # expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
 # runtime
 dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
-# persistent, run by hand (asks for the passphrase, key file or token):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
+# persistent, run by hand (no key slot opens by passphrase; clevis holds key slot 1 (tang or TPM2) and hands it to cryptsetup):
+#   clevis luks pass -d /dev/nvme1n1 -s 1 | cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent --key-file - -- scratch
 # checked on the snapshot: after this change the finding is gone
 
 # == net.backlog-drops on softnet (warning)
@@ -32,9 +32,10 @@ EOF
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
-#   (LUKS2: applies now and is stored in the header for every later open;
-#   it needs the passphrase, key file or token, as open does)
+#   clevis luks pass -d /dev/nvme1n1 -s 1 | cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent --key-file - -- scratch
+#   (LUKS2: applies now and is stored in the header for every later open; no
+#   key slot opens by passphrase; clevis holds key slot 1 (tang or TPM2) and
+#   hands it to cryptsetup)
 #   /data has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
 

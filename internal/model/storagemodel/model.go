@@ -92,6 +92,9 @@ type Layer struct {
 	DMUUID    string            `json:"dm_uuid,omitempty"`
 	DMTargets []string          `json:"dm_targets,omitempty"` // target types when a table mixes them
 	Crypt     *Crypt            `json:"crypt,omitempty"`
+	// LUKS is the header beneath a LUKS mapping, as collected: what opens
+	// the volume (snapshot.LUKSHeader).
+	LUKS *snapshot.LUKSHeader `json:"luks,omitempty"`
 	// InferredCrypt is set on a dm layer whose table was not read but whose
 	// uuid names a cryptsetup dm-crypt mapping: dm-crypt for the tax span
 	// only; the layer stays EncryptionUnknown.
@@ -423,6 +426,7 @@ func (b *builder) dmLayer(p *Path, l *Layer, d *snapshot.BlockDevice) {
 		l.Name = d.DM.Name
 	}
 	l.DMUUID = d.DM.UUID
+	l.LUKS = d.DM.LUKS
 	if d.DM.TableNotRead != "" {
 		// Unknown, not empty: the layer may encrypt (a CRYPT- uuid says
 		// it does, but not how), and the chain is a lower bound.
