@@ -15,6 +15,19 @@ type Fix struct {
 	Crypt *CryptChange `json:"crypt,omitempty"`
 	// Cloud are changes made at the cloud provider: printed, never run.
 	Cloud []CloudChange `json:"cloud,omitempty"`
+	// Schedulers set the I/O scheduler of block devices (persisted as a
+	// udev rule).
+	Schedulers []SchedulerChange `json:"schedulers,omitempty"`
+}
+
+// SchedulerChange sets the I/O scheduler of one block device's queue
+// (/sys/block/DEVICE/queue/scheduler).
+type SchedulerChange struct {
+	Device string `json:"device"` // kernel name, e.g. nvme0n1
+	From   string `json:"from"`
+	To     string `json:"to"`
+	// Available are the schedulers the queue offers (the file's words).
+	Available []string `json:"available,omitempty"`
 }
 
 // SysctlChange sets one integer sysctl.

@@ -160,3 +160,28 @@ func slots(ks []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// SchedulerCommand sets a block device's I/O scheduler now.
+func SchedulerCommand(dev, to string) string {
+	return "echo " + quote.Shell(to) + " > " + quote.Shell("/sys/block/"+dev+"/queue/scheduler")
+}
+
+// SchedulerRuleFile is the udev rule that keeps a device's scheduler.
+func SchedulerRuleFile(dev string) string {
+	return "/etc/udev/rules.d/60-slowpath-scheduler-" + quote.PathComponent(dev) + ".rules"
+}
+
+// SchedulerRule is the rule's line: udev sets the scheduler whenever the
+// device appears or changes. Every value is a udev match value
+// (quote.Udev); one udev cannot hold literally refuses the rule.
+func SchedulerRule(dev, to string) (string, error) {
+	k, err := quote.Udev(dev)
+	if err != nil {
+		return "", err
+	}
+	v, err := quote.Udev(to)
+	if err != nil {
+		return "", err
+	}
+	return "ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==" + k + ", ATTR{queue/scheduler}=" + v, nil
+}

@@ -47,13 +47,13 @@ func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
 		var said []string
 		for _, s := range e.Steps {
 			switch s.Change.(type) {
-			case Sysctl, Ring:
+			case Sysctl, Ring, Scheduler:
 				said = append(said, s.Command)
 			}
 		}
 		said = append(said, e.Manual...)
 		for _, f := range e.Files {
-			if strings.HasPrefix(f.Path, "/etc/sysctl.d/") {
+			if strings.HasPrefix(f.Path, "/etc/sysctl.d/") || strings.Contains(f.Path, "-scheduler-") {
 				said = append(said, f.Path)
 			}
 		}

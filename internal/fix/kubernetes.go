@@ -191,6 +191,8 @@ func markerLine(c Change) string {
 		return fmt.Sprintf("sysctl %s=%d", c.Key, c.To)
 	case Ring:
 		return fmt.Sprintf("ring %s rx %d", c.Interface, c.RX)
+	case Scheduler:
+		return fmt.Sprintf("scheduler %s %s", c.Device, c.To)
 	}
 	return "# " + c.Kind()
 }

@@ -268,6 +268,21 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			e.Files = append(e.Files, file)
 		}
 	}
+	for i := range f.Fix.Schedulers {
+		c := f.Fix.Schedulers[i]
+		if !slices.Contains(c.Available, c.To) {
+			why = append(why, fmt.Sprintf("the queue of %s offers no %s scheduler (%s)", c.Device, c.To, strings.Join(c.Available, " ")))
+			continue
+		}
+		st := Step{Change: Scheduler(c)}
+		st.Command = StepCommand(st)
+		e.Steps = append(e.Steps, st)
+		if file, err := schedulerFile(c); err != nil {
+			why = append(why, fmt.Sprintf("no udev rule written: %v: run %s at boot instead", err, st.Command))
+		} else {
+			e.Files = append(e.Files, file)
+		}
+	}
 	if c := f.Fix.Crypt; c != nil {
 		platform := check.PlatformOf(s)
 		if reason := cryptNotApplicable(kernel, c); reason != "" {
@@ -511,4 +526,16 @@ func ringFile(r check.RingChange) (File, error) {
 	fmt.Fprintf(&b, "ACTION==\"add\", SUBSYSTEM==\"net\", %s, RUN+=\"/usr/sbin/ethtool -G $name rx %d\"\n", match, r.RX)
 	return File{Kind: "file", Path: "/etc/udev/rules.d/60-slowpath-ring-" + quote.PathComponent(r.Interface) + ".rules", Content: b.String(),
 		Why: "udev sets the ring each time the interface appears (boot, driver reload)"}, nil
+}
+
+// schedulerFile is the udev rule that sets the scheduler whenever the
+// device appears or changes (check.SchedulerRule, as doctor prints it).
+func schedulerFile(c check.SchedulerChange) (File, error) {
+	rule, err := check.SchedulerRule(c.Device, c.To)
+	if err != nil {
+		return File{}, err
+	}
+	content := fmt.Sprintf("# Written by slowpath fix: I/O scheduler of %s to %s (was %s).\n%s\n", quote.Comment(c.Device), quote.Comment(c.To), quote.Comment(c.From), rule)
+	return File{Kind: "file", Path: check.SchedulerRuleFile(c.Device), Content: content,
+		Why: "udev sets the scheduler each time the device appears or changes (boot, hotplug)"}, nil
 }

@@ -12,7 +12,7 @@ import (
 // Step is one runtime change.
 type Step struct {
 	// Change is what the step changes: one of the kinds (Sysctl, Ring,
-	// Crypt), each a type in its own file.
+	// Crypt, Scheduler), each a type in its own file.
 	Change Change
 	// Command is the same change as a shell command, for the shell format
 	// and for people.
@@ -66,6 +66,10 @@ type Settings interface {
 	// (never its key); SetCryptOptions reloads the table with opts.
 	CryptOptions(name string) ([]string, error)
 	SetCryptOptions(name string, opts []string) error
+	// Scheduler returns the active I/O scheduler of a block device (the
+	// bracketed word of its queue/scheduler); SetScheduler selects one.
+	Scheduler(dev string) (string, error)
+	SetScheduler(dev, name string) error
 }
 
 // OnInterface is a Change to a network interface: applying a plan from a
@@ -77,6 +81,11 @@ type OnInterface interface {
 // OnDM is a Change to a device-mapper device, by its dm name.
 type OnDM interface {
 	DMName() string
+}
+
+// OnBlockDevice is a Change to a block device, by its kernel name.
+type OnBlockDevice interface {
+	BlockDevice() string
 }
 
 // Key is the StateKey of the step's change.

@@ -11,9 +11,10 @@ import (
 // /etc/tuned/slowpath/tuned.conf.
 const TunedProfileName = "slowpath"
 
-// Tuned renders the node tuning of the plan (sysctls and NIC rings) as a
-// tuned profile (tuned.conf(5)): a [sysctl] unit and one net unit per
-// interface with its ring= option, which is how fleets that run tuned
+// Tuned renders the node tuning of the plan (sysctls, NIC rings, I/O
+// schedulers) as a tuned profile (tuned.conf(5)): a [sysctl] unit, one net
+// unit per interface with its ring= option and one disk unit per device
+// with its elevator= option, which is how fleets that run tuned
 // persist such settings. When the snapshot saw an active tuned profile,
 // the profile includes it, so `tuned-adm profile slowpath` keeps that
 // profile's settings and overrides only these. What is not node tuning
@@ -21,8 +22,8 @@ const TunedProfileName = "slowpath"
 // listed in comments at the top, each with why.
 func Tuned(p *Plan) ([]byte, error) {
 	node, left := nodeTuning(p)
-	var sysctls, nets strings.Builder
-	n := 0
+	var sysctls, nets, disks strings.Builder
+	n, nd := 0, 0
 	for _, s := range node {
 		switch c := s.Change.(type) {
 		case Sysctl:
@@ -46,6 +47,17 @@ func Tuned(p *Plan) ([]byte, error) {
 			// this unit comes first; dynamic=0, since the net plugin's
 			// dynamic tuning lowers an idle link's speed.
 			fmt.Fprintf(&nets, "\n[slowpath_net_%d]\ntype=net\npriority=-10\ndevices=%s\ndynamic=0\nring=rx %d\n", n, dev, c.RX)
+		case Scheduler:
+			dev, err := quote.TunedDevice(c.Device)
+			if err != nil || !tunedWord(c.To) {
+				left = append(left, fmt.Sprintf("scheduler of %s: not written: %v: run %s at boot instead", c.Device, err, StepCommand(s.Step)))
+				continue
+			}
+			nd++
+			// As for NICs: the disk plugin hands each device to the first
+			// disk unit that matches it, and an included [disk] matches
+			// every device; dynamic=0 keeps its power tuning out.
+			fmt.Fprintf(&disks, "\n[slowpath_disk_%d]\ntype=disk\npriority=-10\ndevices=%s\ndynamic=0\nelevator=%s\n", nd, dev, c.To)
 		}
 	}
 	var b strings.Builder
@@ -60,7 +72,7 @@ func Tuned(p *Plan) ([]byte, error) {
 			comment(&b, "- "+l)
 		}
 	}
-	if sysctls.Len() == 0 && nets.Len() == 0 {
+	if sysctls.Len() == 0 && nets.Len() == 0 && disks.Len() == 0 {
 		if len(left) == 0 {
 			b.WriteString("# Nothing to fix: no finding has a host-level fix.\n")
 		}
@@ -75,7 +87,16 @@ func Tuned(p *Plan) ([]byte, error) {
 		b.WriteString(sysctls.String())
 	}
 	b.WriteString(nets.String())
+	b.WriteString(disks.String())
 	return []byte(b.String()), nil
+}
+
+// tunedWord is a value tuned reads as it is: a scheduler name is one word
+// of the kernel's (none, mq-deadline, kyber, bfq).
+func tunedWord(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	})
 }
 
 // tunedInclude writes the active profile names as include=: tuned reads

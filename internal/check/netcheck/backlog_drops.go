@@ -53,7 +53,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 	if sysFix != nil {
 		fix = check.SysctlRemedy(idBacklogDrops, sysFix.Sysctls) + comment(why)
 	} else {
-		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes (%s): a larger backlog is not the remedy. Spread the receive load over more CPUs (RSS queues, RPS: see net.rps-steering and net.time-squeeze) or find what keeps the CPU from draining its backlog (slowpath net watch).", keyBacklog, cur, rec, why))
+		fix = comment(fmt.Sprintf("%s is already %d, at or above the %d this check proposes (%s): a larger backlog is not the remedy. Spread the receive load over more CPUs (more RSS queues, or RPS: rps_cpus of each rx queue, Documentation/networking/scaling.rst; see net.time-squeeze) or find what keeps the CPU from draining its backlog (slowpath net watch).", keyBacklog, cur, rec, why))
 	}
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {

@@ -2,6 +2,7 @@ package storagecheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -41,18 +42,34 @@ func runScheduler(in *check.Input) []check.Finding {
 				out = append(out, check.Finding{Status: check.Pass, Subject: "/dev/" + leaf.Name, Summary: "scheduler none"})
 				continue
 			}
+			rem, fix := schedulerRemedy(leaf)
 			out = append(out, check.Finding{
 				Subject: "/dev/" + leaf.Name,
 				Summary: fmt.Sprintf("NVMe device %s under dm-crypt %s uses the %s I/O scheduler; on NVMe it adds per-request "+
 					"overhead without benefit, and dm-crypt already decides the order of writes.", leaf.Name, u.layer.Name, leaf.Queue.Scheduler),
 				Evidence: []check.Evidence{{Source: queuePath(leaf.Name, "scheduler"), Observed: leaf.Queue.Scheduler,
 					Expected: "none (available: " + strings.Join(leaf.Queue.Schedulers, " ") + ")"}},
-				Remediation: fmt.Sprintf("echo none > /sys/block/%s/queue/scheduler\n"+
-					"and to keep it, a udev rule, e.g. /etc/udev/rules.d/60-nvme-scheduler.rules:\n"+
-					"  ACTION==\"add|change\", KERNEL==\"nvme[0-9]*n[0-9]*\", ATTR{queue/scheduler}=\"none\"", leaf.Name),
-				References: []string{"https://docs.kernel.org/block/blk-mq.html", refCloudflare},
+				Remediation: rem,
+				References:  []string{"https://docs.kernel.org/block/blk-mq.html", refCloudflare},
+				Fix:         fix,
 			})
 		}
 	}
 	return out
+}
+
+// schedulerRemedy is the change to none, in doctor's words and as the
+// plan's step: the same command and udev rule (check.SchedulerCommand,
+// SchedulerRule). A queue that does not offer none gets no fix.
+func schedulerRemedy(leaf storagemodel.Layer) (string, *check.Fix) {
+	q := leaf.Queue
+	if !slices.Contains(q.Schedulers, "none") {
+		return fmt.Sprintf("%s offers no \"none\" scheduler (%s): choose the lightest it offers, or a kernel built with it.",
+			leaf.Name, strings.Join(q.Schedulers, " ")), nil
+	}
+	rem := check.SchedulerCommand(leaf.Name, "none")
+	if rule, err := check.SchedulerRule(leaf.Name, "none"); err == nil {
+		rem += "\nand to keep it, a udev rule in " + check.SchedulerRuleFile(leaf.Name) + ":\n  " + rule
+	}
+	return rem, &check.Fix{Schedulers: []check.SchedulerChange{{Device: leaf.Name, From: q.Scheduler, To: "none", Available: q.Schedulers}}}
 }

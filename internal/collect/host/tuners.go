@@ -100,7 +100,8 @@ func bpftuneLibDirs(fs hostfs.FS) []string {
 
 // nodeTuningMarker is written by the init container of the DaemonSet that
 // `slowpath fix --format kubernetes` renders (internal/fix/kubernetes.go):
-// one "sysctl KEY=VALUE" or "ring IFACE rx N" line per setting and a "fix
+// one "sysctl KEY=VALUE", "ring IFACE rx N" or "scheduler DEV NAME" line
+// per setting and a "fix
 // UNIX-TIME ID KEY VALUE SUBJECT" line per setting (older markers have
 // none).
 const nodeTuningMarker = "run/slowpath/node-tuning"
@@ -152,6 +153,13 @@ func collectNodeTuning(fs hostfs.FS, h *snapshot.Host, s *snapshot.Snapshot) (sn
 				continue
 			}
 			t.Rings = append(t.Rings, snapshot.TunerRing{Devices: dev, Value: v})
+		case "scheduler":
+			// scheduler DEV NAME: no other tuner slowpath knows sets a
+			// scheduler, so there is no claim to record; a line of
+			// another shape is still an error.
+			if f := strings.Fields(rest); len(f) != 2 {
+				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: %q is not DEVICE SCHEDULER", i+1, rest))
+			}
 		default:
 			if !strings.HasPrefix(kind, "#") {
 				s.AddError("host.tuners", fs.RootPath(nodeTuningMarker), fmt.Errorf("line %d: unknown setting %q", i+1, kind))

@@ -49,6 +49,9 @@ func CheckSameHost(s *snapshot.Snapshot, h Host, p *fix.Plan) error {
 			if c, ok := st.Change.(fix.OnDM); ok {
 				errs = append(errs, sameDM(s, h.FS, c.DMName()))
 			}
+			if c, ok := st.Change.(fix.OnBlockDevice); ok {
+				errs = append(errs, sameBlockDevice(s, h.FS, c.BlockDevice()))
+			}
 			for _, err := range errs {
 				if err != nil && !slices.Contains(why, err.Error()) {
 					why = append(why, err.Error())
@@ -145,4 +148,32 @@ func sameDM(s *snapshot.Snapshot, fs hostfs.FS, name string) error {
 		return nil
 	}
 	return fmt.Errorf("dm device %q is not on this host", name)
+}
+
+// sameBlockDevice: a block device of that name exists here
+// (/sys/class/block/NAME/dev) with the major:minor s recorded; NVMe names
+// can swap between boots when controllers probe in another order.
+func sameBlockDevice(s *snapshot.Snapshot, fs hostfs.FS, name string) error {
+	want := ""
+	if s.Storage != nil {
+		for _, b := range s.Storage.BlockDevices {
+			if b.Name == name {
+				want = b.MajorMinor
+			}
+		}
+	}
+	if want == "" {
+		return fmt.Errorf("block device %q is not in the snapshot, so its identity cannot be checked", name)
+	}
+	if !component(name) {
+		return fmt.Errorf("block device %q cannot be a name on this host", name)
+	}
+	v, err := hostfs.ReadValue(fs.SysPath("class", "block", name, "dev"))
+	if err != nil {
+		return fmt.Errorf("block device %q is not on this host (%v)", name, err)
+	}
+	if v != want {
+		return fmt.Errorf("block device %q is %s here, %s in the snapshot", name, v, want)
+	}
+	return nil
 }

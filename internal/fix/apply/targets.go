@@ -161,3 +161,61 @@ func (h Host) SetCryptOptions(name string, opts []string) error {
 	defer clear(np)
 	return h.DM.Replace(name, np)
 }
+
+// schedulerFile opens /sys/block/DEV/queue/scheduler. dev must be one
+// kernel device name (no / and not . or ..), so the path names that
+// device's file and nothing else; /sys/block/DEV itself is the kernel's
+// symlink into /sys/devices, which an os.Root would refuse.
+func (h Host) schedulerFile(dev string, flag int) (*os.File, error) {
+	if dev == "" || dev == "." || dev == ".." || strings.ContainsAny(dev, "/\x00") {
+		return nil, fmt.Errorf("%q is not a block device name", dev)
+	}
+	return os.OpenFile(h.FS.SysPath("block", dev, "queue", "scheduler"), flag, 0)
+}
+
+// Scheduler returns the active I/O scheduler of dev: the bracketed word of
+// its queue/scheduler ("none [mq-deadline] kyber"), or the only word of a
+// queue that offers one (fix.Settings).
+func (h Host) Scheduler(dev string) (string, error) {
+	f, err := h.schedulerFile(dev, os.O_RDONLY)
+	if err != nil {
+		return "", fmt.Errorf("read scheduler of %s: %w", dev, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("read scheduler of %s: %w", dev, err)
+	}
+	return activeScheduler(string(b))
+}
+
+// activeScheduler reads the kernel's queue/scheduler line
+// (block/elevator.c elv_iosched_show).
+func activeScheduler(line string) (string, error) {
+	words := strings.Fields(line)
+	for _, w := range words {
+		if len(w) > 2 && w[0] == '[' && w[len(w)-1] == ']' {
+			return w[1 : len(w)-1], nil
+		}
+	}
+	if len(words) == 1 && !strings.ContainsAny(words[0], "[]") {
+		return words[0], nil
+	}
+	return "", fmt.Errorf("queue/scheduler %q names no active scheduler", strings.TrimSpace(line))
+}
+
+// SetScheduler selects name for dev (fix.Settings).
+func (h Host) SetScheduler(dev, name string) error {
+	f, err := h.schedulerFile(dev, os.O_WRONLY)
+	if err != nil {
+		return fmt.Errorf("set scheduler of %s: %w (run as root)", dev, err)
+	}
+	_, err = f.WriteString(name)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("set scheduler of %s to %s: %w", dev, name, err)
+	}
+	return nil
+}

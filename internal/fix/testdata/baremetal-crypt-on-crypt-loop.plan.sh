@@ -44,7 +44,12 @@ dmsetup table --showkeys -- root_crypt | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<
 #     {"required_stacks": ["/srv"]}
 
 # == dmcrypt.scheduler on /dev/nvme0n1 (info)
-# By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
-#   echo none > /sys/block/nvme0n1/queue/scheduler
-#   and to keep it, a udev rule, e.g. /etc/udev/rules.d/60-nvme-scheduler.rules:
-#     ACTION=="add|change", KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="none"
+# runtime
+echo none > /sys/block/nvme0n1/queue/scheduler
+# persistent: udev sets the scheduler each time the device appears or changes (boot, hotplug)
+mkdir -p /etc/udev/rules.d
+cat > /etc/udev/rules.d/60-slowpath-scheduler-nvme0n1.rules <<'EOF'
+# Written by slowpath fix: I/O scheduler of nvme0n1 to none (was mq-deadline).
+ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="nvme0n1", ATTR{queue/scheduler}="none"
+EOF
+# checked on the snapshot: after this change the finding is gone
