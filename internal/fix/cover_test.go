@@ -18,7 +18,7 @@ import (
 // exactly one entry, with steps, a reason it does not apply, or the remedy
 // by hand; no entry is for anything else; and no step moves a value the
 // wrong way (a sysctl below what the host has, a ring smaller).
-func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
+func checkCovers(t *testing.T, name string, s *snapshot.Snapshot, fs []check.Finding, p *Plan) {
 	t.Helper()
 	want := map[string]int{}
 	for _, f := range fs {
@@ -100,6 +100,59 @@ func checkCovers(t *testing.T, name string, fs []check.Finding, p *Plan) {
 			t.Errorf("%s: the plan has an entry %s that doctor does not count", name, on)
 		}
 	}
+	checkPlanClears(t, name, s, p)
+}
+
+// checkPlanClears makes every change of the plan to one copy of s, as
+// following the whole plan would, and runs doctor's analysis again: every
+// finding an entry says its change clears is gone, and no entry's change
+// made a finding fail that did not fail before.
+func checkPlanClears(t *testing.T, name string, s *snapshot.Snapshot, p *Plan) {
+	t.Helper()
+	if s == nil {
+		return
+	}
+	before := map[string]bool{}
+	if r, err := analyze.Run(s, check.Config{}); err == nil {
+		for _, f := range r.Findings {
+			if f.Status == check.Fail {
+				before[f.ID+" on "+f.Subject] = true
+			}
+		}
+	}
+	after, err := copySnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]bool{}
+	for _, e := range p.Entries {
+		if e.Proof == nil || e.Proof.Result == ProofNotDone {
+			continue
+		}
+		if err := applyEntry(after, e); err != nil {
+			t.Errorf("%s: %s on %s: %v", name, e.ID, e.Subject, err)
+			return
+		}
+		if e.Proof.Result == ProofCleared {
+			claims[e.ID+" on "+e.Subject] = true
+		}
+	}
+	r, err := analyze.Run(after, check.Config{})
+	if err != nil {
+		t.Fatalf("%s: the snapshot after the whole plan: %v", name, err)
+	}
+	for _, f := range r.Findings {
+		on := f.ID + " on " + f.Subject
+		if f.Status != check.Fail {
+			continue
+		}
+		if claims[on] {
+			t.Errorf("%s: after the whole plan, %s still fails, though its entry says the change clears it: %s", name, on, f.Summary)
+		}
+		if !before[on] {
+			t.Errorf("%s: after the whole plan, %s fails and did not before: %s", name, on, f.Summary)
+		}
+	}
 }
 
 // TestPlanCoversDoctor runs the property over every fixture host: doctor's
@@ -112,7 +165,7 @@ func TestPlanCoversDoctor(t *testing.T) {
 	for _, name := range fixtureHosts(t) {
 		s, fs := fixtureFindings(t, name)
 		p := planOf(t, s, fs)
-		checkCovers(t, name, fs, p)
+		checkCovers(t, name, s, fs, p)
 		for _, e := range p.Entries {
 			total++
 			if e.Proof != nil {
@@ -199,7 +252,7 @@ func rmemMaxNeverLowered(t *testing.T, s *snapshot.Snapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCovers(t, t.Name(), r.Findings, p)
+	checkCovers(t, t.Name(), s, r.Findings, p)
 	for _, e := range p.Entries {
 		if e.ID == "net.socket-rcvbuf" && (e.ByHand == "" || len(e.Steps) > 0) {
 			t.Errorf("entry %+v, want the remedy by hand and no step", e)
@@ -265,7 +318,7 @@ func FuzzPlanCoversDoctor(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkCovers(t, fmt.Sprintf("%s backlog %d rmem_max %d rx %d", name, backlog, rmem, ring), r.Findings, p)
+		checkCovers(t, fmt.Sprintf("%s backlog %d rmem_max %d rx %d", name, backlog, rmem, ring), s2, r.Findings, p)
 	})
 }
 
@@ -297,7 +350,7 @@ func TestBacklogAboveProposalNotLowered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCovers(t, "net-azure-accelnet with backlog 131072", r.Findings, p)
+	checkCovers(t, "net-azure-accelnet with backlog 131072", s, r.Findings, p)
 }
 
 // The README's fixture: turning Azure encryption at host off, as the
@@ -362,7 +415,7 @@ func TestPlatformMechanism(t *testing.T) {
 		s.Host.OS.VersionID = version
 		fs := findingsOf(t, s)
 		p := planOf(t, s, fs)
-		checkCovers(t, "talos "+version, fs, p)
+		checkCovers(t, "talos "+version, s, fs, p)
 		for _, e := range p.Entries {
 			if e.ID != "dmcrypt.workqueue" {
 				continue
@@ -391,4 +444,86 @@ func TestPlatformMechanism(t *testing.T) {
 			t.Errorf("bottlerocket: entry %+v, want no refresh by hand and the reason", e)
 		}
 	}
+}
+
+// cryptFlags are the optional dm-crypt flags the storage fuzz turns on and
+// off, one bit each.
+var cryptFlags = []string{"allow_discards", "same_cpu_crypt", "submit_from_crypt_cpus", "no_read_workqueue", "no_write_workqueue"}
+
+// FuzzPlanCoversDoctorStorage moves what the storage checks propose fixes
+// for on the storage fixtures (every crypt table's optional flags, every
+// NVMe queue's scheduler among those it offers, the kernel release), keeps
+// the snapshots that still validate, and holds each plan to checkCovers:
+// one entry per remedy, proofs that hold when the whole plan is made.
+func FuzzPlanCoversDoctorStorage(f *testing.F) {
+	hosts := []string{"aws-i4i-luks-default", "baremetal-crypt-on-crypt-loop", "longhorn-v2-mayastor-nvmf", "rhel-9-i4i-luks-tuned",
+		"flatcar-aws-i4i-luks-default", "bottlerocket-i4i-ephemeral-luks", "talos-1.9-luks-default", "kvm-qemu64-ramdisk-crypt-5.4"}
+	for i := range hosts {
+		f.Add(uint8(i), uint8(0), uint8(0), false)
+		f.Add(uint8(i), uint8(0b11000), uint8(1), true)
+	}
+	f.Fuzz(func(t *testing.T, host, flags, sched uint8, oldKernel bool) {
+		name := hosts[int(host)%len(hosts)]
+		s, _ := fixtureFindings(t, name)
+		for i := range s.Storage.BlockDevices {
+			d := &s.Storage.BlockDevices[i]
+			if d.DM != nil {
+				for j := range d.DM.Targets {
+					if tg := &d.DM.Targets[j]; tg.Type == "crypt" {
+						tg.Params = withFlags(tg.Params, flags)
+					}
+				}
+			}
+			if q := d.Queue; q != nil && len(q.Schedulers) > 0 {
+				q.Scheduler = q.Schedulers[int(sched)%len(q.Schedulers)]
+			}
+		}
+		if oldKernel && s.Host != nil {
+			s.Host.KernelRelease = "5.4.0-200-generic"
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := snapshot.Decode(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		r, err := analyze.Run(s2, check.Config{})
+		if err != nil {
+			return
+		}
+		p, err := Build(s2, r.Findings, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCovers(t, fmt.Sprintf("%s flags %05b scheduler %d old kernel %v", name, flags, sched, oldKernel), s2, r.Findings, p)
+	})
+}
+
+// withFlags rewrites a crypt target's optional parameters to the flags
+// whose bits are set, keeping any that take a value (sector_size:4096).
+func withFlags(params string, bits uint8) string {
+	f := strings.Fields(params)
+	if len(f) < 5 {
+		return params
+	}
+	var keep []string
+	if len(f) > 6 {
+		for _, o := range f[6:] {
+			if strings.Contains(o, ":") {
+				keep = append(keep, o)
+			}
+		}
+	}
+	for i, fl := range cryptFlags {
+		if bits&(1<<i) != 0 {
+			keep = append(keep, fl)
+		}
+	}
+	out := append(f[:5:5], fmt.Sprint(len(keep)))
+	if len(keep) == 0 {
+		return strings.Join(f[:5], " ")
+	}
+	return strings.Join(append(out, keep...), " ")
 }
