@@ -55,6 +55,12 @@ func checkCovers(t *testing.T, name string, s *snapshot.Snapshot, fs []check.Fin
 		for _, f := range e.Files {
 			if strings.HasPrefix(f.Path, "/etc/sysctl.d/") || strings.Contains(f.Path, "-scheduler-") {
 				said = append(said, f.Path)
+				// and what the file says, line by line
+				for _, l := range strings.Split(f.Content, "\n") {
+					if l != "" && !strings.HasPrefix(l, "#") {
+						said = append(said, l)
+					}
+				}
 			}
 		}
 		for _, c := range said {

@@ -296,13 +296,19 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 		} else if c.KeyInKeyring {
 			// The table names a keyring key that cryptsetup unlinked after
 			// opening: a reload of the same table fails with ENOKEY.
-			why = append(why, fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table: run the cryptsetup refresh by hand", c.Name))
+			keyring := fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table", c.Name)
 			if c.Format != "luks2" {
+				why = append(why, keyring+": run the cryptsetup refresh by hand")
 				e.Manual, e.Asks = append(e.Manual, check.RefreshCommand(c, false)), "it asks for the passphrase, key file or token, as open does"
 			} else if cmd, asks := check.PersistCommand(c); cmd != "" {
+				why = append(why, keyring+": run the cryptsetup refresh by hand")
 				e.Manual, e.Asks = append(e.Manual, cmd), asks
 			} else {
-				why = append(why, asks)
+				// No refresh can open it either: crypttab keeps the flags
+				// from the next open on, an edit made by hand (an entry
+				// without a step writes no file).
+				why = append(why, fmt.Sprintf("%s, and %s: add %s to the options of %s in /etc/crypttab by hand; systemd-cryptsetup applies them at the next open",
+					keyring, asks, strings.Join(crypttabOptions(c.Add), ","), c.Name))
 			}
 		} else {
 			st := Step{Change: Crypt(*c)}

@@ -49,7 +49,10 @@ func Tuned(p *Plan) ([]byte, error) {
 			fmt.Fprintf(&nets, "\n[slowpath_net_%d]\ntype=net\npriority=-10\ndevices=%s\ndynamic=0\nring=rx %d\n", n, dev, c.RX)
 		case Scheduler:
 			dev, err := quote.TunedDevice(c.Device)
-			if err != nil || !tunedWord(c.To) {
+			if err == nil && !tunedWord(c.To) {
+				err = fmt.Errorf("%q is not a scheduler name tuned reads as it is", c.To)
+			}
+			if err != nil {
 				left = append(left, fmt.Sprintf("scheduler of %s: not written: %v: run %s at boot instead", c.Device, err, StepCommand(s.Step)))
 				continue
 			}

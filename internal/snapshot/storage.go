@@ -148,7 +148,9 @@ type LUKSHeader struct {
 	Device string `json:"device"`
 	// Version is 1 or 2; 0 when the header was not read.
 	Version int `json:"version,omitempty"`
-	// Keyslots are the active key slots, by number.
+	// Keyslots are the key slots that can open the volume, by number:
+	// active (LUKS1), of type luks2 and not priority ignore (LUKS2; not
+	// the slot a reencryption keeps).
 	Keyslots []int `json:"keyslots,omitempty"`
 	// Tokens are LUKS2 tokens: how a key slot is opened without typing a
 	// passphrase (systemd-tpm2, systemd-fido2, systemd-pkcs11, clevis,

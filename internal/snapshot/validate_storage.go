@@ -226,6 +226,17 @@ func validateBlockDevice(p string, d *BlockDevice) error {
 		if err := validateDM(p+".dm", dm); err != nil {
 			return err
 		}
+		// The header is read from the one device beneath the mapping, and
+		// a plan names it (clevis luks pass -d /dev/DEVICE): it must be
+		// that device.
+		if h := dm.LUKS; h != nil && h.Device != "" {
+			if err := checkBlockName(p+".dm.luks.device", h.Device); err != nil {
+				return err
+			}
+			if len(d.Slaves) != 1 || d.Slaves[0] != h.Device {
+				return invalidString(p+".dm.luks.device", h.Device, "not the device beneath the mapping", fmt.Sprintf("slaves %v", d.Slaves), srcLUKS)
+			}
+		}
 	}
 	if l := d.Loop; l != nil {
 		// backing_file is file_path() of the file (drivers/block/loop.c
@@ -381,9 +392,6 @@ var luksWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 func ValidLUKSWord(s string) bool { return len(s) <= luksMaxWord && luksWord.MatchString(s) }
 
 func validateLUKS(p string, h *LUKSHeader) error {
-	if err := checkToken(p+".device", h.Device, 64, true); err != nil {
-		return err
-	}
 	if h.Version < 0 || h.Version > 2 {
 		return invalidString(p+".version", fmt.Sprint(h.Version), "not a LUKS version", "1 or 2, 0 when not read", srcLUKS)
 	}

@@ -95,7 +95,7 @@ type rule struct {
 func luks(s *Snapshot) *LUKSHeader {
 	d := s.Storage.BlockDevices[2].DM
 	if d.LUKS == nil {
-		d.LUKS = &LUKSHeader{Device: "sda1", Version: 2, Keyslots: []int{0, 1},
+		d.LUKS = &LUKSHeader{Device: "nvme0n1", Version: 2, Keyslots: []int{0, 1},
 			Tokens: []LUKSToken{{Type: "systemd-tpm2", Keyslots: []int{1}}}, Flags: []string{"allow-discards"}}
 	}
 	return d.LUKS
@@ -214,7 +214,7 @@ func TestValidateRules(t *testing.T) {
 		field("storage.block_devices[2].dm.luks.keyslots[0]", func(s *Snapshot) *int { return &luks(s).Keyslots[0] }, []int{0, 31}, []int{-1, 32}),
 		field("storage.block_devices[2].dm.luks.tokens[0].keyslots[0]", func(s *Snapshot) *int { return &luks(s).Tokens[0].Keyslots[0] }, []int{1}, []int{32}),
 		field("storage.block_devices[2].dm.luks.version", func(s *Snapshot) *int { return &luks(s).Version }, []int{0, 1, 2}, []int{3, -1}),
-		field("storage.block_devices[2].dm.luks.device", func(s *Snapshot) *string { return &luks(s).Device }, []string{"", "nvme0n1p2"}, []string{"a b", "x\ny"}),
+		field("storage.block_devices[2].dm.luks.device", func(s *Snapshot) *string { return &luks(s).Device }, []string{"", "nvme0n1"}, []string{"a b", "x\ny", "../nvme0n1", "sda1" /* not beneath */}),
 		field("storage.block_devices[2].dm.targets[0].type", func(s *Snapshot) *string { return &bd(s, 2).DM.Targets[0].Type }, []string{"thin-pool", "snapshot-origin"}, []string{"", r("t", 16), "cry pt"}),
 		field("storage.block_devices[2].dm.targets[0].params", func(s *Snapshot) *string { return &bd(s, 2).DM.Targets[0].Params },
 			[]string{"", "0 8:16 0", r("p ", 1000)}, []string{"a\nb", "a\x00b", r("p", 64<<10+1)}),

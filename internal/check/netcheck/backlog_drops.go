@@ -71,7 +71,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 	if len(up) == 0 {
 		return []check.Finding{{Status: check.Pass, Subject: "softnet", Summary: "no backlog drops during the sample interval"}}
 	}
-	processed, haveProcessed := flowRate(in.Snapshot, m, softnetProcessed)
+	processed, haveProcessed := softnetRate(in.Snapshot, m)
 	sum := fmt.Sprintf("The per-CPU input backlog is full and the kernel drops packets before any protocol sees them: %s/s on %d CPU(s).", fmtRate(sumRate(up)), len(up))
 	if haveCur {
 		sum += fmt.Sprintf(" Each CPU queues at most %s=%d packets.", keyBacklog, cur)

@@ -39,13 +39,28 @@ func dropCost(dropped, passed float64, havePassed bool, layer string) *check.Cos
 	return c
 }
 
-// softnetProcessed is the packets the CPUs' softnet processed, summed.
-func softnetProcessed(smp snapshot.NetSample) (uint64, bool) {
-	var n uint64
-	for _, c := range smp.Softnet {
-		n += c.Processed
+// softnetRate is the packets the CPUs' softnet processed per second over
+// the model's interval: each CPU's own difference, across a wrap of its
+// 32-bit column (netmodel.Delta), summed. A CPU missing from one sample
+// is left out.
+func softnetRate(s *snapshot.Snapshot, m *netmodel.Model) (float64, bool) {
+	if s == nil || s.Net == nil || len(s.Net.Samples) < 2 || m.IntervalSeconds <= 0 {
+		return 0, false
 	}
-	return n, len(smp.Softnet) > 0
+	a, b := s.Net.Samples[len(s.Net.Samples)-2], s.Net.Samples[len(s.Net.Samples)-1]
+	prev := map[int]uint64{}
+	for _, c := range a.Softnet {
+		prev[c.CPU] = c.Processed
+	}
+	var n uint64
+	seen := false
+	for _, c := range b.Softnet {
+		if p, ok := prev[c.CPU]; ok {
+			n += netmodel.Delta(p, c.Processed)
+			seen = true
+		}
+	}
+	return float64(n) / m.IntervalSeconds, seen
 }
 
 // udpDelivered is the UDP datagrams delivered to sockets, v4 and v6.

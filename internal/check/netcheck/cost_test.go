@@ -38,3 +38,16 @@ func TestDropCost(t *testing.T) {
 		t.Error("a missing counter gave a rate")
 	}
 }
+
+// TestSoftnetRateAcrossAWrap: softnet_stat's processed column is 32 bits
+// per CPU; one CPU wrapping between the samples still counts its packets.
+func TestSoftnetRateAcrossAWrap(t *testing.T) {
+	s := &snapshot.Snapshot{Net: &snapshot.Net{Samples: []snapshot.NetSample{
+		{Softnet: []snapshot.SoftnetCPU{{CPU: 0, Processed: 1000}, {CPU: 1, Processed: 0xFFFFFF00}}},
+		{Softnet: []snapshot.SoftnetCPU{{CPU: 0, Processed: 3000}, {CPU: 1, Processed: 0x100}}},
+	}}}
+	r, ok := softnetRate(s, &netmodel.Model{IntervalSeconds: 2})
+	if want := (2000.0 + 0x200) / 2; !ok || r != want {
+		t.Errorf("rate %v %v, want %v", r, ok, want)
+	}
+}

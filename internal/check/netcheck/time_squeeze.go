@@ -2,6 +2,7 @@ package netcheck
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
@@ -74,15 +75,20 @@ func timeSqueeze(in *check.Input) []check.Finding {
 func squeezeTargets(m *netmodel.Model) (targets map[string]int64, usecsUnknown bool) {
 	targets = map[string]int64{"net.core.netdev_budget": 600}
 	if v, ok := m.Sysctls["net.core.netdev_budget"]; ok && v > 0 {
-		targets["net.core.netdev_budget"] = 2 * v
+		targets["net.core.netdev_budget"] = doubled(v)
 	}
 	if v, ok := m.Sysctls["net.core.netdev_budget_usecs"]; ok && v > 0 {
-		targets["net.core.netdev_budget_usecs"] = 2 * v
+		targets["net.core.netdev_budget_usecs"] = doubled(v)
 	} else {
 		usecsUnknown = true
 	}
 	return targets, usecsUnknown
 }
+
+// doubled is twice v, at most INT_MAX: both budgets are C ints
+// (proc_dointvec), so a larger value is refused with EINVAL; one already
+// there is left alone (raiseSysctls never proposes a value not above).
+func doubled(v int64) int64 { return min(2*v, math.MaxInt32) }
 
 // expect is the evidence's expected value of key: the target, or twice
 // the current value in words when it is unknown.

@@ -55,6 +55,7 @@ func runSameCPU(in *check.Input) []check.Finding {
 			devName = sysName(sp.dev)
 		}
 		fix := cryptFix(u.layer, "same_cpu_crypt")
+		rem, _ := cryptRemedy(in, u.layer, []string{"same_cpu_crypt"}, sameCPURemediation(u.layer.Name, fix.Crypt))
 		out = append(out, check.Finding{
 			Subject: u.Subject(),
 			Summary: fmt.Sprintf("dm-crypt %s on fast storage (%s) with kernel %s spreads encryption over all CPUs "+
@@ -65,7 +66,7 @@ func runSameCPU(in *check.Input) []check.Finding {
 				sp.ev,
 				{Source: "/proc/sys/kernel/osrelease", Observed: rel, Expected: ">= 5.9"},
 			},
-			Remediation: sameCPURemediation(u.layer.Name, fix.Crypt),
+			Remediation: rem,
 			References:  []string{refLUKSRamdisk, refDMCrypt, refCloudflare, refCryptsetup},
 			Fix:         fix,
 			Cost:        taxCost(in, u.layer.Name),

@@ -345,7 +345,8 @@ func (t taxSpan) remediation(in *check.Input) string {
 		if !c.Crypt.NoWriteWorkqueue {
 			missing = append(missing, "no_write_workqueue")
 		}
-		b.WriteString(workqueueRemediation(c, cryptFix(c, missing...).Crypt) + "\n")
+		rem, _ := cryptRemedy(in, c, missing, workqueueRemediation(c, cryptFix(c, missing...).Crypt))
+		b.WriteString(rem + "\n")
 	}
 	if b.Len() == 0 {
 		b.WriteString("The workqueues are already bypassed, so the wait is elsewhere.\n")

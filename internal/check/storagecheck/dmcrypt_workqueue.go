@@ -97,18 +97,9 @@ func workqueueFinding(in *check.Input, u *cryptUse, sp speed, rel string) check.
 	if platformOf(in) == check.PlatformCoreOS {
 		fix.Crypt.Butane = butaneLUKS(u.layer.Name, missing)
 	}
-	rem := workqueueRemediation(u.layer, fix.Crypt)
+	rem, prefs := cryptRemedy(in, u.layer, missing, workqueueRemediation(u.layer, fix.Crypt))
 	refs := []string{refWorkqueue, refCloudflare, refCryptsetup, refCrypttab}
-	if p, prefs := platformWorkqueue(in, u.layer, missing); p != "" {
-		// Talos has no shell to run cryptsetup in: its machine
-		// configuration is the one place. Bottlerocket cannot run the
-		// refresh (its key is sealed in the TPM). Elsewhere the platform's
-		// way comes first, the command for this node after it.
-		if pl := platformOf(in); pl == check.PlatformTalos || pl == check.PlatformBottlerocket {
-			rem = p
-		} else {
-			rem = p + "\n" + rem
-		}
+	if len(prefs) > 0 {
 		refs = append(refs, prefs...)
 		ev = append(ev, check.Evidence{Source: "/etc/os-release", Key: "ID", Observed: in.Snapshot.Host.OS.ID,
 			Expected: "the platform's own setting keeps the flags"})
@@ -151,4 +142,21 @@ func workqueueRemediation(l storagemodel.Layer, c *check.CryptChange) string {
 		fmt.Fprintf(&b, "\nTo apply now:\n  %s", check.RefreshCommand(c, false))
 	}
 	return b.String()
+}
+
+// cryptRemedy is the remedy that adds flags to the mapping l, by the
+// platform's way: Talos has no shell to run cryptsetup in, so its machine
+// configuration is the one place; Bottlerocket cannot run the refresh (its
+// key is sealed in the TPM), so the platform's text stands alone. Elsewhere
+// the platform's way (the Butane fragment) comes first and generic, the
+// command for this node, after it. prefs are the platform's references.
+func cryptRemedy(in *check.Input, l storagemodel.Layer, flags []string, generic string) (string, []string) {
+	p, prefs := platformWorkqueue(in, l, flags)
+	switch {
+	case p == "":
+		return generic, nil
+	case platformOf(in) == check.PlatformTalos || platformOf(in) == check.PlatformBottlerocket:
+		return p, prefs
+	}
+	return p + "\n" + generic, prefs
 }

@@ -81,7 +81,7 @@ func parseLUKS1(bin []byte) (snapshot.LUKSHeader, error) {
 
 // luks2JSON is the part of the LUKS2 metadata slowpath reads.
 type luks2JSON struct {
-	Keyslots map[string]json.RawMessage `json:"keyslots"`
+	Keyslots map[string]luks2Keyslot `json:"keyslots"`
 	Tokens   map[string]struct {
 		Type     string   `json:"type"`
 		Keyslots []string `json:"keyslots"`
@@ -89,6 +89,18 @@ type luks2JSON struct {
 	Config struct {
 		Flags []string `json:"flags"`
 	} `json:"config"`
+}
+
+// luks2Keyslot is what decides whether a key slot can open the volume: a
+// "luks2" slot (not the "reencrypt" one a reencryption keeps) whose
+// priority is not 0 ("ignore": cryptsetup tries it only when named).
+type luks2Keyslot struct {
+	Type     string `json:"type"`
+	Priority *int   `json:"priority"`
+}
+
+func (k luks2Keyslot) opens() bool {
+	return k.Type == "luks2" && (k.Priority == nil || *k.Priority != 0)
 }
 
 func parseLUKS2(r io.ReaderAt, bin []byte) (snapshot.LUKSHeader, error) {
@@ -118,12 +130,14 @@ func parseLUKS2(r io.ReaderAt, bin []byte) (snapshot.LUKSHeader, error) {
 		return h, fmt.Errorf("LUKS2 metadata: %d key slots and %d tokens, more than the format allows (%d, %d)",
 			len(meta.Keyslots), len(meta.Tokens), luks2MaxSlots, luks2MaxTokens)
 	}
-	for id := range meta.Keyslots {
+	for id, ks := range meta.Keyslots {
 		n, err := luksID(id, luks2MaxSlots)
 		if err != nil {
 			return h, fmt.Errorf("LUKS2 key slot %w", err)
 		}
-		h.Keyslots = append(h.Keyslots, n)
+		if ks.opens() {
+			h.Keyslots = append(h.Keyslots, n)
+		}
 	}
 	slices.Sort(h.Keyslots)
 	ids := make([]int, 0, len(meta.Tokens))

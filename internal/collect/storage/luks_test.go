@@ -49,9 +49,10 @@ func image(t *testing.T) string {
 var fast = []string{"--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "-q"}
 
 // TestLUKS2HeaderAgainstCryptsetup: a LUKS2 volume made by cryptsetup, with
-// two key slots, a systemd-tpm2 token on one and a clevis token on the
-// other, read by parseLUKSHeader and by cryptsetup's own JSON dump
-// (luksDump --dump-json-metadata): the same slots, types and flags.
+// two key slots (the second of priority ignore), a systemd-tpm2 token on
+// one and a clevis token on the other, read by parseLUKSHeader and by
+// cryptsetup's own JSON dump (luksDump --dump-json-metadata): the same
+// slots that can open it, token types and flags.
 func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 	img := image(t)
 	cryptsetup(t, "pw", append(append([]string{"luksFormat", "--type", "luks2"}, fast...), "--key-file", "-", img)...)
@@ -60,6 +61,9 @@ func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	cryptsetup(t, "pw", append(append([]string{"luksAddKey"}, fast...), "--key-file", "-", img, kf)...)
+	// A slot of priority ignore opens the volume only when named: not one
+	// a refresh would use.
+	cryptsetup(t, "", "config", "--key-slot", "1", "--priority", "ignore", img)
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	for i, tok := range []string{
 		`{"type":"systemd-tpm2","keyslots":["0"],"tpm2-blob":"c2VjcmV0","tpm2-pcrs":[7],"tpm2-pcr-bank":"sha256","tpm2-primary-alg":"ecc","tpm2-policy-hash":"00"}`,
@@ -82,8 +86,11 @@ func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 	}
 
 	var dump struct {
-		Keyslots map[string]any `json:"keyslots"`
-		Tokens   map[string]struct {
+		Keyslots map[string]struct {
+			Type     string `json:"type"`
+			Priority *int   `json:"priority"`
+		} `json:"keyslots"`
+		Tokens map[string]struct {
 			Type     string   `json:"type"`
 			Keyslots []string `json:"keyslots"`
 		} `json:"tokens"`
@@ -95,7 +102,10 @@ func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := snapshot.LUKSHeader{Version: 2, Flags: dump.Config.Flags}
-	for id := range dump.Keyslots {
+	for id, ks := range dump.Keyslots {
+		if ks.Type != "luks2" || ks.Priority != nil && *ks.Priority == 0 {
+			continue // cannot open the volume unless named
+		}
 		n, _ := strconv.Atoi(id)
 		want.Keyslots = append(want.Keyslots, n)
 	}
@@ -118,8 +128,8 @@ func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parsed %+v\ncryptsetup says %+v", got, want)
 	}
-	if len(got.Keyslots) != 2 || len(got.Tokens) != 2 || got.Tokens[0].Type != "systemd-tpm2" || got.Tokens[1].Type != "clevis" {
-		t.Errorf("parsed %+v: want slots 0 and 1, a systemd-tpm2 and a clevis token", got)
+	if !reflect.DeepEqual(got.Keyslots, []int{0}) || len(got.Tokens) != 2 || got.Tokens[0].Type != "systemd-tpm2" || got.Tokens[1].Type != "clevis" {
+		t.Errorf("parsed %+v: want slot 0 (slot 1 is priority ignore), a systemd-tpm2 and a clevis token", got)
 	}
 	// Nothing of a token but its type and slots is kept.
 	b, _ := json.Marshal(got)
@@ -175,7 +185,7 @@ func withHdrSize(b []byte, size uint64) []byte {
 }
 
 func TestParseLUKSHeader(t *testing.T) {
-	ok := `{"keyslots":{"1":{},"0":{}},"tokens":{"3":{"type":"luks2-keyring","keyslots":["1"]},"0":{"type":"systemd-fido2","keyslots":["0"]}},"config":{"flags":["no-read-workqueue","no-write-workqueue"]}}`
+	ok := `{"keyslots":{"1":{"type":"luks2"},"0":{"type":"luks2","priority":1},"2":{"type":"luks2","priority":0},"3":{"type":"reencrypt"}},"tokens":{"3":{"type":"luks2-keyring","keyslots":["1"]},"0":{"type":"systemd-fido2","keyslots":["0"]}},"config":{"flags":["no-read-workqueue","no-write-workqueue"]}}`
 	tests := []struct {
 		name string
 		in   []byte
@@ -223,7 +233,7 @@ func TestParseLUKSHeader(t *testing.T) {
 // FuzzParseLUKSHeader: never a panic; what is kept is ids in range,
 // sorted, and token types and flags that are plain words.
 func FuzzParseLUKSHeader(f *testing.F) {
-	f.Add(luks2Bytes(`{"keyslots":{"0":{}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["0"]}},"config":{"flags":["allow-discards"]}}`, 16384))
+	f.Add(luks2Bytes(`{"keyslots":{"0":{"type":"luks2"}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["0"]}},"config":{"flags":["allow-discards"]}}`, 16384))
 	f.Add(append(append([]byte{}, luksMagic...), make([]byte, 600)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := parseLUKSHeader(bytes.NewReader(b))

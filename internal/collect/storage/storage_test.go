@@ -54,7 +54,7 @@ func TestCollectBareMetal(t *testing.T) {
 	c := &Collector{FS: fs, OpenDM: func() (DMControl, error) { return dm, nil },
 		Fscrypt: fakeFscrypt{"boot": unix.EOPNOTSUPP, "with space": nil}}
 	// The LUKS2 header beneath luks-7c1e, where its device node would be.
-	hdr := luks2Bytes(`{"keyslots":{"0":{},"1":{}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["1"]}},"config":{"flags":["no-read-workqueue","no-write-workqueue"]}}`, 16384)
+	hdr := luks2Bytes(`{"keyslots":{"0":{"type":"luks2"},"1":{"type":"luks2"}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["1"]}},"config":{"flags":["no-read-workqueue","no-write-workqueue"]}}`, 16384)
 	if err := os.MkdirAll(filepath.Join(fs.Root, "dev"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -151,14 +151,18 @@ func sameDM(s *snapshot.Snapshot, fs hostfs.FS, name string) error {
 }
 
 // sameBlockDevice: a block device of that name exists here
-// (/sys/class/block/NAME/dev) with the major:minor s recorded; NVMe names
-// can swap between boots when controllers probe in another order.
+// (/sys/class/block/NAME/dev) with the major:minor, model and NVMe
+// namespace id s recorded. NVMe names and minors are given in probe order,
+// so two controllers that swap after a reboot swap both: the model and
+// namespace id tell different drives apart (two drives of one model with
+// the same namespace id still look alike: slowpath keeps no serial).
 func sameBlockDevice(s *snapshot.Snapshot, fs hostfs.FS, name string) error {
 	want := ""
+	var ident *snapshot.Identity
 	if s.Storage != nil {
 		for _, b := range s.Storage.BlockDevices {
 			if b.Name == name {
-				want = b.MajorMinor
+				want, ident = b.MajorMinor, b.Ident
 			}
 		}
 	}
@@ -174,6 +178,21 @@ func sameBlockDevice(s *snapshot.Snapshot, fs hostfs.FS, name string) error {
 	}
 	if v != want {
 		return fmt.Errorf("block device %q is %s here, %s in the snapshot", name, v, want)
+	}
+	if ident == nil {
+		return nil
+	}
+	if ident.Model != "" {
+		m, err := hostfs.ReadValue(fs.SysPath("class", "block", name, "device", "model"))
+		if err != nil || strings.TrimSpace(m) != ident.Model {
+			return fmt.Errorf("block device %q is model %q here, %q in the snapshot", name, strings.TrimSpace(m), ident.Model)
+		}
+	}
+	if ident.NVMeNSID > 0 {
+		n, err := hostfs.ReadValue(fs.SysPath("class", "block", name, "nsid"))
+		if err != nil || n != fmt.Sprint(ident.NVMeNSID) {
+			return fmt.Errorf("block device %q is namespace %s here, %d in the snapshot", name, n, ident.NVMeNSID)
+		}
 	}
 	return nil
 }

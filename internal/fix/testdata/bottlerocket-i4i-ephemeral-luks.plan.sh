@@ -24,9 +24,16 @@ dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt EPHEMERAL-DATA queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
-#   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- EPHEMERAL-DATA
-#   (LUKS2: applies now and is stored in the header for every later open; it
-#   asks for the passphrase, key file or token, as open does)
+#   Bottlerocket OS 1.47.0 (aws-k8s-1.34) formats and opens EPHEMERAL-DATA
+#   itself (rottweiler, systemd-cryptsetup) with no performance flags, and
+#   no Bottlerocket setting passes them. Nothing on the node can keep them:
+#   bootstrap commands run apiclient only, and cryptsetup refresh
+#   --persistent needs the volume key, which Bottlerocket seals in the TPM
+#   (there is no passphrase to type). Ask for a setting upstream
+#   (bottlerocket-core-kit). Until then the flags hold for the running boot
+#   only: slowpath fix --apply reloads the live table with them, from a
+#   privileged container or the admin container (sudo sheltie), and they are
+#   gone at the next boot.
 #   /mnt/.ephemeral has 2 encryption layers, each encrypting every block again:
 #   storage.stacked-encryption says which one to drop.
 

@@ -26,6 +26,17 @@ dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;
 # By hand (slowpath makes no change for it here); the remedy, as doctor prints it:
 #   dm-crypt scratch queues every I/O to kcryptd workqueues. Bypass them
 #   (the dmcrypt.workqueue entry of `slowpath fix` does this):
+#   Flatcar Container Linux by Kinvolk 4230.2.1: Ignition opens LUKS volumes
+#   it creates; for nodes provisioned from now on, add the flags to the
+#   volume in the Butane config (fcos 1.5.0+, flatcar 1.1.0+; Ignition
+#   writes them with --persistent):
+#     storage:
+#       luks:
+#         - name: scratch
+#           open_options:
+#             - --perf-no_read_workqueue
+#             - --perf-no_write_workqueue
+#   For this node, as on any host:
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch
 #   (LUKS2: applies now and is stored in the header for every later open; it
 #   asks for the passphrase, key file or token, as open does)

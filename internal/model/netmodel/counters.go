@@ -87,7 +87,7 @@ func Rates(a, b snapshot.NetSample) ([]Counter, error) {
 	eachCounter(b, func(c Counter) {
 		p, ok := prev[counterKey{c.Layer, c.Counter, c.Subject}]
 		out = append(out, c)
-		deltas = append(deltas, delta(p, c.Total))
+		deltas = append(deltas, Delta(p, c.Total))
 		known = append(known, ok)
 	})
 	rates := make([]float64, len(out))
@@ -101,7 +101,10 @@ func Rates(a, b snapshot.NetSample) ([]Counter, error) {
 	return out, nil
 }
 
-func delta(prev, cur uint64) uint64 {
+// Delta is how far a counter moved from prev to cur: a 32-bit counter
+// (softnet_stat's columns) that wrapped is counted across the wrap; a
+// larger one that went backwards was reset, and counts from zero.
+func Delta(prev, cur uint64) uint64 {
 	switch {
 	case cur >= prev:
 		return cur - prev
