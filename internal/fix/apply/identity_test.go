@@ -54,3 +54,50 @@ func TestCheckSameHostDM(t *testing.T) {
 		})
 	}
 }
+
+// A block device is the same when its name, major:minor, model and NVMe
+// namespace are: two NVMe controllers that swap names after a reboot swap
+// their minors too, so only the model or namespace tells them apart.
+func TestCheckSameHostBlockDevice(t *testing.T) {
+	const app = "5a94e339d5424f3a808dcfb5934e9f45" // of the machine id below
+	same := map[string]string{"sys/class/block/nvme0n1/dev": "259:0", "sys/class/block/nvme0n1/device/model": "Amazon EC2 NVMe Instance Storage        ", "sys/class/block/nvme0n1/nsid": "1"}
+	for _, tc := range []struct {
+		name      string
+		tree      map[string]string
+		wantError string
+	}{
+		{"same", same, ""},
+		{"swapped drive", map[string]string{"sys/class/block/nvme0n1/dev": "259:0", "sys/class/block/nvme0n1/device/model": "Amazon Elastic Block Store", "sys/class/block/nvme0n1/nsid": "1"},
+			`is model "Amazon Elastic Block Store" here, "Amazon EC2 NVMe Instance Storage" in the snapshot`},
+		{"other namespace", map[string]string{"sys/class/block/nvme0n1/dev": "259:0", "sys/class/block/nvme0n1/device/model": "Amazon EC2 NVMe Instance Storage", "sys/class/block/nvme0n1/nsid": "2"},
+			`is namespace 2 here, 1 in the snapshot`},
+		{"other number", map[string]string{"sys/class/block/nvme0n1/dev": "259:3"}, `is 259:3 here, 259:0 in the snapshot`},
+		{"absent", nil, `block device "nvme0n1" is not on this host`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f\n")
+			hostfstest.WriteFile(t, dir, "etc/machine-id", "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f\n")
+			for p, c := range tc.tree {
+				hostfstest.WriteFile(t, dir, p, c+"\n")
+			}
+			s := &snapshot.Snapshot{
+				Host: &snapshot.Host{BootID: "11111111-2222-4333-8444-555555555555", MachineID: app},
+				Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{Name: "nvme0n1", MajorMinor: "259:0", Kind: snapshot.KindDisk,
+					Ident: &snapshot.Identity{Transport: "nvme", Model: "Amazon EC2 NVMe Instance Storage", NVMeNSID: 1}}}},
+			}
+			p := &fix.Plan{Entries: []fix.Entry{{ID: "dmcrypt.scheduler", Steps: []fix.Step{{
+				Change: fix.Scheduler{Device: "nvme0n1", From: "mq-deadline", To: "none"}}}}}}
+			err := CheckSameHost(s, Host{FS: hostfs.New(dir)}, p)
+			if tc.wantError == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOtherHost) || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("got %v, want ErrOtherHost with %q", err, tc.wantError)
+			}
+		})
+	}
+}
