@@ -55,13 +55,14 @@ deps-test:
 	./scripts/tuned-loader.sh >/dev/null
 
 # Everything, as CI runs it. Privileged and VM tests fail (not skip) here.
-# packaging's tests check the release made here (which builds the binary:
-# a separate build compiled everything again with -trimpath, a minute on a
-# fresh machine, for a file no test reads). go test of every package
-# and every fuzz target: scripts/suite.sh (test/vm starts first, in the
-# background, and the rest run beside it); the VM lab's summary (which
-# kernel each pin became, time per boot) is printed, passed or not.
-test: prep lint release
+# scripts/suite.sh starts test/vm first, in the background, then runs
+# beside it `make lint release` (packaging's tests check the release made
+# here, which builds the binary: a separate build compiled everything again
+# with -trimpath, a minute on a fresh machine, for a file no test reads),
+# go test of every other package and every fuzz target; the VM lab's
+# summary (which kernel each pin became, time per boot) is printed, passed
+# or not.
+test: prep
 	FUZZTIME=$(FUZZTIME) ./scripts/suite.sh
 
 # The two downloads make test starts with (Go modules, Debian packages) at

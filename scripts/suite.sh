@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# make test's test stages: go test of every package, then every fuzz target
-# (scripts/fuzz.sh, FUZZTIME each), under SLOWPATH_STRICT=1.
+# make test's stages after the downloads: lint and the release, go test of
+# every package, then every fuzz target (scripts/fuzz.sh, FUZZTIME each),
+# under SLOWPATH_STRICT=1.
 #
 # test/vm, the longest package (about 15 minutes of qemu boots, two at a
-# time, each on one core), starts first and runs in the background; the
-# other packages, then the fuzz targets, run beside it and fill the time
-# their tests spend waiting (Prometheus scrapes, fio runs, a browser,
-# sleeps). go test ./... started test/vm last, after the packages before
+# time, each on one core), starts first and runs in the background; lint
+# and the release (make lint release), the other packages, then the fuzz
+# targets, run beside it and fill the time its lab setup spends fetching
+# kernel packages and their tests spend waiting (Prometheus scrapes, fio
+# runs, a browser, sleeps). go test ./... started test/vm last, after the packages before
 # it in its list, so it ran alone for its whole length (docs/testing.md,
 # "Where the time goes").
 #
@@ -27,8 +29,11 @@ SLOWPATH_VM_SUMMARY=$summary go test -count=1 -timeout 40m ./test/vm >"$vmlog" 2
 vm=$!
 trap 'kill "$vm" 2>/dev/null; wait "$vm" 2>/dev/null' INT TERM
 
-stamp "go test of every other package"
 rc=0
+stamp "make lint release, beside test/vm"
+make lint release || rc=1
+
+stamp "go test of every other package"
 SLOWPATH_RELEASE_DIR=$PWD/bin/release go test -count=1 -timeout 25m $(go list ./... | grep -v '/test/vm$') || rc=1
 
 stamp "fuzz targets"
