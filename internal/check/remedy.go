@@ -111,6 +111,10 @@ var tokenAsks = map[string]string{
 	"luks2-keyring":  "the passphrase in the kernel keyring under the description its luks2-keyring token names",
 }
 
+// AsksAnything is what a cryptsetup command asks for when nothing says
+// how its volume opens (no LUKS header read).
+const AsksAnything = "it asks for the passphrase, key file or token, as open does"
+
 // PersistCommand is the command that stores c's flags in its LUKS2
 // header, as doctor's remedy and fix's plan both print it, and what it
 // asks for (from the header's key slots and tokens, when read). cmd is ""
@@ -118,7 +122,7 @@ var tokenAsks = map[string]string{
 // flags then go into /etc/crypttab (asks says why).
 func PersistCommand(c *CryptChange) (cmd, asks string) {
 	if len(c.Opens) == 0 {
-		return RefreshCommand(c, true), "it asks for the passphrase, key file or token, as open does"
+		return RefreshCommand(c, true), AsksAnything
 	}
 	var tokens []string
 	for _, o := range c.Opens {

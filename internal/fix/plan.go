@@ -299,7 +299,7 @@ func entry(s *snapshot.Snapshot, kernel string, f check.Finding) Entry {
 			keyring := fmt.Sprintf("the key of %s is in the kernel keyring, not in its table, so slowpath cannot reload the table", c.Name)
 			if c.Format != "luks2" {
 				why = append(why, keyring+": run the cryptsetup refresh by hand")
-				e.Manual, e.Asks = append(e.Manual, check.RefreshCommand(c, false)), "it asks for the passphrase, key file or token, as open does"
+				e.Manual, e.Asks = append(e.Manual, check.RefreshCommand(c, false)), check.AsksAnything
 			} else if cmd, asks := check.PersistCommand(c); cmd != "" {
 				why = append(why, keyring+": run the cryptsetup refresh by hand")
 				e.Manual, e.Asks = append(e.Manual, cmd), asks

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/quote"
 )
 
@@ -248,5 +249,5 @@ func asksOf(e Entry) string {
 	if e.Asks != "" {
 		return e.Asks
 	}
-	return "it asks for the passphrase, key file or token, as open does"
+	return check.AsksAnything
 }

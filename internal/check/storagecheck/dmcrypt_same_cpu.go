@@ -80,9 +80,9 @@ func runSameCPU(in *check.Input) []check.Finding {
 func sameCPURemediation(name string, c *check.CryptChange) string {
 	var b strings.Builder
 	if cmd, asks := check.PersistCommand(c); cmd != "" {
-		b.WriteString("LUKS2: " + cmd + "\n" + fill("("+asks+")", 72) + "\n")
+		b.WriteString("LUKS2: " + cmd + "\n" + reflow("("+asks+")", 72) + "\n")
 	} else {
-		b.WriteString(fill("LUKS2, but "+asks+": the header cannot be written from here.", 72) + "\n")
+		b.WriteString(reflow("LUKS2, but "+asks+": the header cannot be written from here.", 72) + "\n")
 	}
 	fmt.Fprintf(&b, "Otherwise add same-cpu-crypt to the options of %s in /etc/crypttab\n"+
 		"(applies at the next open). Better: a 5.9+ kernel and\n"+

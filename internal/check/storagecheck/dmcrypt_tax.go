@@ -3,6 +3,7 @@ package storagecheck
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,11 +46,7 @@ func runTax(in *check.Input) []check.Finding {
 	if in.Storage == nil || in.Snapshot == nil || in.Snapshot.Storage == nil {
 		return nil // storage.stacked-encryption already says there is no storage model
 	}
-	devs := map[string]*snapshot.BlockDevice{}
-	for i := range in.Snapshot.Storage.BlockDevices {
-		d := &in.Snapshot.Storage.BlockDevices[i]
-		devs[d.Name] = d
-	}
+	devs := devicesByName(in.Snapshot.Storage)
 	var out []check.Finding
 	seen := map[string]bool{}
 	for _, p := range in.Storage.Paths {
@@ -377,23 +374,31 @@ func waitCost(t taxSpan, tax cryptotax.Tax, top, bot ioFigures) *check.Cost {
 
 // taxCost is the cost dmcrypt.tax measures on the span that holds the
 // dm-crypt mapping name, for the checks whose fix works on that mapping;
-// nil when the tax does not fail there.
+// nil when the tax does not fail there. Only that span is judged.
 func taxCost(in *check.Input, name string) *check.Cost {
-	for _, f := range runTax(in) {
-		if f.Status != check.Fail || f.Cost == nil {
+	if in.Storage == nil || in.Snapshot == nil || in.Snapshot.Storage == nil {
+		return nil
+	}
+	for _, p := range in.Storage.Paths {
+		t, ok := taxSpanOf(p)
+		if !ok || !slices.ContainsFunc(t.crypts, func(c storagemodel.Layer) bool { return c.Name == name }) {
 			continue
 		}
-		for _, p := range in.Storage.Paths {
-			t, ok := taxSpanOf(p)
-			if !ok || t.subject() != f.Subject {
-				continue
-			}
-			for _, c := range t.crypts {
-				if c.Name == name {
-					return f.Cost
-				}
-			}
+		f := t.judge(in, devicesByName(in.Snapshot.Storage), countersOf(in.Snapshot.Storage))
+		if f.Status != check.Fail {
+			return nil
 		}
+		return f.Cost
 	}
 	return nil
+}
+
+// devicesByName indexes the snapshot's block devices by kernel name.
+func devicesByName(st *snapshot.Storage) map[string]*snapshot.BlockDevice {
+	devs := map[string]*snapshot.BlockDevice{}
+	for i := range st.BlockDevices {
+		d := &st.BlockDevices[i]
+		devs[d.Name] = d
+	}
+	return devs
 }

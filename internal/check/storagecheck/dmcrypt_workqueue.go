@@ -129,11 +129,11 @@ func workqueueRemediation(l storagemodel.Layer, c *check.CryptChange) string {
 			if len(c.Keep) > 0 {
 				s += "; the other options keep the flags the mapping has now"
 			}
-			return cmd + "\n" + fill(s+")", 72)
+			return cmd + "\n" + reflow(s+")", 72)
 		}
 		// No way into the volume from a shell: crypttab's options, which
 		// systemd-cryptsetup applies at every open, keep the flags.
-		b.WriteString(fill("(LUKS2, but "+asks+": the header cannot be written from here.)", 72) + "\n")
+		b.WriteString(reflow("(LUKS2, but "+asks+": the header cannot be written from here.)", 72) + "\n")
 	}
 	fmt.Fprintf(&b, "Add no-read-workqueue,no-write-workqueue to the options of %s in /etc/crypttab, e.g.\n", name)
 	fmt.Fprintf(&b, "  %s UUID=... none luks,discard,no-read-workqueue,no-write-workqueue\n", name)

@@ -51,22 +51,3 @@ func stackedFix(chain []storagemodel.Layer) *check.Fix {
 		Setting: check.CloudAzureEAHOff,
 	}}}
 }
-
-// fill breaks text into lines of at most width bytes at spaces, so prose in
-// a remedy is not continued with backslashes like a command (the text
-// report continues a long line that way).
-func fill(text string, width int) string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	return strings.Join(append(lines, line), "\n")
-}

@@ -179,7 +179,7 @@ func reflow(s string, width int) string {
 // butaneLUKS is the Butane fragment that opens the LUKS volume name with
 // the flags (storage.luks[].open_options, fcos 1.5.0+ and flatcar 1.1.0+):
 // what a CoreOS node provisioned from now on needs, in doctor's remedy and
-// in fix's plan (check.CryptChange.Provision) alike.
+// in fix's plan (check.CryptChange.Butane) alike.
 func butaneLUKS(name string, flags []string) string {
 	var b strings.Builder
 	b.WriteString("storage:\n  luks:\n    - name: " + yamlString(name) + "\n      open_options:\n")

@@ -167,7 +167,7 @@ func (h Host) SetCryptOptions(name string, opts []string) error {
 // device's file and nothing else; /sys/block/DEV itself is the kernel's
 // symlink into /sys/devices, which an os.Root would refuse.
 func (h Host) schedulerFile(dev string, flag int) (*os.File, error) {
-	if dev == "" || dev == "." || dev == ".." || strings.ContainsAny(dev, "/\x00") {
+	if !component(dev) {
 		return nil, fmt.Errorf("%q is not a block device name", dev)
 	}
 	return os.OpenFile(h.FS.SysPath("block", dev, "queue", "scheduler"), flag, 0)
