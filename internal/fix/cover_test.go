@@ -307,24 +307,7 @@ func FuzzPlanCoversDoctor(f *testing.F) {
 				r.RX = ring
 			}
 		}
-		// Only valid snapshots: what decoding would accept.
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s2, err := snapshot.Decode(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		r, err := analyze.Run(s2, check.Config{})
-		if err != nil {
-			return
-		}
-		p, err := Build(s2, r.Findings, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkCovers(t, fmt.Sprintf("%s backlog %d rmem_max %d rx %d", name, backlog, rmem, ring), s2, r.Findings, p)
+		coversMoved(t, fmt.Sprintf("%s backlog %d rmem_max %d rx %d", name, backlog, rmem, ring), s)
 	})
 }
 
@@ -452,6 +435,29 @@ func TestPlatformMechanism(t *testing.T) {
 	}
 }
 
+// coversMoved holds the plan of a fuzzed snapshot s to checkCovers, when s
+// is still valid: what decoding would accept, analysed as doctor does.
+func coversMoved(t *testing.T, name string, s *snapshot.Snapshot) {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := snapshot.Decode(bytes.NewReader(b))
+	if err != nil {
+		return
+	}
+	r, err := analyze.Run(s2, check.Config{})
+	if err != nil {
+		return
+	}
+	p, err := Build(s2, r.Findings, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCovers(t, name, s2, r.Findings, p)
+}
+
 // cryptFlags are the optional dm-crypt flags the storage fuzz turns on and
 // off, one bit each.
 var cryptFlags = []string{"allow_discards", "same_cpu_crypt", "submit_from_crypt_cpus", "no_read_workqueue", "no_write_workqueue"}
@@ -487,23 +493,7 @@ func FuzzPlanCoversDoctorStorage(f *testing.F) {
 		if oldKernel && s.Host != nil {
 			s.Host.KernelRelease = "5.4.0-200-generic"
 		}
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s2, err := snapshot.Decode(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		r, err := analyze.Run(s2, check.Config{})
-		if err != nil {
-			return
-		}
-		p, err := Build(s2, r.Findings, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkCovers(t, fmt.Sprintf("%s flags %05b scheduler %d old kernel %v", name, flags, sched, oldKernel), s2, r.Findings, p)
+		coversMoved(t, fmt.Sprintf("%s flags %05b scheduler %d old kernel %v", name, flags, sched, oldKernel), s)
 	})
 }
 

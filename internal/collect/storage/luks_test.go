@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,19 +49,30 @@ func image(t *testing.T) string {
 // fast is what keeps formatting quick: a test volume needs no real KDF.
 var fast = []string{"--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "-q"}
 
+// luksImage is a new image file formatted by cryptsetup as typ (luks1 or
+// luks2) with the first passphrase in key slot 0 and each further one in
+// the next slot.
+func luksImage(t *testing.T, typ string, passphrases ...string) string {
+	t.Helper()
+	img := image(t)
+	cryptsetup(t, passphrases[0], append(append([]string{"luksFormat", "--type", typ}, fast...), "--key-file", "-", img)...)
+	for i, p := range passphrases[1:] {
+		kf := filepath.Join(t.TempDir(), fmt.Sprintf("key%d", i))
+		if err := os.WriteFile(kf, []byte(p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cryptsetup(t, passphrases[0], append(append([]string{"luksAddKey"}, fast...), "--key-file", "-", img, kf)...)
+	}
+	return img
+}
+
 // TestLUKS2HeaderAgainstCryptsetup: a LUKS2 volume made by cryptsetup, with
 // two key slots (the second of priority ignore), a systemd-tpm2 token on
 // one and a clevis token on the other, read by parseLUKSHeader and by
 // cryptsetup's own JSON dump (luksDump --dump-json-metadata): the same
 // slots that can open it, token types and flags.
 func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
-	img := image(t)
-	cryptsetup(t, "pw", append(append([]string{"luksFormat", "--type", "luks2"}, fast...), "--key-file", "-", img)...)
-	kf := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(kf, []byte("second"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cryptsetup(t, "pw", append(append([]string{"luksAddKey"}, fast...), "--key-file", "-", img, kf)...)
+	img := luksImage(t, "luks2", "pw", "second")
 	// A slot of priority ignore opens the volume only when named: not one
 	// a refresh would use.
 	cryptsetup(t, "", "config", "--key-slot", "1", "--priority", "ignore", img)
@@ -142,13 +154,7 @@ func TestLUKS2HeaderAgainstCryptsetup(t *testing.T) {
 // killed after a second was added: the active slots are what luksDump
 // prints as ENABLED.
 func TestLUKS1HeaderAgainstCryptsetup(t *testing.T) {
-	img := image(t)
-	cryptsetup(t, "pw", append(append([]string{"luksFormat", "--type", "luks1"}, fast...), "--key-file", "-", img)...)
-	kf := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(kf, []byte("second"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cryptsetup(t, "pw", append(append([]string{"luksAddKey"}, fast...), "--key-file", "-", img, kf)...)
+	img := luksImage(t, "luks1", "pw", "second")
 	cryptsetup(t, "second", "luksKillSlot", "--key-file", "-", "-q", img, "0")
 	var want []int
 	for _, m := range regexp.MustCompile(`(?m)^Key Slot (\d): ENABLED`).FindAllStringSubmatch(string(cryptsetup(t, "", "luksDump", img)), -1) {
@@ -298,8 +304,7 @@ func TestLUKSHeadersLive(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "dev"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img := image(t)
-	cryptsetup(t, "pw", append(append([]string{"luksFormat", "--type", "luks2"}, fast...), "--key-file", "-", img)...)
+	img := luksImage(t, "luks2", "pw")
 	if err := os.Rename(img, filepath.Join(root, "dev", "nvme1n1")); err != nil {
 		t.Fatal(err)
 	}

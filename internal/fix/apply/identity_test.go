@@ -11,6 +11,19 @@ import (
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
+// rebootedHost is a host tree with the snapshots' machine id and another
+// boot id, and the files of tree (each a line).
+func rebootedHost(t *testing.T, tree map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f\n")
+	hostfstest.WriteFile(t, dir, "etc/machine-id", "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f\n")
+	for p, c := range tree {
+		hostfstest.WriteFile(t, dir, p, c+"\n")
+	}
+	return dir
+}
+
 // A dm device is the same when its name, major:minor and uuid are; the
 // snapshot has the same machine id and another boot id throughout.
 func TestCheckSameHostDM(t *testing.T) {
@@ -28,12 +41,7 @@ func TestCheckSameHostDM(t *testing.T) {
 		{"not in snapshot", nil, "../../x", `dm device "../../x" is not in the snapshot`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f\n")
-			hostfstest.WriteFile(t, dir, "etc/machine-id", "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f\n")
-			for p, c := range tc.tree {
-				hostfstest.WriteFile(t, dir, p, c+"\n")
-			}
+			dir := rebootedHost(t, tc.tree)
 			s := &snapshot.Snapshot{
 				Host: &snapshot.Host{BootID: "11111111-2222-4333-8444-555555555555", MachineID: app},
 				Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{Name: "dm-0", MajorMinor: "253:0", Kind: snapshot.KindDM,
@@ -75,12 +83,7 @@ func TestCheckSameHostBlockDevice(t *testing.T) {
 		{"absent", nil, `block device "nvme0n1" is not on this host`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			hostfstest.WriteFile(t, dir, "proc/sys/kernel/random/boot_id", "0f4e2b6c-1d2a-4b3c-9e8f-7a6b5c4d3e2f\n")
-			hostfstest.WriteFile(t, dir, "etc/machine-id", "4c3f1e2d5a6b7c8d9e0f1a2b3c4d5e6f\n")
-			for p, c := range tc.tree {
-				hostfstest.WriteFile(t, dir, p, c+"\n")
-			}
+			dir := rebootedHost(t, tc.tree)
 			s := &snapshot.Snapshot{
 				Host: &snapshot.Host{BootID: "11111111-2222-4333-8444-555555555555", MachineID: app},
 				Storage: &snapshot.Storage{BlockDevices: []snapshot.BlockDevice{{Name: "nvme0n1", MajorMinor: "259:0", Kind: snapshot.KindDisk,
