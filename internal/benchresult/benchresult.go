@@ -19,7 +19,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/stdfile"
@@ -151,7 +151,7 @@ type TargetPath struct {
 	FreeBytes uint64 `json:"free_bytes,omitempty"`
 	// Storage is the doctor model's path for MountPoint (or the device):
 	// its layers top first, with encryption and where it runs.
-	Storage *storagemodel.Path `json:"storage,omitempty"`
+	Storage *pathrecord.Path `json:"storage,omitempty"`
 }
 
 // Figure is one headline number.

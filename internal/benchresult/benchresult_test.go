@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -26,7 +26,7 @@ func sample() *Result {
 		Status:          StatusComplete,
 		Environment: Environment{
 			Host:   &snapshot.Host{KernelRelease: "6.1.0-test", NumCPU: 2},
-			Target: &TargetPath{Path: "/data", MountPoint: "/data", FSType: "ext4", Storage: &storagemodel.Path{MountPoint: "/data", EncryptionLayers: 1, Layers: []storagemodel.Layer{{Kind: "filesystem", Name: "/data"}, {Kind: "dm-crypt", Name: "data", Depth: 1, Device: "dm-0", Encrypted: true}}}},
+			Target: &TargetPath{Path: "/data", MountPoint: "/data", FSType: "ext4", Storage: &pathrecord.Path{MountPoint: "/data", EncryptionLayers: 1, Layers: []pathrecord.Layer{{Kind: "filesystem", Name: "/data"}, {Kind: "dm-crypt", Name: "data", Depth: 1, Device: "dm-0", Encrypted: true}}}},
 		},
 		Figures: []Figure{{Name: "read_iops", Phase: "direct-4k", Value: 26600, Unit: UnitIOPS, Better: HigherIsBetter}},
 		Phases: []Phase{{Name: "direct-4k", Engine: "fio", DurationNS: int64(5 * time.Second), Streams: []Stream{{

@@ -66,7 +66,7 @@ func findTarget(ctx context.Context, opts Options) (*target, error) {
 	if model != nil {
 		for i := range model.Paths {
 			if model.Paths[i].MountPoint == mnt.MountPoint {
-				m.Path = capfile.RedactPath(model.Paths[i])
+				m.Path = capfile.RedactPath(*model.Paths[i].Record())
 				m.Devices, t.devs = devicesOf(opts.FS, &model.Paths[i])
 				break
 			}

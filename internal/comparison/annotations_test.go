@@ -8,7 +8,7 @@ import (
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/units"
 )
 
@@ -22,7 +22,7 @@ func dbCommitSide(t *testing.T, name string, layers int, readIOPS, writeIOPS flo
 		rs = append(rs, &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: "db-commit",
 			Status: benchresult.StatusComplete,
 			Environment: benchresult.Environment{Target: &benchresult.TargetPath{Path: "/data",
-				Storage: &storagemodel.Path{MountPoint: "/data", EncryptionLayers: layers}}},
+				Storage: &pathrecord.Path{MountPoint: "/data", EncryptionLayers: layers}}},
 			Figures: []benchresult.Figure{
 				{Name: "read_iops", Phase: "direct-4k", Value: readIOPS * f, Unit: benchresult.UnitIOPS, Better: benchresult.HigherIsBetter},
 				{Name: "write_iops", Phase: "direct-4k", Value: writeIOPS * f, Unit: benchresult.UnitIOPS, Better: benchresult.HigherIsBetter},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/units"
 )
@@ -62,7 +63,7 @@ func FromResults(name string, sources []string, results []*benchresult.Result) (
 	}
 	sort.Strings(s.Mixed)
 	if t := results[0].Environment.Target; t != nil && t.Storage != nil {
-		s.Storage = append(s.Storage, *t.Storage)
+		s.Storage = append(s.Storage, *storagemodel.FromRecord(t.Storage))
 	}
 	return s, nil
 }
@@ -281,7 +282,7 @@ func resultFacts(r *benchresult.Result) []Fact {
 	add("fio", e.FioVersion)
 	if t := e.Target; t != nil {
 		if t.Storage != nil {
-			out = append(out, StorageFacts(*t.Storage)...)
+			out = append(out, StorageFacts(*storagemodel.FromRecord(t.Storage))...)
 		} else {
 			add("filesystem", t.FSType)
 		}

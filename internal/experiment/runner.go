@@ -8,6 +8,7 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -104,7 +105,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	// The encryption tax, after the workload so the cipher measurement
 	// takes no CPU from it; only for a path through dm-crypt.
 	if tp := res.Environment.Target; tp != nil {
-		if cs := findCrypt(tp.Storage); cs != nil {
+		if cs := findCrypt(storagemodel.FromRecord(tp.Storage)); cs != nil {
 			c, cerr := cipherFor(ctx, env.FS, env.Cipher, cs, interrupted)
 			res.EncryptionTax = assessTax(res.WhereTime, cs, c, cerr, cpus, env.CipherEmulated || host.Emulated(env.FS))
 		}

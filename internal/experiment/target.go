@@ -388,7 +388,7 @@ func environment(ctx context.Context, fs hostfs.FS, co cloud.Options, t *target)
 	for i := range m.Paths {
 		p := &m.Paths[i]
 		if match(p, t, mm) {
-			tp.Storage = p
+			tp.Storage = p.Record()
 			tp.MountPoint = p.MountPoint
 			for _, l := range p.Layers {
 				if l.Kind == storagemodel.LayerFilesystem {

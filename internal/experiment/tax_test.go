@@ -286,7 +286,7 @@ func TestCipherForMeasures(t *testing.T) {
 func TestTaxInResultFile(t *testing.T) {
 	r := &benchresult.Result{Kind: benchresult.Kind, SchemaVersion: benchresult.SchemaVersion, Profile: "db-commit", Status: benchresult.StatusComplete,
 		DurationNS: int64(10 * time.Second), Parameters: benchresult.Parameters{Target: "/data"},
-		Environment: benchresult.Environment{Target: &benchresult.TargetPath{Path: "/data", Storage: cryptPath(false)}},
+		Environment: benchresult.Environment{Target: &benchresult.TargetPath{Path: "/data", Storage: cryptPath(false).Record()}},
 		Figures:     []benchresult.Figure{{Name: "read_iops", Phase: "direct-4k", Value: 100, Unit: benchresult.UnitIOPS}},
 		WhereTime:   whereTime(18e6, 450e3, 4)}
 	r.WhereTime.Summary = "dm-0 await 18 ms vs sda 0.45 ms; 38% of a CPU in kcryptd"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 )
 
 func sampleOps() []Op {
@@ -51,14 +51,14 @@ func sampleManifest() *Manifest {
 		Kernel:           Kernel{Release: "6.1.0-test", FaultSource: FaultSourceFilemap},
 		Filters:          Filters{PID: 42, MountDevice: "253:0", FSType: "ext4"},
 		Limits:           Limits{DurationNS: 60e9, MaxRecords: 1 << 30},
-		Path: RedactPath(storagemodel.Path{MountPoint: "/srv/secret", Layers: []storagemodel.Layer{
-			{Kind: storagemodel.LayerFilesystem, Name: "/srv/secret", FSType: "ext4", MajorMinor: "253:0"},
-			{Kind: storagemodel.LayerDMCrypt, Name: "dm-0", Device: "dm-0", Depth: 1, Encrypted: true},
-			{Kind: storagemodel.LayerLoop, Name: "loop0", Device: "loop0", Depth: 2, BackingFile: "/var/tmp/secret.img"},
+		Path: RedactPath(pathrecord.Path{MountPoint: "/srv/secret", Layers: []pathrecord.Layer{
+			{Kind: "filesystem", Name: "/srv/secret", FSType: "ext4", MajorMinor: "253:0"},
+			{Kind: "dm-crypt", Name: "dm-0", Device: "dm-0", Depth: 1, Encrypted: true},
+			{Kind: "loop", Name: "loop0", Device: "loop0", Depth: 2, BackingFile: "/var/tmp/secret.img"},
 		}, Incomplete: []string{"loop device loop0: no mount holds backing file /var/tmp/secret.img"}}),
 		Devices: []Device{
-			{ID: 1, Name: "dm-0", MajorMinor: "253:0", Kind: storagemodel.LayerDMCrypt, Source: BlockSourceBio},
-			{ID: 2, Name: "loop0", MajorMinor: "7:0", Kind: storagemodel.LayerLoop, Source: BlockSourceRq, ReadaheadKB: &ra},
+			{ID: 1, Name: "dm-0", MajorMinor: "253:0", Kind: "dm-crypt", Source: BlockSourceBio},
+			{ID: 2, Name: "loop0", MajorMinor: "7:0", Kind: "loop", Source: BlockSourceRq, ReadaheadKB: &ra},
 		},
 		Files: []File{
 			{ID: 1, Name: "f0001", SizeBytes: 1 << 30, SizeStartBytes: 1 << 29},

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 )
 
 // Kind is "kind" of every manifest.
@@ -76,13 +76,13 @@ type Manifest struct {
 	Limits  Limits  `json:"limits"`
 	// Path is the storage path of the captured mount as doctor models it,
 	// with every real path removed (RedactPath).
-	Path    *storagemodel.Path `json:"path,omitempty"`
-	Devices []Device           `json:"devices"`
-	Files   []File             `json:"files"`
-	Threads []Thread           `json:"threads"`
-	System  System             `json:"system"`
-	Events  Events             `json:"events"`
-	Streams Streams            `json:"streams"`
+	Path    *pathrecord.Path `json:"path,omitempty"`
+	Devices []Device         `json:"devices"`
+	Files   []File           `json:"files"`
+	Threads []Thread         `json:"threads"`
+	System  System           `json:"system"`
+	Events  Events           `json:"events"`
+	Streams Streams          `json:"streams"`
 }
 
 // Kernel is what the capture ran on and which tracepoints it used.
@@ -217,7 +217,7 @@ var (
 // RedactPath returns a copy of p with every real path removed: mount
 // points, loop backing files, and the notes and problems that name them.
 // The filesystem layer keeps its type and device.
-func RedactPath(p storagemodel.Path) *storagemodel.Path {
+func RedactPath(p pathrecord.Path) *pathrecord.Path {
 	out := p
 	out.MountPoint = ""
 	out.AlsoMountedAt = nil
@@ -225,9 +225,9 @@ func RedactPath(p storagemodel.Path) *storagemodel.Path {
 	for _, s := range p.Incomplete {
 		out.Incomplete = append(out.Incomplete, redactText(s))
 	}
-	out.Layers = make([]storagemodel.Layer, len(p.Layers))
+	out.Layers = make([]pathrecord.Layer, len(p.Layers))
 	for i, l := range p.Layers {
-		if l.Kind == storagemodel.LayerFilesystem {
+		if l.Kind == "filesystem" { // storagemodel.LayerFilesystem
 			l.Name = "(mount)"
 		}
 		l.BackingFile = ""
@@ -246,7 +246,7 @@ func redactText(s string) string {
 	return s
 }
 
-func checkRedacted(p *storagemodel.Path) error {
+func checkRedacted(p *pathrecord.Path) error {
 	if p.MountPoint != "" || len(p.AlsoMountedAt) != 0 {
 		return errors.New("path names its mount point")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -113,7 +114,7 @@ func sortedKeysU(m map[string]uint64) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-func pathLine(p *storagemodel.Path) string {
+func pathLine(p *pathrecord.Path) string {
 	var parts []string
 	for _, l := range p.Layers {
 		s := l.Kind

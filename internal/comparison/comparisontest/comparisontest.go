@@ -91,7 +91,7 @@ func result(r *rand.Rand, sp Spec, i int) *benchresult.Result {
 		Environment: benchresult.Environment{
 			Hostname: "bench-host",
 			Host:     &snapshot.Host{KernelRelease: "6.1.0-28-amd64", NumCPU: 2, CPUModel: "AMD EPYC 7763 64-Core Processor"},
-			Target:   &benchresult.TargetPath{Path: "/srv/bench", MountPoint: "/srv/bench", FSType: "ext4", Storage: path(sp.Crypt)},
+			Target:   &benchresult.TargetPath{Path: "/srv/bench", MountPoint: "/srv/bench", FSType: "ext4", Storage: path(sp.Crypt).Record()},
 		},
 		Figures: []benchresult.Figure{
 			{Name: "read_iops", Phase: "pair", Value: iops, Unit: benchresult.UnitIOPS, Better: benchresult.HigherIsBetter},

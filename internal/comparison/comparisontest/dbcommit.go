@@ -49,7 +49,7 @@ func DBCommitResults(sp DBCommitSpec) []*benchresult.Result {
 			Environment: benchresult.Environment{
 				Hostname: "bench-host",
 				Host:     &snapshot.Host{KernelRelease: "6.1.0-28-amd64", NumCPU: 2, CPUModel: "AMD EPYC 7763 64-Core Processor"},
-				Target:   &benchresult.TargetPath{Path: "/srv/bench", MountPoint: "/srv/bench", FSType: "ext4", Storage: p},
+				Target:   &benchresult.TargetPath{Path: "/srv/bench", MountPoint: "/srv/bench", FSType: "ext4", Storage: p.Record()},
 			},
 			Figures: []benchresult.Figure{
 				{Name: "read_iops", Phase: "direct-4k", Value: iops / 2, Unit: benchresult.UnitIOPS, Better: benchresult.HigherIsBetter},
