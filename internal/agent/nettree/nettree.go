@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/fix"
-	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 )
@@ -107,8 +107,12 @@ func (tr *Tree) Apply(id, key string, value int64, at time.Time) error {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	step := fix.Step{Change: fix.Sysctl{Key: key, To: value}}
+	raw, err := json.Marshal(step)
+	if err != nil {
+		return err
+	}
 	st := fixstate.State{BootID: BootID, Changes: []fixstate.Change{{
-		Key: step.Key(), ID: id, Subject: "cpu", Step: step, Previous: fmt.Sprint(tr.backlog), Applied: fmt.Sprint(value), AppliedAt: at,
+		Key: step.Key(), ID: id, Subject: "cpu", Step: raw, Previous: fmt.Sprint(tr.backlog), Applied: fmt.Sprint(value), AppliedAt: at,
 	}}, Files: []fixstate.FileChange{}}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

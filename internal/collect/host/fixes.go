@@ -5,7 +5,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )

@@ -9,8 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/fix"
-	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -19,16 +18,19 @@ import (
 // this boot become host.fixes, with their time; another boot's do not
 // (a reboot reset them); no file is no fix and no error; a file that is
 // not fix's is an error of host.fixes.
+// sysctlStep is a step as fix writes it: the collector does not read it.
+var sysctlStep = json.RawMessage(`{"kind":"sysctl","sysctl":{"key":"net.core.netdev_max_backlog","to":32768}}`)
+
 func TestCollectFixes(t *testing.T) {
 	const boot = "8d1c5ae0-5b4f-4d22-9a0e-0c5d2f8e1a77"
 	at := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	state := func(bootID string) []byte {
 		b, err := json.Marshal(fixstate.State{BootID: bootID, Changes: []fixstate.Change{
 			{Key: "sysctl net.core.netdev_max_backlog", ID: "net.backlog-drops", Subject: "host", Previous: "1000", Applied: "32768", AppliedAt: at,
-				Step: fix.Step{Change: fix.Sysctl{Key: "net.core.netdev_max_backlog", To: 32768}}},
+				Step: sysctlStep},
 			// Written before fix recorded times: no applied_at.
 			{Key: "ring eth0 rx", ID: "net.ring-undersized", Subject: "eth0", Previous: "1024", Applied: "8192",
-				Step: fix.Step{Change: fix.Ring{Interface: "eth0", RX: 8192}}},
+				Step: json.RawMessage(`{"kind":"ring","ring":{"interface":"eth0","rx":8192}}`)},
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestCollectFixesMergesMarker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			b, err := json.Marshal(fixstate.State{BootID: boot, Changes: []fixstate.Change{{Key: "sysctl:net.core.netdev_max_backlog", ID: "net.backlog-drops",
-				Subject: "softnet", Previous: "1000", Applied: "32768", AppliedAt: tc.state, Step: fix.Step{Change: fix.Sysctl{Key: "net.core.netdev_max_backlog", To: 32768}}}}})
+				Subject: "softnet", Previous: "1000", Applied: "32768", AppliedAt: tc.state, Step: sysctlStep}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/fix"
-	"github.com/slowpath/slowpath/internal/fix/fixstate"
+	"github.com/slowpath/slowpath/internal/fixstate"
 )
 
 // DefaultStatePath is where fix keeps its state (fixstate.DefaultPath).
@@ -98,6 +98,15 @@ func (a *Applier) bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// stepOf decodes the step a recorded change keeps as fix wrote it.
+func stepOf(c Change) (fix.Step, error) {
+	var s fix.Step
+	if err := json.Unmarshal(c.Step, &s); err != nil {
+		return s, fmt.Errorf("change %s: step: %w", c.Key, err)
+	}
+	return s, nil
+}
+
 func (a *Applier) load() error {
 	b, err := os.ReadFile(a.StatePath)
 	if errors.Is(err, os.ErrNotExist) {
@@ -108,6 +117,14 @@ func (a *Applier) load() error {
 		return fmt.Errorf("read state %s: %w", a.StatePath, err)
 	}
 	s, err := fixstate.Decode(b)
+	if err == nil {
+		// Every step must decode now, not when --rollback needs it.
+		for _, c := range s.Changes {
+			if _, err = stepOf(c); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("state %s: %w (move it away to start over)", a.StatePath, err)
 	}
@@ -203,7 +220,11 @@ func (a *Applier) ApplyEntry(e fix.Entry) ([]Outcome, error) {
 		if j := a.find(o.Key); j >= 0 {
 			a.state.Changes[j].Applied, a.state.Changes[j].AppliedAt = want, now
 		} else {
-			a.state.Changes = append(a.state.Changes, Change{Key: o.Key, ID: e.ID, Subject: e.Subject, Step: s, Previous: cur, Applied: want, AppliedAt: now})
+			step, err := json.Marshal(s)
+			if err != nil {
+				return done, a.failed(done, fmt.Errorf("step %d (%s): %w", i+1, s.Key(), err))
+			}
+			a.state.Changes = append(a.state.Changes, Change{Key: o.Key, ID: e.ID, Subject: e.Subject, Step: step, Previous: cur, Applied: want, AppliedAt: now})
 		}
 		if err := a.save(); err != nil {
 			return append(done, o), a.failed(append(done, o), err)
@@ -248,17 +269,22 @@ func (a *Applier) Undo(keys []string, force bool) error {
 			continue
 		}
 		c := a.state.Changes[i]
-		cur, err := c.Step.Change.Read(a.Host)
+		step, err := stepOf(c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 			continue
 		}
-		if !c.Step.Change.Same(cur, c.Applied) && !force {
+		cur, err := step.Change.Read(a.Host)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		if !step.Change.Same(cur, c.Applied) && !force {
 			errs = append(errs, fmt.Errorf("%s: is %q, slowpath set %q: %w (--force restores %q anyway)", k, cur, c.Applied, ErrChangedSince, c.Previous))
 			continue
 		}
-		if !c.Step.Change.Same(cur, c.Previous) {
-			if err := c.Step.Change.Write(a.Host, c.Previous); err != nil {
+		if !step.Change.Same(cur, c.Previous) {
+			if err := step.Change.Write(a.Host, c.Previous); err != nil {
 				errs = append(errs, fmt.Errorf("%s: restore %q: %w", k, c.Previous, err))
 				continue
 			}

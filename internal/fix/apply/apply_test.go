@@ -531,3 +531,19 @@ func TestLiveSysctlRead(t *testing.T) {
 		t.Errorf("read %s = %q, %v; /proc says %q", key, got, err, want)
 	}
 }
+
+// TestStateWithAnUnknownStep: the state keeps each step as fix wrote it;
+// one this slowpath cannot read is refused when the state is opened, not
+// when --rollback reaches it.
+func TestStateWithAnUnknownStep(t *testing.T) {
+	h := newHost(t)
+	state := filepath.Join(t.TempDir(), "state.json")
+	b := `{"boot_id":"","changes":[{"key":"x:y","id":"x","subject":"y","step":{"kind":"nosuchkind"},"previous":"1","applied":"2"}],"files":[]}`
+	if err := os.WriteFile(state, []byte(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(h.Host, state, nil)
+	if err == nil || !strings.Contains(err.Error(), "change x:y: step") || !strings.Contains(err.Error(), "move it away") {
+		t.Fatalf("open: %v", err)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/slowpath/slowpath/internal/fix"
 )
 
 // TestHolding: runtime changes hold on the boot they were made in; a
@@ -29,9 +27,10 @@ func TestHolding(t *testing.T) {
 // another document is refused by name.
 func TestDecode(t *testing.T) {
 	at := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
-	step := fix.Step{Change: fix.Sysctl{Key: "net.core.netdev_max_backlog", To: 32768}}
-	b, err := json.Marshal(State{BootID: "a", Changes: []Change{{Key: step.Key(), ID: "net.backlog-drops", Subject: "host",
-		Step: step, Previous: "1000", Applied: "32768", AppliedAt: at}}})
+	step := `{"kind":"sysctl","sysctl":{"key":"net.core.netdev_max_backlog","to":32768}}`
+	key := "sysctl:net.core.netdev_max_backlog"
+	b, err := json.Marshal(State{BootID: "a", Changes: []Change{{Key: key, ID: "net.backlog-drops", Subject: "host",
+		Step: json.RawMessage(step), Previous: "1000", Applied: "32768", AppliedAt: at}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.Changes[0]; c.ID != "net.backlog-drops" || !c.AppliedAt.Equal(at) || c.Step.Key() != step.Key() || c.Key != step.Key() {
+	if c := s.Changes[0]; c.ID != "net.backlog-drops" || !c.AppliedAt.Equal(at) || string(c.Step) != step || c.Key != key {
 		t.Errorf("change %+v", c)
 	}
 	if _, err := Decode([]byte(`[1]`)); err == nil || !strings.Contains(err.Error(), "not slowpath's fix state") {

@@ -1,6 +1,7 @@
 // Package fixstate is the record of what `slowpath fix --apply` changed on
 // a host: written by internal/fix/apply, which undoes from it, and read by
-// the host collector, so that the agent can say which node runs which
+// the host collector (which knows nothing of fix's steps: a step is kept
+// as the JSON fix wrote, which apply decodes), so that the agent can say which node runs which
 // change (slowpath_fix_applied) and a fleet can tell canaries from the
 // rest.
 package fixstate
@@ -9,8 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/slowpath/slowpath/internal/fix"
 )
 
 // DefaultPath keeps the state across reboots, because persisted files
@@ -29,12 +28,13 @@ type State struct {
 
 // Change is one runtime setting slowpath changed.
 type Change struct {
-	Key      string   `json:"key"` // fix.Step.Key
-	ID       string   `json:"id"`  // the finding's check id
-	Subject  string   `json:"subject"`
-	Step     fix.Step `json:"step"`
-	Previous string   `json:"previous"` // the value before slowpath's first change
-	Applied  string   `json:"applied"`  // the value slowpath set
+	Key     string `json:"key"` // fix.Step.Key
+	ID      string `json:"id"`  // the finding's check id
+	Subject string `json:"subject"`
+	// Step is the fix.Step that made the change, as fix encodes it.
+	Step     json.RawMessage `json:"step"`
+	Previous string          `json:"previous"` // the value before slowpath's first change
+	Applied  string          `json:"applied"`  // the value slowpath set
 	// AppliedAt is when slowpath last set it; zero in state files written
 	// before it was recorded.
 	AppliedAt time.Time `json:"applied_at,omitzero"`
