@@ -15,7 +15,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // clock is a Live.Now the test moves.

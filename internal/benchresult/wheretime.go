@@ -173,7 +173,7 @@ type CryptLoad struct {
 const LoadedShare = 0.25
 
 // Cipher is one measurement of AES-XTS on a CPU
-// (internal/workload/cipherlimit, `slowpath lab crypto-limit`).
+// (internal/collect/cipherlimit, `slowpath lab crypto-limit`).
 type Cipher struct {
 	BytesPerSecPerCore float64 `json:"bytes_per_sec_per_core"`
 	// Method is af_alg (the kernel's skcipher) or user-space (a bound).

@@ -65,7 +65,7 @@ type OS struct {
 }
 
 // CipherLimit is one core's AES-XTS throughput, as
-// internal/workload/cipherlimit measures it (`slowpath lab crypto-limit`
+// internal/collect/cipherlimit measures it (`slowpath lab crypto-limit`
 // measures the same, longer and on all cores too).
 type CipherLimit struct {
 	Algorithm  string `json:"algorithm"` // xts(aes)

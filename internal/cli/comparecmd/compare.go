@@ -22,7 +22,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // Target is one --target NAME=DIR.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/lab/cryptbench"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // CryptoLimitOptions are the flags of `slowpath lab crypto-limit`.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 func cryptStorage() *snapshot.Storage {

@@ -20,7 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
-	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // TestChooseBacking: db-commit's default ramdisk grows with the CPUs (2
