@@ -8,16 +8,15 @@ import (
 	// The check packages register their checks in init.
 	_ "github.com/slowpath/slowpath/internal/check/netcheck"
 	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
-	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Run builds the models from s, runs every check and assembles the report.
 // A model that cannot be built is an error naming the section.
-func Run(s *snapshot.Snapshot, cfg check.Config) (*report.Report, error) {
+func Run(s *snapshot.Snapshot, cfg check.Config) (*Report, error) {
 	in, findings, err := check.Evaluate(s, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return report.New(in, findings), nil
+	return newReport(in, findings), nil
 }

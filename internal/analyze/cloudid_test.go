@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/storage"
@@ -51,7 +52,7 @@ func TestCloudIdentityEndToEnd(t *testing.T) {
 	if len(s.Manifest.Errors) != 0 {
 		t.Fatalf("collection errors: %+v", s.Manifest.Errors)
 	}
-	r, err := Run(s, check.Config{})
+	r, err := analyze.Run(s, check.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -90,7 +91,7 @@ func TestFindingFiguresCiteSources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(s, loadFixtureConfig(t, strings.TrimSuffix(filepath.Base(h), ".json")))
+		r, err := analyze.Run(s, loadFixtureConfig(t, strings.TrimSuffix(filepath.Base(h), ".json")))
 		if err != nil {
 			t.Fatal(err)
 		}

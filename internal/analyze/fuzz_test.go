@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -32,7 +33,7 @@ func FuzzAnalyze(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := Run(s, check.Config{RequiredStacks: []string{"/"}})
+		r, err := analyze.Run(s, check.Config{RequiredStacks: []string{"/"}})
 		if err != nil {
 			return
 		}

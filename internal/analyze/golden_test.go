@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/report"
@@ -34,7 +35,7 @@ func TestGoldenReports(t *testing.T) {
 				t.Errorf("%s: manifest.fixture must say where the fixture's facts come from", h)
 			}
 			cfg := loadFixtureConfig(t, name)
-			r, err := Run(s, cfg)
+			r, err := analyze.Run(s, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

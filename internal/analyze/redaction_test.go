@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"archive/tar"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/storage"
@@ -77,7 +78,7 @@ func TestKeyNeverLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []*snapshot.Snapshot{s, loaded} {
-		r, err := Run(src, check.Config{})
+		r, err := analyze.Run(src, check.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

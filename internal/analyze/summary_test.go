@@ -1,4 +1,4 @@
-package analyze
+package analyze_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -19,7 +20,7 @@ func textOf(t *testing.T, host string, o report.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(s, loadFixtureConfig(t, host))
+	r, err := analyze.Run(s, loadFixtureConfig(t, host))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
-	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -180,8 +179,8 @@ func cryptLine(ls []*storagemodel.Layer) (cipher, flags, sector string) {
 	return strings.Join(c, " | "), strings.Join(f, " | "), strings.Join(s, " | ")
 }
 
-func (d *diffs) storage(ra, rb *report.Report) {
-	index := func(r *report.Report) map[string]*storagemodel.Path {
+func (d *diffs) storage(ra, rb *analyze.Report) {
+	index := func(r *analyze.Report) map[string]*storagemodel.Path {
 		m := map[string]*storagemodel.Path{}
 		for i := range r.Storage {
 			p := &r.Storage[i]

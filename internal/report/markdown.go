@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/report/table"
 )
 
@@ -14,7 +15,7 @@ import (
 // end its code span or open HTML in doctor's Markdown.
 func mdEscape(s string) string { return table.MarkdownCell(s) }
 
-func writeMarkdown(w io.Writer, r *Report) error {
+func writeMarkdown(w io.Writer, r *analyze.Report) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "# slowpath doctor\n\n")
 	if r.Kernel != "" {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
@@ -15,7 +16,7 @@ const maxCounterLines = 12
 
 // writeNetworkText prints the network model: interfaces, the receive-path
 // sysctls and the drop counters by layer.
-func writeNetworkText(t *textWriter, r *Report) {
+func writeNetworkText(t *textWriter, r *analyze.Report) {
 	if r.Network == nil {
 		return
 	}

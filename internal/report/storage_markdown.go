@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // writeStorageMarkdown prints a summary table of paths, then each chain as a
 // nested list with the same facts as the text report.
-func writeStorageMarkdown(b *bufio.Writer, r *Report) {
+func writeStorageMarkdown(b *bufio.Writer, r *analyze.Report) {
 	fmt.Fprintf(b, "\n## Storage paths\n\n")
 	if len(r.Storage) == 0 {
 		fmt.Fprintf(b, "None found.\n")

@@ -5,12 +5,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 )
 
 // writeStorageText prints each path as a chain, top layer first, one layer
 // per entry with its facts and, for encrypting layers, where encryption runs.
-func writeStorageText(t *textWriter, r *Report) {
+func writeStorageText(t *textWriter, r *analyze.Report) {
 	t.heading("Storage paths")
 	if len(r.Storage) == 0 {
 		t.printf("  none found\n")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 )
 
@@ -51,7 +52,7 @@ func (t *textWriter) wrapHanging(first, rest, s string) {
 	}
 }
 
-func writeText(w io.Writer, r *Report, o Options) error {
+func writeText(w io.Writer, r *analyze.Report, o Options) error {
 	t := &textWriter{w: bufio.NewWriter(w), color: o.Color}
 	t.printf("slowpath doctor")
 	if r.Kernel != "" {
@@ -79,7 +80,7 @@ const GlossaryURL = "https://github.com/slowpath/slowpath/blob/main/docs/glossar
 
 // writeSummaryText ends the report with what to do: the findings counted
 // by severity, the next command and the exit status in words.
-func writeSummaryText(t *textWriter, r *Report, o Options) {
+func writeSummaryText(t *textWriter, r *analyze.Report, o Options) {
 	t.heading("Summary")
 	t.printf("\n")
 	failOn := o.FailOn

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
-	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
@@ -60,13 +60,13 @@ func randomHex(t *testing.T, bytes int) string {
 // outputs are the three renderings of one report PREFIX.
 type outputs struct {
 	snap   *snapshot.Snapshot
-	doctor *report.Report
+	doctor *analyze.Report
 	raw    map[string][]byte
 }
 
 func loadOutputs(t *testing.T, res *Result, prefix string) outputs {
 	t.Helper()
-	o := outputs{snap: &snapshot.Snapshot{}, doctor: &report.Report{}, raw: map[string][]byte{}}
+	o := outputs{snap: &snapshot.Snapshot{}, doctor: &analyze.Report{}, raw: map[string][]byte{}}
 	for _, n := range []string{"snapshot.json", "doctor.json", "doctor.txt"} {
 		b, ok := res.Files[prefix+n]
 		if !ok || len(b) == 0 {

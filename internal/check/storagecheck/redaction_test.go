@@ -1,12 +1,13 @@
-package storagecheck
+package storagecheck_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/check/storagecheck"
 	"github.com/slowpath/slowpath/internal/report"
 )
 
@@ -16,11 +17,11 @@ import (
 // the path is reported as incomplete instead.
 func TestKeyNeverInReports(t *testing.T) {
 	const key = "6a1f0c3e9b8d7f2a4c5e6d7f8a9b0c1d2e3f405162738495a6b7c8d9e0f1a2b3"
-	h := host{crypt: []string{"aes-xts-plain64 " + key + key + " 0 DEV 32768"}}
-	s := h.snapshot()
-	m := storagemodel.Build(s)
-	in := &check.Input{Snapshot: s, Storage: m}
-	r := report.New(in, check.Run(in, true))
+	s := storagecheck.CryptHost("aes-xts-plain64 " + key + key + " 0 DEV 32768")
+	r, err := analyze.Run(s, check.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, format := range []string{"text", "json", "markdown"} {
 		var buf bytes.Buffer
 		if err := report.Write(&buf, r, format, report.Options{}); err != nil {

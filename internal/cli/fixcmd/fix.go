@@ -22,7 +22,6 @@ import (
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
-	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -233,7 +232,7 @@ func persist(log io.Writer, a *apply.Applier, entries []fix.Entry) error {
 }
 
 // load returns the snapshot and its analysis, from --from or this host.
-func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, error) {
+func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *analyze.Report, error) {
 	s, err := collectcmd.Snapshot(ctx, o.From, o.Collect)
 	if err != nil {
 		return nil, nil, err

@@ -5,21 +5,21 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
-	"github.com/slowpath/slowpath/internal/report"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // WriteDoctor renders `slowpath doctor --format html`.
-func WriteDoctor(w io.Writer, r *report.Report) error {
+func WriteDoctor(w io.Writer, r *analyze.Report) error {
 	return Render(w, DoctorPage(r))
 }
 
 // DoctorPage lays out the doctor report: the storage data paths as diagrams,
 // the network drop rates by layer, the findings with evidence and fixes.
-func DoctorPage(r *report.Report) Page {
+func DoctorPage(r *analyze.Report) Page {
 	sub := ""
 	if r.Kernel != "" {
 		sub = "kernel " + r.Kernel

@@ -13,12 +13,11 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/chromium"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
-	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testenv"
 )
 
-func doctorReport(t *testing.T, host string) *report.Report {
+func doctorReport(t *testing.T, host string) *analyze.Report {
 	t.Helper()
 	s, err := snapshot.Load(filepath.Join("../../../testdata/hosts", host+".json"))
 	if err != nil {
