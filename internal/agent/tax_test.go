@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/slowpath/slowpath/internal/agent/taxtree"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // clock is a Live.Now the test moves.

@@ -55,4 +55,3 @@ func newReport(in *check.Input, findings []check.Finding) *Report {
 	}
 	return r
 }
-

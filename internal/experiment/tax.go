@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // notComputed is the verdict of a tax that could not be computed.

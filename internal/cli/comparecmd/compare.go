@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
@@ -22,7 +23,6 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // Target is one --target NAME=DIR.

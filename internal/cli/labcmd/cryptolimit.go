@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/lab/cryptbench"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
+	"github.com/slowpath/slowpath/internal/lab/cryptbench"
 )
 
 // CryptoLimitOptions are the flags of `slowpath lab crypto-limit`.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // CipherDuration is how long the collector encrypts: long enough for a

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 func cryptStorage() *snapshot.Storage {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/golden"
@@ -20,7 +21,6 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 )
 
 // TestChooseBacking: db-commit's default ramdisk grows with the CPUs (2

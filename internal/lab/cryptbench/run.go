@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/neighbour"
 )
