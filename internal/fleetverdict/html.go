@@ -5,7 +5,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/slowpath/slowpath/internal/report/htmlreport"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 )
 
 // WriteHTML renders the verdict as one self-contained page: per group the
@@ -13,7 +13,7 @@ import (
 // after the change (a chart with a point per node, canaries apart, and the
 // same as a table).
 func WriteHTML(w io.Writer, r *Report) error {
-	p := htmlreport.Page{
+	p := htmlpage.Page{
 		Title:    "slowpath fleet verdict: " + r.Change,
 		Subtitle: fmt.Sprintf("canaries against the other nodes of each %s, %s before and after the change, alpha %g, evaluated %s", r.By, r.Window, r.Alpha, r.EvaluatedAt.Format("2006-01-02 15:04:05 MST")),
 	}
@@ -25,15 +25,15 @@ func WriteHTML(w io.Writer, r *Report) error {
 		case "roll back":
 			class = "bad"
 		}
-		s := htmlreport.Section{Heading: fmt.Sprintf("%s: %s", GroupName(r.By, g.Value), g.Outcome)}
-		item := htmlreport.Item{Title: g.Outcome + ": " + g.Reason, Class: class,
+		s := htmlpage.Section{Heading: fmt.Sprintf("%s: %s", GroupName(r.By, g.Value), g.Outcome)}
+		item := htmlpage.Item{Title: g.Outcome + ": " + g.Reason, Class: class,
 			Lines: []string{fmt.Sprintf("%s, %s; changed %s; before %s, after %s", plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), changed(g), span(g.Before), span(g.After))}}
 		for _, a := range g.Actions {
 			item.Code = append(item.Code, a.Command)
 		}
-		s.Blocks = append(s.Blocks, htmlreport.Block{Items: []htmlreport.Item{item}})
+		s.Blocks = append(s.Blocks, htmlpage.Block{Items: []htmlpage.Item{item}})
 		if len(g.Metrics) > 0 {
-			t := &htmlreport.Table{Header: []string{"series", "role", "better", "canaries", "others", "canary change", "others' change", "effect", "p", "verdict"}}
+			t := &htmlpage.Table{Header: []string{"series", "role", "better", "canaries", "others", "canary change", "others' change", "effect", "p", "verdict"}}
 			for _, m := range g.Metrics {
 				vc := ""
 				switch m.Change {
@@ -42,32 +42,32 @@ func WriteHTML(w io.Writer, r *Report) error {
 				case "worse":
 					vc = "bad"
 				}
-				t.Rows = append(t.Rows, []htmlreport.Cell{{Text: m.Name}, {Text: m.Role}, {Text: m.Better},
+				t.Rows = append(t.Rows, []htmlpage.Cell{{Text: m.Name}, {Text: m.Role}, {Text: m.Better},
 					{Text: fmt.Sprint(m.Canaries), Class: "num"}, {Text: fmt.Sprint(m.Controls), Class: "num"},
 					{Text: share(m.CanaryChange), Class: "num"}, {Text: share(m.ControlChange), Class: "num"}, {Text: points(m.Effect), Class: "num"},
 					{Text: pText(m), Class: "num"}, {Text: verdictText(m), Class: vc}})
 			}
-			s.Blocks = append(s.Blocks, htmlreport.Block{Table: t})
+			s.Blocks = append(s.Blocks, htmlpage.Block{Table: t})
 		}
 		for _, m := range g.Metrics {
 			s.Blocks = append(s.Blocks, nodeBlocks(m)...)
 		}
 		p.Sections = append(p.Sections, s)
 	}
-	return htmlreport.Render(w, p)
+	return htmlpage.Render(w, p)
 }
 
 // nodeBlocks are one series' per-node means: a point per node at (before,
 // after), so a node on the diagonal did not change, and the table.
-func nodeBlocks(m Metric) []htmlreport.Block {
+func nodeBlocks(m Metric) []htmlpage.Block {
 	var canaries, others [][]any
-	t := &htmlreport.Table{Header: []string{"node", "", "before", "after", "change"}}
+	t := &htmlpage.Table{Header: []string{"node", "", "before", "after", "change"}}
 	for _, n := range m.Nodes {
 		role := "other"
 		if n.Canary {
 			role = "canary"
 		}
-		row := []htmlreport.Cell{{Text: n.Name}, {Text: role, Class: "muted"}, {Text: opt(n.Before), Class: "num"}, {Text: opt(n.After), Class: "num"}, {Text: "-", Class: "num"}}
+		row := []htmlpage.Cell{{Text: n.Name}, {Text: role, Class: "muted"}, {Text: opt(n.Before), Class: "num"}, {Text: opt(n.After), Class: "num"}, {Text: "-", Class: "num"}}
 		if n.Before != nil && n.After != nil {
 			row[4].Text = num(*n.After - *n.Before)
 			if *n.Before != 0 {
@@ -85,9 +85,9 @@ func nodeBlocks(m Metric) []htmlreport.Block {
 	scatter := func(name string, data [][]any) map[string]any {
 		return map[string]any{"name": name, "type": "scatter", "data": data, "symbolSize": 10}
 	}
-	return []htmlreport.Block{
+	return []htmlpage.Block{
 		{Text: m.Name + " (" + m.Better + " is better): each node's mean before the change against after it; the diagonal is no change."},
-		{Chart: &htmlreport.Chart{Height: 320, Option: map[string]any{
+		{Chart: &htmlpage.Chart{Height: 320, Option: map[string]any{
 			"tooltip": map[string]any{"trigger": "item"},
 			"legend":  map[string]any{"top": 0},
 			"grid":    map[string]any{"left": 64, "right": 32, "top": 40, "bottom": 48},

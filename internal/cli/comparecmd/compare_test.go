@@ -17,7 +17,7 @@ import (
 	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/report/htmlreport"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 )
 
 const resultsDir = "../../../testdata/results"
@@ -114,7 +114,7 @@ func goldenCompare(t *testing.T, name string, args ...string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Compare(t, filepath.Join("../../../testdata/golden", name+".html"), htmlreport.ElideLibrary(b))
+			golden.Compare(t, filepath.Join("../../../testdata/golden", name+".html"), htmlpage.ElideLibrary(b))
 		}
 	}
 }

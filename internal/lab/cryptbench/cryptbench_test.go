@@ -20,6 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 )
 
@@ -197,7 +198,7 @@ func TestCryptGolden(t *testing.T) {
 	if err := htmlreport.WriteCompare(&b, r, sides); err != nil {
 		t.Fatal(err)
 	}
-	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k.html"), htmlreport.ElideLibrary(b.Bytes()))
+	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-randrw-4k.html"), htmlpage.ElideLibrary(b.Bytes()))
 
 	// The tax: default and stacked queue far above the cipher,
 	// no_workqueue costs about what the cipher does; with the CPU form from
@@ -302,7 +303,7 @@ func TestCryptSplitGolden(t *testing.T) {
 	if err := htmlreport.WriteCompare(&b, r, sides); err != nil {
 		t.Fatal(err)
 	}
-	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-split.html"), htmlreport.ElideLibrary(b.Bytes()))
+	golden.Compare(t, filepath.Join("../../../testdata/golden", "lab-crypt-split.html"), htmlpage.ElideLibrary(b.Bytes()))
 
 	s := r.Split
 	if s == nil || s.Metric != "IOPS" || len(s.Steps) != 4 {

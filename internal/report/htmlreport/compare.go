@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/comparison"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/units"
@@ -19,7 +20,7 @@ const maxCDFPoints = 240
 
 // WriteCompare renders `slowpath compare --html`.
 func WriteCompare(w io.Writer, r *comparison.Result, sides []comparison.Side) error {
-	return Render(w, ComparePage(r, sides))
+	return htmlpage.Render(w, ComparePage(r, sides))
 }
 
 // WriteCompareFile writes the page to path through a temporary file in the
@@ -32,7 +33,7 @@ func WriteCompareFile(path string, r *comparison.Result, sides []comparison.Side
 // ComparePage lays out a comparison: the table, the latency CDFs per side,
 // the per-second timelines, the slow-load scatter, the environment
 // differences and each side's storage path.
-func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
+func ComparePage(r *comparison.Result, sides []comparison.Side) htmlpage.Page {
 	var names []string
 	for _, s := range r.Sides {
 		names = append(names, fmt.Sprintf("%s (%d runs)", s.Name, s.Runs))
@@ -41,44 +42,44 @@ func ComparePage(r *comparison.Result, sides []comparison.Side) Page {
 	if r.Title != "" {
 		title = r.Title
 	}
-	p := Page{Title: title, Subtitle: strings.Join(names, " vs ")}
+	p := htmlpage.Page{Title: title, Subtitle: strings.Join(names, " vs ")}
 	results := setupBlocks(r)
 	for _, l := range comparison.Verdicts(r) {
-		results = append(results, Block{Text: "Verdict: " + l})
+		results = append(results, htmlpage.Block{Text: "Verdict: " + l})
 	}
-	results = append(results, Block{Table: resultTable(r)})
+	results = append(results, htmlpage.Block{Table: resultTable(r)})
 	for _, l := range comparison.Legend(r) {
-		results = append(results, Block{Text: l})
+		results = append(results, htmlpage.Block{Text: l})
 	}
-	p.Sections = append(p.Sections, Section{Heading: "Results", Blocks: results})
+	p.Sections = append(p.Sections, htmlpage.Section{Heading: "Results", Blocks: results})
 	if cdfs := cdfBlocks(sides); len(cdfs) > 0 {
-		p.Sections = append(p.Sections, Section{Heading: "Latency distributions", Blocks: cdfs})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Latency distributions", Blocks: cdfs})
 	}
 	if tl := timelineBlocks(sides); len(tl) > 0 {
-		p.Sections = append(p.Sections, Section{Heading: "Per-second timelines", Blocks: tl})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Per-second timelines", Blocks: tl})
 	}
 	if sc := loadScatter(sides); sc != nil {
-		p.Sections = append(p.Sections, Section{Heading: "Index loads", Blocks: sc})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Index loads", Blocks: sc})
 	}
-	env := []Block{{Text: "None found."}}
+	env := []htmlpage.Block{{Text: "None found."}}
 	if len(r.Environment) > 0 {
-		t := &Table{Header: append([]string{"fact"}, sideNames(r)...)}
+		t := &htmlpage.Table{Header: append([]string{"fact"}, sideNames(r)...)}
 		for _, d := range r.Environment {
-			row := []Cell{{Text: d.Key}}
+			row := []htmlpage.Cell{{Text: d.Key}}
 			for _, v := range d.Values {
-				row = append(row, Cell{Text: v})
+				row = append(row, htmlpage.Cell{Text: v})
 			}
 			t.Rows = append(t.Rows, row)
 		}
-		env = []Block{{Table: t}}
+		env = []htmlpage.Block{{Table: t}}
 	}
-	p.Sections = append(p.Sections, Section{Heading: "Environment differences", Blocks: env})
+	p.Sections = append(p.Sections, htmlpage.Section{Heading: "Environment differences", Blocks: env})
 	p.Sections = append(p.Sections, tailSections(r)...)
 	for _, s := range sides {
 		if len(s.Storage) == 0 {
 			continue
 		}
-		p.Sections = append(p.Sections, Section{Heading: "Storage path: " + s.Name, Blocks: storageBlocks(s.Storage)})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Storage path: " + s.Name, Blocks: storageBlocks(s.Storage)})
 	}
 	return p
 }
@@ -91,8 +92,8 @@ func sideNames(r *comparison.Result) []string {
 	return n
 }
 
-func resultTable(r *comparison.Result) *Table {
-	t := &Table{Header: []string{"metric"}}
+func resultTable(r *comparison.Result) *htmlpage.Table {
+	t := &htmlpage.Table{Header: []string{"metric"}}
 	for i, s := range r.Sides {
 		t.Header = append(t.Header, fmt.Sprintf("%s (%d runs)", s.Name, s.Runs))
 		if i > 0 {
@@ -100,9 +101,9 @@ func resultTable(r *comparison.Result) *Table {
 		}
 	}
 	for _, row := range r.Rows {
-		cells := []Cell{{Text: comparison.RowLabel(row)}}
+		cells := []htmlpage.Cell{{Text: comparison.RowLabel(row)}}
 		for i, c := range row.Cells {
-			cells = append(cells, Cell{Text: comparison.FormatCell(c, row.Unit), Class: "num"})
+			cells = append(cells, htmlpage.Cell{Text: comparison.FormatCell(c, row.Unit), Class: "num"})
 			if i > 0 {
 				cls := "num muted"
 				switch c.Change {
@@ -111,7 +112,7 @@ func resultTable(r *comparison.Result) *Table {
 				case "worse":
 					cls = "num bad"
 				}
-				cells = append(cells, Cell{Text: comparison.FormatDelta(c), Class: cls})
+				cells = append(cells, htmlpage.Cell{Text: comparison.FormatDelta(c), Class: cls})
 			}
 		}
 		t.Rows = append(t.Rows, cells)
@@ -203,8 +204,8 @@ func runKeys[V any](sides []comparison.Side, keys func(comparison.Run) map[strin
 	return names
 }
 
-func cdfBlocks(sides []comparison.Side) []Block {
-	var out []Block
+func cdfBlocks(sides []comparison.Side) []htmlpage.Block {
+	var out []htmlpage.Block
 	for _, name := range runKeys(sides, func(r comparison.Run) map[string]stats.Histogram { return r.Latencies }) {
 		var series []any
 		for _, s := range sides {
@@ -217,7 +218,7 @@ func cdfBlocks(sides []comparison.Side) []Block {
 		if len(series) == 0 {
 			continue
 		}
-		out = append(out, Block{Text: name + " latency, all runs of each side pooled"}, Block{Chart: &Chart{Height: 340, Option: map[string]any{
+		out = append(out, htmlpage.Block{Text: name + " latency, all runs of each side pooled"}, htmlpage.Block{Chart: &htmlpage.Chart{Height: 340, Option: map[string]any{
 			"tooltip": map[string]any{"trigger": "axis"},
 			"legend":  map[string]any{"top": 0},
 			"grid":    map[string]any{"left": 64, "right": 32, "top": 40, "bottom": 48},
@@ -229,10 +230,10 @@ func cdfBlocks(sides []comparison.Side) []Block {
 	return out
 }
 
-func timelineBlocks(sides []comparison.Side) []Block {
+func timelineBlocks(sides []comparison.Side) []htmlpage.Block {
 	names := runKeys(sides, func(r comparison.Run) map[string][]comparison.Point { return r.Timeline })
 	palette := []string{"#3b78c2", "#d35400", "#1a7f37", "#8e44ad", "#c62828", "#00838f"}
-	var out []Block
+	var out []htmlpage.Block
 	for _, name := range names {
 		var series []any
 		for si, s := range sides {
@@ -264,7 +265,7 @@ func timelineBlocks(sides []comparison.Side) []Block {
 		if len(series) == 0 {
 			continue
 		}
-		out = append(out, Block{Text: name + " per second, every run"}, Block{Chart: &Chart{Height: 320, Option: map[string]any{
+		out = append(out, htmlpage.Block{Text: name + " per second, every run"}, htmlpage.Block{Chart: &htmlpage.Chart{Height: 320, Option: map[string]any{
 			"tooltip": map[string]any{"trigger": "axis"},
 			"legend":  map[string]any{"top": 0, "type": "scroll"},
 			"grid":    map[string]any{"left": 72, "right": 32, "top": 40, "bottom": 48},
@@ -278,7 +279,7 @@ func timelineBlocks(sides []comparison.Side) []Block {
 
 // loadScatter is search-index's index loads: when each load happened and how
 // long it took, with the slow-load threshold drawn across.
-func loadScatter(sides []comparison.Side) []Block {
+func loadScatter(sides []comparison.Side) []htmlpage.Block {
 	var series []any
 	threshold := 0.0
 	slow := map[string]int{}
@@ -316,7 +317,7 @@ func loadScatter(sides []comparison.Side) []Block {
 	if len(counts) > 0 {
 		text += " " + strings.Join(counts, ", ") + "."
 	}
-	return []Block{{Text: text}, {Chart: &Chart{Height: 340, Option: map[string]any{
+	return []htmlpage.Block{{Text: text}, {Chart: &htmlpage.Chart{Height: 340, Option: map[string]any{
 		"tooltip": map[string]any{"trigger": "item"},
 		"legend":  map[string]any{"top": 0},
 		"grid":    map[string]any{"left": 64, "right": 32, "top": 40, "bottom": 48},

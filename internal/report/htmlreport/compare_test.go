@@ -10,6 +10,7 @@ import (
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 
@@ -131,9 +132,9 @@ func TestCompareHTMLAnnotations(t *testing.T) {
 	if err := WriteCompare(&b, r, sides); err != nil {
 		t.Fatal(err)
 	}
-	out := string(ElideLibrary(b.Bytes()))
+	out := string(htmlpage.ElideLibrary(b.Bytes()))
 	for _, want := range []string{"<title>slowpath lab crypt</title>", "ram:1G &lt;b&gt;", "Figures: functional (emulated CPU)", "<h2>Not run</h2>", "high_priority",
-		"<h2>Encryption tax</h2>", "1.00 GB/s per core: af_alg", "layers more than plain", cryptotax.VerdictFarAbove, "/* echarts " + EChartsVersion + " */"} {
+		"<h2>Encryption tax</h2>", "1.00 GB/s per core: af_alg", "layers more than plain", cryptotax.VerdictFarAbove, "/* echarts " + htmlpage.EChartsVersion + " */"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -8,18 +8,19 @@ import (
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // WriteDoctor renders `slowpath doctor --format html`.
 func WriteDoctor(w io.Writer, r *analyze.Report) error {
-	return Render(w, DoctorPage(r))
+	return htmlpage.Render(w, DoctorPage(r))
 }
 
 // DoctorPage lays out the doctor report: the storage data paths as diagrams,
 // the network drop rates by layer, the findings with evidence and fixes.
-func DoctorPage(r *analyze.Report) Page {
+func DoctorPage(r *analyze.Report) htmlpage.Page {
 	sub := ""
 	if r.Kernel != "" {
 		sub = "kernel " + r.Kernel
@@ -30,32 +31,32 @@ func DoctorPage(r *analyze.Report) Page {
 		}
 		sub += r.Cloud
 	}
-	p := Page{Title: "slowpath doctor", Subtitle: sub}
+	p := htmlpage.Page{Title: "slowpath doctor", Subtitle: sub}
 	p.Sections = append(p.Sections,
-		Section{Heading: "Findings", Blocks: findingBlocks(r.Findings)},
-		Section{Heading: "Storage data paths", Blocks: storageBlocks(r.Storage)},
+		htmlpage.Section{Heading: "Findings", Blocks: findingBlocks(r.Findings)},
+		htmlpage.Section{Heading: "Storage data paths", Blocks: storageBlocks(r.Storage)},
 	)
 	if r.Network != nil {
-		p.Sections = append(p.Sections, Section{Heading: "Network drops by layer", Blocks: networkBlocks(r.Network)})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Network drops by layer", Blocks: networkBlocks(r.Network)})
 	}
 	if len(r.NotCollected) > 0 {
-		var items []Item
+		var items []htmlpage.Item
 		for _, e := range r.NotCollected {
-			items = append(items, Item{Title: e.Collector, Class: "muted", Lines: []string{fmt.Sprintf("%s: %s (%s)", e.Path, e.Message, e.Kind)}})
+			items = append(items, htmlpage.Item{Title: e.Collector, Class: "muted", Lines: []string{fmt.Sprintf("%s: %s (%s)", e.Path, e.Message, e.Kind)}})
 		}
-		p.Sections = append(p.Sections, Section{Heading: "Not collected", Blocks: []Block{{Items: items}}})
+		p.Sections = append(p.Sections, htmlpage.Section{Heading: "Not collected", Blocks: []htmlpage.Block{{Items: items}}})
 	}
 	return p
 }
 
-func findingBlocks(fs []check.Finding) []Block {
-	var items []Item
+func findingBlocks(fs []check.Finding) []htmlpage.Block {
+	var items []htmlpage.Item
 	for _, f := range fs {
 		title := fmt.Sprintf("%s %s — %s", f.Severity, f.ID, f.Subject)
 		if f.Status != check.Fail {
 			title = fmt.Sprintf("%s %s (%s) — %s", f.Severity, f.ID, f.Status, f.Subject)
 		}
-		it := Item{Title: title, Class: f.Severity.String(), Lines: []string{f.Summary}}
+		it := htmlpage.Item{Title: title, Class: f.Severity.String(), Lines: []string{f.Summary}}
 		for _, e := range f.Evidence {
 			ev := "evidence: " + e.Source
 			if e.Key != "" {
@@ -76,18 +77,18 @@ func findingBlocks(fs []check.Finding) []Block {
 		items = append(items, it)
 	}
 	if len(items) == 0 {
-		return []Block{{Text: "No findings."}}
+		return []htmlpage.Block{{Text: "No findings."}}
 	}
-	return []Block{{Items: items}}
+	return []htmlpage.Block{{Items: items}}
 }
 
 // networkBlocks charts drops per layer: rates when doctor sampled twice,
 // totals since boot otherwise (and says which).
-func networkBlocks(m *netmodel.Model) []Block {
+func networkBlocks(m *netmodel.Model) []htmlpage.Block {
 	rates := m.IntervalSeconds > 0
 	var layers []string
 	var values []float64
-	t := &Table{Header: []string{"layer", "per second", "total since boot"}}
+	t := &htmlpage.Table{Header: []string{"layer", "per second", "total since boot"}}
 	for _, s := range m.Summary {
 		layers = append(layers, string(s.Layer))
 		rate := "-"
@@ -101,13 +102,13 @@ func networkBlocks(m *netmodel.Model) []Block {
 		if v > 0 {
 			cls = "bad"
 		}
-		t.Rows = append(t.Rows, []Cell{{Text: string(s.Layer)}, {Text: rate, Class: "num " + cls}, {Text: strconv.FormatUint(s.Total, 10), Class: "num"}})
+		t.Rows = append(t.Rows, []htmlpage.Cell{{Text: string(s.Layer)}, {Text: rate, Class: "num " + cls}, {Text: strconv.FormatUint(s.Total, 10), Class: "num"}})
 	}
 	what := "drops per second over " + strconv.FormatFloat(m.IntervalSeconds, 'f', 1, 64) + " s"
 	if !rates {
 		what = "drops since boot (rates unknown: " + m.RatesUnknown + ")"
 	}
-	out := []Block{{Text: what}, {Chart: &Chart{Height: 300, Option: map[string]any{
+	out := []htmlpage.Block{{Text: what}, {Chart: &htmlpage.Chart{Height: 300, Option: map[string]any{
 		"tooltip": map[string]any{"trigger": "axis"},
 		"grid":    map[string]any{"left": 80, "right": 24, "top": 24, "bottom": 40},
 		"xAxis":   map[string]any{"type": "category", "data": layers},
@@ -115,7 +116,7 @@ func networkBlocks(m *netmodel.Model) []Block {
 		"series":  []any{map[string]any{"type": "bar", "data": values, "itemStyle": map[string]any{"color": "#c62828"}, "label": map[string]any{"show": true, "position": "top"}}},
 	}}}, {Table: t}}
 	if top, ok := netmodel.Top(m.Counters); ok {
-		out = append(out, Block{Text: fmt.Sprintf("Top offender: %s %s on %s, %.1f/s.", top.Layer, top.Counter, top.Subject, *top.PerSecond)})
+		out = append(out, htmlpage.Block{Text: fmt.Sprintf("Top offender: %s %s on %s, %.1f/s.", top.Layer, top.Counter, top.Subject, *top.PerSecond)})
 	}
 	return out
 }

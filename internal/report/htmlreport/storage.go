@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/report"
+	"github.com/slowpath/slowpath/internal/report/htmlpage"
 )
 
 // Colours of the data-path diagram: encryption stands out, layers whose
@@ -41,7 +42,7 @@ func layerNode(l storagemodel.Layer) *treeNode {
 // StoragePathChart draws one storage path (filesystem → layers → disk →
 // cloud) as a tree: the model's layers are depth-first with Depth, so a
 // stack of open nodes rebuilds the nesting.
-func StoragePathChart(p storagemodel.Path) *Chart {
+func StoragePathChart(p storagemodel.Path) *htmlpage.Chart {
 	var roots []*treeNode
 	var stack []*treeNode
 	maxDepth, leaves := 0, 0
@@ -72,7 +73,7 @@ func StoragePathChart(p storagemodel.Path) *Chart {
 	if len(roots) > 1 {
 		depth++
 	}
-	return &Chart{
+	return &htmlpage.Chart{
 		Height: 60 + 56*depth + 12*max(0, leaves-1),
 		Option: map[string]any{
 			"tooltip": map[string]any{"trigger": "item"},
@@ -97,8 +98,8 @@ func StoragePathChart(p storagemodel.Path) *Chart {
 
 // storageSection is the data paths of a doctor model, one diagram each, with
 // the encryption count above it.
-func storageBlocks(paths []storagemodel.Path) []Block {
-	var out []Block
+func storageBlocks(paths []storagemodel.Path) []htmlpage.Block {
+	var out []htmlpage.Block
 	shown := 0
 	for _, p := range paths {
 		if p.Empty || len(p.Layers) == 0 {
@@ -118,10 +119,10 @@ func storageBlocks(paths []storagemodel.Path) []Block {
 		for _, why := range p.Incomplete {
 			line += "; incomplete: " + why
 		}
-		out = append(out, Block{Text: line}, Block{Chart: StoragePathChart(p)})
+		out = append(out, htmlpage.Block{Text: line}, htmlpage.Block{Chart: StoragePathChart(p)})
 	}
 	if shown == 0 {
-		out = append(out, Block{Text: "No storage paths found."})
+		out = append(out, htmlpage.Block{Text: "No storage paths found."})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package htmlreport
+package htmlpage
 
 import (
 	"bytes"

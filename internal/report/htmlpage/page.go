@@ -1,10 +1,10 @@
-// Package htmlreport renders self-contained HTML reports: one file with the
+// Package htmlpage is the page every HTML report is: one file with the
 // chart library (Apache ECharts, vendored under third_party/echarts and
 // embedded with go:embed), the data and the styles inline, so a report opens
 // offline and makes no network request. A Content-Security-Policy in the page
 // forbids any fetch, so a regression fails loudly in the browser instead of
 // leaking a request.
-package htmlreport
+package htmlpage
 
 import (
 	"bytes"
