@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
-	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/network"
 	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -15,12 +15,9 @@ import (
 )
 
 // CollectorRun is how one collector fared in the snapshot a scrape reads:
-// slowpath_scrape_collector_success and _duration_seconds.
-type CollectorRun struct {
-	Name     string // host, storage, cloud, net, net.counters, snapshot, drops
-	Success  bool   // the collector produced its section
-	Duration time.Duration
-}
+// the registry's (collect.Names), and net.counters, storage.counters,
+// snapshot and drops, which are the agent's own.
+type CollectorRun = collect.CollectorRun
 
 // Source gives the exporter the snapshot to analyse on each scrape.
 type Source interface {
@@ -52,17 +49,15 @@ func (f *Fixed) Snapshot(context.Context) (*snapshot.Snapshot, []CollectorRun) {
 // counters of the devices on encrypted paths are read on every scrape, so
 // the check judges the scrape interval, not the time since boot.
 type Live struct {
+	// FS is the roots, their live sources already decided (LiveSources
+	// is recorded in the snapshot's manifest).
 	FS               hostfs.FS
+	LiveSources      hostfs.LiveSources
 	Version          string
 	Cloud            cloud.Options
 	TopologyInterval time.Duration
 	// Cipher says where dmcrypt.tax's cipher figure comes from.
-	Cipher CipherSource
-	// CipherBytesPerSec is the figure CipherGiven uses (one core's
-	// AES-XTS, bytes per second).
-	CipherBytesPerSec float64
-	// MeasureCipher measures for CipherMeasure; nil is cipherlimit.Measure.
-	MeasureCipher host.CipherMeasure
+	Cipher collect.Cipher
 	// OpenDM opens the device-mapper control; nil is the host's own, only
 	// when FS.Live (storage.Collector). Tests answer for a fixture tree.
 	OpenDM func() (storage.DMControl, error)
@@ -81,20 +76,6 @@ type Live struct {
 	prevStat   map[string]*snapshot.BlockStat
 	prevStatAt time.Time
 }
-
-// CipherSource is where the agent's cipher figure comes from.
-type CipherSource int
-
-const (
-	// CipherOff: no figure; dmcrypt.tax stays unknown (--collector.cipher=false).
-	CipherOff CipherSource = iota
-	// CipherMeasure: the host.cipher collector at each topology refresh.
-	CipherMeasure
-	// CipherGiven: CipherBytesPerSec, measured elsewhere (slowpath lab
-	// crypto-limit on a node of the same type); for trees read with
-	// --live-sources off, where measuring would describe the wrong CPU.
-	CipherGiven
-)
 
 // Close releases the sampler's ethtool socket.
 func (l *Live) Close() {
@@ -221,46 +202,10 @@ func subStat(cur, prev *snapshot.BlockStat) *snapshot.BlockStat {
 		FlushIOs: d[14], FlushTicksMS: d[15]}
 }
 
-func hasError(s *snapshot.Snapshot, collector string) bool {
-	for _, e := range s.Manifest.Errors {
-		if e.Collector == collector {
-			return true
-		}
-	}
-	return false
-}
-
-// refreshTopology runs every collector once, timing each, as collect.Run
-// does for doctor.
+// refreshTopology runs the collector registry once, as doctor does.
 func (l *Live) refreshTopology(ctx context.Context, now time.Time) {
-	s := &snapshot.Snapshot{Manifest: snapshot.Manifest{
-		FormatVersion: snapshot.FormatVersion,
-		Tool:          "slowpath " + l.Version,
-		CollectedAt:   now.UTC(),
-	}}
-	var runs []CollectorRun
-	timed := func(name string, fn func(), ok func() bool) {
-		start := time.Now()
-		fn()
-		runs = append(runs, CollectorRun{Name: name, Success: ok(), Duration: time.Since(start)})
-	}
-	timed("host", func() { host.Collect(l.FS, s) }, func() bool { return s.Host != nil })
-	timed("storage", func() { (&storage.Collector{FS: l.FS, OpenDM: l.OpenDM}).Collect(ctx, s) }, func() bool { return s.Storage != nil })
-	switch l.Cipher {
-	case CipherMeasure:
-		// The measurement's cost is its own collector's duration, paid
-		// once per topology refresh.
-		timed("cipher", func() { host.CollectCipher(ctx, l.FS, s, l.MeasureCipher) }, func() bool { return !hasError(s, "host.cipher") })
-	case CipherGiven:
-		if s.Host != nil && l.CipherBytesPerSec > 0 {
-			s.Host.Cipher = &snapshot.CipherLimit{Algorithm: "xts(aes)", KeyBits: 512, Method: "given",
-				BytesPerSecPerCore: l.CipherBytesPerSec, What: "given with --collector.cipher.bytes-per-second"}
-		}
-	}
-	// No cloud detected is a success: the collector ran and found none.
-	timed("cloud", func() { cloud.Collect(ctx, l.Cloud, s) }, func() bool { return s.Cloud == nil || s.Cloud.MetadataError == "" })
-	timed("net", func() { network.Collect(ctx, l.FS, network.Options{}, s) }, func() bool { return s.Net != nil && len(s.Net.Interfaces) > 0 })
-	s.SortErrors()
+	s, runs := collect.Collect(ctx, collect.Options{FS: l.FS, LiveSources: l.LiveSources, Version: l.Version,
+		Cloud: l.Cloud, OpenDM: l.OpenDM, Cipher: l.Cipher, Now: func() time.Time { return now }})
 	l.topo, l.topoRuns, l.topoAt = s, runs, now
 	l.statDevs = nil
 	if s.Storage != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/slowpath/slowpath/internal/agent/taxtree"
+	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -25,7 +26,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func newTaxLive(tr *taxtree.Tree, c *clock) *Live {
 	return &Live{FS: tr.FS, Version: "test", Cloud: cloud.Options{Cloud: "none"}, TopologyInterval: time.Hour,
-		OpenDM: tr.OpenDM, Cipher: CipherGiven, CipherBytesPerSec: 2.5e9, Now: c.now}
+		OpenDM: tr.OpenDM, Cipher: collect.Cipher{BytesPerSec: 2.5e9, What: "given with --collector.cipher.bytes-per-second"}, Now: c.now}
 }
 
 func advance(t *testing.T, tr *taxtree.Tree, steps int, topUS, bottomUS uint64) {
@@ -189,7 +190,7 @@ func TestCipherCollector(t *testing.T) {
 		live := newTaxLive(tr, c)
 		defer live.Close()
 		live.FS.Live = true // as --live-sources on says of a tree
-		live.Cipher, live.MeasureCipher = CipherMeasure, fake
+		live.Cipher = collect.Cipher{Measure: fake}
 		e := &Exporter{Source: live}
 		for i := range 3 {
 			c.t = c.t.Add(time.Minute)
@@ -211,7 +212,7 @@ func TestCipherCollector(t *testing.T) {
 		tr := taxtree.Write(t, 2)
 		live := newTaxLive(tr, &clock{time.Unix(1_800_000_000, 0)})
 		defer live.Close()
-		live.Cipher, live.MeasureCipher = CipherMeasure, fake
+		live.Cipher = collect.Cipher{Measure: fake}
 		got := string(Scrape(t, &Exporter{Source: live}))
 		if calls != 0 || strings.Contains(got, "slowpath_cipher_bytes_per_second{") {
 			t.Errorf("foreign tree measured: %d calls\n%s", calls, grep(got, "cipher"))
@@ -227,7 +228,7 @@ func TestCipherCollector(t *testing.T) {
 		live := newTaxLive(tr, &clock{time.Unix(1_800_000_000, 0)})
 		defer live.Close()
 		live.FS.Live = true
-		live.Cipher, live.MeasureCipher = CipherOff, fake
+		live.Cipher = collect.Cipher{Off: true, Measure: fake}
 		got := string(Scrape(t, &Exporter{Source: live}))
 		if calls != 0 || strings.Contains(got, "slowpath_cipher_bytes_per_second{") || strings.Contains(got, `collector="cipher"`) {
 			t.Errorf("--collector.cipher=false measured: %d calls\n%s", calls, grep(got, "cipher"))

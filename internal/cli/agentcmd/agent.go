@@ -24,6 +24,7 @@ import (
 	"github.com/slowpath/slowpath/internal/agent"
 	"github.com/slowpath/slowpath/internal/bpf/reasoncounter"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/hostfs"
@@ -122,18 +123,9 @@ func Run(ctx context.Context, env *clienv.Env, o *Options) error {
 		// A DaemonSet reads the host's /proc and /sys under other paths:
 		// live-only sources run only where the roots are this host's or
 		// --live-sources on says the tree is (as doctor and collect).
-		fs := env.FS.WithLiveSources(o.LiveSources)
-		c := o.Cloud
-		c.NotLive = fs.NotLive()
-		live := &agent.Live{FS: fs, Version: env.Version, Cloud: c, TopologyInterval: o.TopologyInterval, OpenDM: o.OpenDM}
-		switch {
-		case !o.Cipher:
-			live.Cipher = agent.CipherOff
-		case o.CipherBytesPerSec > 0:
-			live.Cipher, live.CipherBytesPerSec = agent.CipherGiven, o.CipherBytesPerSec
-		default:
-			live.Cipher = agent.CipherMeasure
-		}
+		live := &agent.Live{FS: env.FS.WithLiveSources(o.LiveSources), LiveSources: o.LiveSources, Version: env.Version,
+			Cloud: o.Cloud, TopologyInterval: o.TopologyInterval, OpenDM: o.OpenDM,
+			Cipher: collect.Cipher{Off: !o.Cipher, BytesPerSec: o.CipherBytesPerSec, What: "given with --collector.cipher.bytes-per-second"}}
 		defer live.Close()
 		src = live
 	}

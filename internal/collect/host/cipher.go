@@ -18,6 +18,9 @@ import (
 // sleeps between its two counter samples).
 const CipherDuration = 150 * time.Millisecond
 
+// CipherCollector names the cipher's errors in the manifest.
+const CipherCollector = "host.cipher"
+
 // CipherMeasure measures the cipher; cipherlimit.Measure, or a stand-in in
 // tests of what the collector does around it.
 type CipherMeasure func(context.Context, hostfs.FS, cipherlimit.Options) (*cipherlimit.Result, error)
@@ -32,7 +35,7 @@ func CollectCipher(ctx context.Context, fs hostfs.FS, s *snapshot.Snapshot, meas
 	if why == "" {
 		return // nothing encrypts on this CPU: no figure needed, none taken
 	}
-	const collector, source = "host.cipher", "AF_ALG skcipher xts(aes)"
+	const collector, source = CipherCollector, "AF_ALG skcipher xts(aes)"
 	if err := fs.NotLive(); err != nil {
 		s.AddError(collector, source, fmt.Errorf("cipher not measured for %s: %w", why, err))
 		return
