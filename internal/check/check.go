@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
@@ -122,12 +123,50 @@ type Config struct {
 	RequiredStacks []string `json:"required_stacks,omitempty"`
 }
 
-// Check is one registered check.
+// Check is one registered check. Besides its finding it declares, as plain
+// data, the facts other packages need about it, so that no other package
+// names a check id: the counters its fix should lower, its fleet series
+// and the kernel drop reasons it explains.
 type Check struct {
 	ID       string // stable dotted id: part of the JSON contract
 	Title    string
 	Severity Severity // default severity of a failing finding
 	Run      func(*Input) []Finding
+	// Watch is the counters `fix --apply` samples before and after the
+	// change to judge it; nil when no counter measures the fix (dm-crypt
+	// flags).
+	Watch *Watch
+	// Series is what `fleet verdict` compares across nodes by default;
+	// nil when the agent exports nothing the fix moves.
+	Series *Series
+	// DropReasons are the kernel skb drop reasons (names as `net drops`
+	// shows them: CPU_BACKLOG) that count the problem this check finds.
+	DropReasons []string
+}
+
+// Watch is the network counters a fix should lower: the ones its check
+// reads (internal/fix judges the change by their rates).
+type Watch struct {
+	Layer netmodel.Layer
+	// Counters are counter names within Layer (softnet_dropped,
+	// Udp.RcvbufErrors); all of the layer when empty.
+	Counters []string
+	// PerInterface keeps only the counters of the finding's subject
+	// interface.
+	PerInterface bool
+}
+
+// Series is the per-node Prometheus series a fix should lower, lower being
+// better: one of the agent's own series (docs/agent.md) or a recording rule
+// of deploy/kubernetes/prometheusrule.yaml.
+type Series struct {
+	Name string
+	// Expr is an instant PromQL query with one value per node: $node
+	// stands for the node label, $__rate_interval for the rate window.
+	Expr string
+	// Lookback is how far back a value of Expr reaches beyond
+	// $__rate_interval (a recording rule's own range).
+	Lookback time.Duration
 }
 
 var registry = map[string]Check{}
@@ -142,6 +181,12 @@ func Register(c Check) {
 		panic("check: incomplete registration " + c.ID)
 	}
 	registry[c.ID] = c
+}
+
+// Lookup returns the check registered as id.
+func Lookup(id string) (Check, bool) {
+	c, ok := registry[id]
+	return c, ok
 }
 
 // All returns the registered checks sorted by id.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/golden"
 )
 
@@ -54,6 +55,8 @@ func TestMeaningOf(t *testing.T) {
 	tests := map[string]Meaning{
 		"CPU_BACKLOG":       {Layer: "backlog", Check: "net.backlog-drops", Hint: exact["CPU_BACKLOG"].Hint},
 		"SOCKET_RCVBUFF":    {Layer: "socket", Check: "net.socket-rcvbuf", Hint: exact["SOCKET_RCVBUFF"].Hint},
+		"PROTO_MEM":         {Layer: "socket", Check: "net.socket-rcvbuf", Hint: exact["PROTO_MEM"].Hint},
+		"FULL_RING":         {Layer: "ring", Check: "net.ring-undersized", Hint: exact["FULL_RING"].Hint},
 		"NETFILTER_DROP":    {Layer: "netfilter", Hint: exact["NETFILTER_DROP"].Hint},
 		"TCP_ZEROWINDOW":    {Layer: "tcp"},
 		"IP_INNOROUTES":     {Layer: "ip"},
@@ -65,6 +68,27 @@ func TestMeaningOf(t *testing.T) {
 		if diff := cmp.Diff(want, MeaningOf(reason)); diff != "" {
 			t.Errorf("MeaningOf(%s) (-want +got)\n%s", reason, diff)
 		}
+	}
+}
+
+// TestCheckDropReasons: the reasons a check declares it owns
+// (check.Check.DropReasons) are ones this package places, each owned by
+// one check only.
+func TestCheckDropReasons(t *testing.T) {
+	owner := map[string]string{}
+	for _, c := range check.All() {
+		for _, r := range c.DropReasons {
+			if _, ok := exact[r]; !ok {
+				t.Errorf("%s owns drop reason %s, which exact does not place", c.ID, r)
+			}
+			if o, dup := owner[r]; dup {
+				t.Errorf("drop reason %s owned by %s and %s", r, o, c.ID)
+			}
+			owner[r] = c.ID
+		}
+	}
+	if len(owner) == 0 {
+		t.Error("no check owns a drop reason: the check packages are not imported")
 	}
 }
 

@@ -3,6 +3,12 @@ package dropreport
 import (
 	"fmt"
 	"strings"
+
+	"github.com/slowpath/slowpath/internal/check"
+	// The check packages register their checks, and the drop reasons
+	// they own, in init.
+	_ "github.com/slowpath/slowpath/internal/check/netcheck"
+	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
 )
 
 // ReasonName turns an enum skb_drop_reason constant name into the name
@@ -67,41 +73,38 @@ const (
 	LayerUnknown   = "unknown"
 )
 
-// Check IDs of issue 4 that drop reasons point to.
-const (
-	CheckBacklog   = "net.backlog-drops"
-	CheckRcvbuf    = "net.socket-rcvbuf"
-	CheckRing      = "net.ring-undersized"
-	CheckNoReasons = "net.no-drop-reasons"
-)
+// reason is what slowpath knows of one drop reason.
+type reason struct {
+	Layer, Hint string
+}
 
-// exact meanings of reasons that matter for the data path
+// exact places the reasons that matter for the data path
 // (include/net/dropreason-core.h for the definitions).
-var exact = map[string]Meaning{
-	"CPU_BACKLOG":     {LayerBacklog, CheckBacklog, "per-CPU input backlog full: raise net.core.netdev_max_backlog, spread RPS"},
-	"SOCKET_RCVBUFF":  {LayerSocket, CheckRcvbuf, "socket receive buffer full: the application reads too slowly or SO_RCVBUF/net.core.rmem_max is small"},
-	"PROTO_MEM":       {LayerSocket, CheckRcvbuf, "protocol memory limit reached (net.ipv4.udp_mem / tcp_mem)"},
-	"SOCKET_BACKLOG":  {LayerSocket, "", "socket backlog full while the socket was owned by user"},
-	"NO_SOCKET":       {LayerSocket, "", "no socket listens on the destination port"},
-	"SOCKET_CLOSE":    {LayerSocket, "", "socket closed with data queued"},
-	"SOCKET_FILTER":   {LayerSocket, "", "a socket filter (BPF/SO_ATTACH_FILTER) dropped it"},
-	"QUEUE_PURGE":     {LayerSocket, "", "queued data freed when a socket or queue was purged (usually a close)"},
-	"NETFILTER_DROP":  {LayerNetfilter, "", "a firewall rule dropped it: see nft list ruleset / iptables-save"},
-	"QDISC_DROP":      {LayerQdisc, "", "queueing discipline full: see tc -s qdisc"},
-	"QDISC_OVERLIMIT": {LayerQdisc, "", "queueing discipline over its limit: see tc -s qdisc"},
-	"QDISC_CONGESTED": {LayerQdisc, "", "queueing discipline congested: see tc -s qdisc"},
-	"FULL_RING":       {LayerRing, CheckRing, "device ring full"},
-	"NOMEM":           {LayerMemory, "", "allocation failed"},
-	"PFMEMALLOC":      {LayerMemory, "", "pfmemalloc skb to a socket that may not use reserves"},
-	"XDP":             {LayerXDP, "", "an XDP program dropped it"},
-	"TC_INGRESS":      {LayerTC, "", "a tc ingress filter dropped it"},
-	"TC_EGRESS":       {LayerTC, "", "a tc egress filter dropped it"},
-	"OTHERHOST":       {LayerIP, "", "packet for another host (promiscuous mode): normal on bridges"},
-	"IP_RPFILTER":     {LayerIP, "", "reverse path filter (net.ipv4.conf.*.rp_filter)"},
-	"UDP_CSUM":        {LayerUDP, "", "bad UDP checksum"},
-	"NOT_SPECIFIED":   {LayerUnknown, "", "freed without a reason: mostly not a drop (see docs/drops.md)"},
-	"DEV_READY":       {LayerDevice, "", "device not up or not ready"},
-	"DEV_HDR":         {LayerDevice, "", "bad link-layer header"},
+var exact = map[string]reason{
+	"CPU_BACKLOG":     {LayerBacklog, "per-CPU input backlog full: raise net.core.netdev_max_backlog, spread RPS"},
+	"SOCKET_RCVBUFF":  {LayerSocket, "socket receive buffer full: the application reads too slowly or SO_RCVBUF/net.core.rmem_max is small"},
+	"PROTO_MEM":       {LayerSocket, "protocol memory limit reached (net.ipv4.udp_mem / tcp_mem)"},
+	"SOCKET_BACKLOG":  {LayerSocket, "socket backlog full while the socket was owned by user"},
+	"NO_SOCKET":       {LayerSocket, "no socket listens on the destination port"},
+	"SOCKET_CLOSE":    {LayerSocket, "socket closed with data queued"},
+	"SOCKET_FILTER":   {LayerSocket, "a socket filter (BPF/SO_ATTACH_FILTER) dropped it"},
+	"QUEUE_PURGE":     {LayerSocket, "queued data freed when a socket or queue was purged (usually a close)"},
+	"NETFILTER_DROP":  {LayerNetfilter, "a firewall rule dropped it: see nft list ruleset / iptables-save"},
+	"QDISC_DROP":      {LayerQdisc, "queueing discipline full: see tc -s qdisc"},
+	"QDISC_OVERLIMIT": {LayerQdisc, "queueing discipline over its limit: see tc -s qdisc"},
+	"QDISC_CONGESTED": {LayerQdisc, "queueing discipline congested: see tc -s qdisc"},
+	"FULL_RING":       {LayerRing, "device ring full"},
+	"NOMEM":           {LayerMemory, "allocation failed"},
+	"PFMEMALLOC":      {LayerMemory, "pfmemalloc skb to a socket that may not use reserves"},
+	"XDP":             {LayerXDP, "an XDP program dropped it"},
+	"TC_INGRESS":      {LayerTC, "a tc ingress filter dropped it"},
+	"TC_EGRESS":       {LayerTC, "a tc egress filter dropped it"},
+	"OTHERHOST":       {LayerIP, "packet for another host (promiscuous mode): normal on bridges"},
+	"IP_RPFILTER":     {LayerIP, "reverse path filter (net.ipv4.conf.*.rp_filter)"},
+	"UDP_CSUM":        {LayerUDP, "bad UDP checksum"},
+	"NOT_SPECIFIED":   {LayerUnknown, "freed without a reason: mostly not a drop (see docs/drops.md)"},
+	"DEV_READY":       {LayerDevice, "device not up or not ready"},
+	"DEV_HDR":         {LayerDevice, "bad link-layer header"},
 }
 
 // prefixes classify the many reasons not listed above, so reasons added by
@@ -134,10 +137,22 @@ var prefixes = []struct {
 	{"MAC_", LayerDevice},
 }
 
+// checkOf names the check that looks at each reason's problem: the checks
+// declare the reasons they own (check.Check.DropReasons).
+var checkOf = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range check.All() {
+		for _, r := range c.DropReasons {
+			m[r] = c.ID
+		}
+	}
+	return m
+}()
+
 // MeaningOf returns the layer, check and hint for a reason name.
 func MeaningOf(reason string) Meaning {
-	if m, ok := exact[reason]; ok {
-		return m
+	if r, ok := exact[reason]; ok {
+		return Meaning{Layer: r.Layer, Check: checkOf[reason], Hint: r.Hint}
 	}
 	for _, p := range prefixes {
 		if strings.HasPrefix(reason, p.prefix) {

@@ -3,9 +3,14 @@ package fix
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
+	// The check packages register their checks, and the counters their
+	// fixes should lower, in init.
+	_ "github.com/slowpath/slowpath/internal/check/netcheck"
+	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 )
 
@@ -22,24 +27,15 @@ const MinWatch = 2
 // about 0.3% of the time (two-sided, normal approximation), docs/fix.md.
 const NoiseSigmas = 3
 
-// watched names the counters each fix should lower: the ones its check
-// reads (internal/check/netcheck).
-var watched = map[string]struct {
-	layer    netmodel.Layer
-	counters []string // all of the layer when empty
-	perIface bool     // only the entry's subject interface
-}{
-	"net.backlog-drops":   {layer: netmodel.LayerBacklog, counters: []string{"softnet_dropped"}},
-	"net.time-squeeze":    {layer: netmodel.LayerBudget, counters: []string{"softnet_time_squeeze"}},
-	"net.socket-rcvbuf":   {layer: netmodel.LayerSocket, counters: []string{"Udp.RcvbufErrors", "Udp6.RcvbufErrors"}},
-	"net.ring-undersized": {layer: netmodel.LayerRing, perIface: true},
+// watch is the counters e's fix should lower, as its check declares them
+// (check.Check.Watch); nil when none measures the fix.
+func watch(e Entry) *check.Watch {
+	c, _ := check.Lookup(e.ID)
+	return c.Watch
 }
 
 // Watched reports whether e's fix has counters that should fall.
-func Watched(e Entry) bool {
-	_, ok := watched[e.ID]
-	return ok
-}
+func Watched(e Entry) bool { return watch(e) != nil }
 
 // Window is the watched counters of one entry over one sampling window.
 type Window struct {
@@ -55,37 +51,28 @@ func (w Window) Rate() float64 { return float64(w.Count) / w.Seconds }
 // ok is false when the fix has no counters to watch (dm-crypt flags) or m
 // has no rates (one sample).
 func WatchedWindow(m *netmodel.Model, e Entry) (w Window, ok bool) {
-	spec, has := watched[e.ID]
-	if !has || m == nil || m.IntervalSeconds <= 0 {
+	spec := watch(e)
+	if spec == nil || m == nil || m.IntervalSeconds <= 0 {
 		return Window{}, false
 	}
 	w.Seconds = m.IntervalSeconds
 	for _, c := range m.Counters {
-		if c.Layer != spec.layer || c.Aggregate || c.Delta == nil {
+		if c.Layer != spec.Layer || c.Aggregate || c.Delta == nil {
 			continue
 		}
-		if len(spec.counters) > 0 && !contains(spec.counters, c.Counter) {
+		if len(spec.Counters) > 0 && !slices.Contains(spec.Counters, c.Counter) {
 			continue
 		}
-		if spec.perIface && c.Subject != e.Subject {
+		if spec.PerInterface && c.Subject != e.Subject {
 			continue
 		}
 		w.Count += *c.Delta
 		w.Names = append(w.Names, c.Counter+" "+c.Subject)
 	}
 	if len(w.Names) == 0 {
-		w.Names = append(w.Names, string(spec.layer)+" counters (none non-zero)")
+		w.Names = append(w.Names, string(spec.Layer)+" counters (none non-zero)")
 	}
 	return w, true
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Status is what a verification could establish about an applied entry.

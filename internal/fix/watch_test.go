@@ -1,11 +1,14 @@
 package fix
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/collect/network"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // model is a 2 s window with counters given as counts over it.
@@ -81,5 +84,78 @@ func TestVerifyUnequalWindows(t *testing.T) {
 	v := Verify(e, &netmodel.Model{IntervalSeconds: 1, Counters: []netmodel.Counter{c(100)}}, nil, &netmodel.Model{IntervalSeconds: 10, Counters: []netmodel.Counter{c(1000)}})
 	if v.Status != NotProven {
 		t.Errorf("equal rates over unequal windows: %+v", v)
+	}
+}
+
+// TestWatchedCountersExist: the counters a check declares for its fix
+// (check.Check.Watch) are ones netmodel gives, under the layer the check
+// names: seen in a fixture host's samples, or kept by the collector
+// (network.SNMPKeys). A misspelt name would leave a fix nothing to watch:
+// never verified, never rolled back. A per-interface watch needs a layer
+// whose counters are all an interface's.
+func TestWatchedCountersExist(t *testing.T) {
+	type key struct {
+		layer   netmodel.Layer
+		counter string // "" for any counter of the layer
+	}
+	seen := map[key]bool{}
+	notIface := map[netmodel.Layer]bool{} // a counter of the layer is not an interface's
+	add := func(s snapshot.NetSample) {
+		ifaces := map[string]bool{}
+		for _, i := range s.Interfaces {
+			ifaces[i.Name] = true
+		}
+		for _, c := range netmodel.Totals(s) {
+			seen[key{c.Layer, c.Counter}], seen[key{c.Layer, ""}] = true, true
+			if !ifaces[c.Subject] {
+				notIface[c.Layer] = true
+			}
+		}
+	}
+	hosts, err := filepath.Glob("../../testdata/hosts/*.json")
+	if err != nil || len(hosts) == 0 {
+		t.Fatalf("no fixture hosts: %v", err)
+	}
+	for _, h := range hosts {
+		s, err := snapshot.Load(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Net != nil {
+			for _, smp := range s.Net.Samples {
+				add(smp)
+			}
+		}
+	}
+	snmp := map[string]int64{}
+	for _, k := range network.SNMPKeys {
+		snmp[k] = 1
+	}
+	add(snapshot.NetSample{SNMP: snmp})
+
+	watches := 0
+	for _, c := range check.All() {
+		w := c.Watch
+		if w == nil {
+			continue
+		}
+		watches++
+		if !seen[key{w.Layer, ""}] {
+			t.Errorf("%s watches layer %q: no counter of it in any fixture", c.ID, w.Layer)
+		}
+		for _, n := range w.Counters {
+			if !seen[key{w.Layer, n}] {
+				t.Errorf("%s watches %s counter %q: netmodel gives none of that name in that layer", c.ID, w.Layer, n)
+			}
+		}
+		if w.PerInterface && notIface[w.Layer] {
+			t.Errorf("%s watches %s per interface, but the layer has counters of other subjects", c.ID, w.Layer)
+		}
+		if !Watched(Entry{ID: c.ID}) {
+			t.Errorf("%s declares a watch that fix does not see", c.ID)
+		}
+	}
+	if watches == 0 {
+		t.Error("no check declares a watch: the check packages are not imported")
 	}
 }

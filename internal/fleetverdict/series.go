@@ -2,13 +2,17 @@ package fleetverdict
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/slowpath/slowpath/internal/canary"
+	"github.com/slowpath/slowpath/internal/check"
+	// The check packages register their checks, and their fleet series,
+	// in init.
+	_ "github.com/slowpath/slowpath/internal/check/netcheck"
+	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
 )
 
 // Series is one per-node PromQL expression the verdict compares: an
@@ -33,42 +37,26 @@ const (
 	Lower  = "lower"
 )
 
-// findingSeries is the series each check's fix is meant to move, lower
-// being better for all of them: the agent's own counters (docs/agent.md),
-// or for dm-crypt's flags the tax recording rule of
-// deploy/kubernetes/prometheusrule.yaml.
-var findingSeries = map[string]Series{
-	"net.backlog-drops": {Name: "backlog_drops_per_second",
-		Expr: `sum by ($node) (rate(slowpath_net_drops_total{layer="backlog"}[$__rate_interval]))`},
-	"net.ring-undersized": {Name: "ring_drops_per_second",
-		Expr: `sum by ($node) (rate(slowpath_net_drops_total{layer="ring"}[$__rate_interval]))`},
-	"net.time-squeeze": {Name: "time_squeezes_per_second",
-		Expr: `sum by ($node) (rate(slowpath_net_time_squeeze_total[$__rate_interval]))`},
-	"dmcrypt.workqueue": {Name: "dmcrypt_added_await_seconds", Lookback: 5 * time.Minute,
-		Expr: `avg by ($node) (instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m)`},
-	"dmcrypt.same-cpu-crypt": {Name: "dmcrypt_added_await_seconds", Lookback: 5 * time.Minute,
-		Expr: `avg by ($node) (instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m)`},
-}
-
 // FindingSeries is the default primary series of the change id: the
-// finding's own evidence, per node by the label node.
+// finding's own evidence, per node by the label node, as its check
+// declares it (check.Check.Series), lower being better.
 func FindingSeries(id, node string) (Series, bool) {
-	s, ok := findingSeries[id]
-	if !ok {
+	c, ok := check.Lookup(id)
+	if !ok || c.Series == nil {
 		return Series{}, false
 	}
-	s.Expr = strings.ReplaceAll(s.Expr, "$node", node)
-	s.Role, s.Better = canary.RolePrimary, Lower
-	return s, true
+	return Series{Name: c.Series.Name, Expr: strings.ReplaceAll(c.Series.Expr, "$node", node),
+		Role: canary.RolePrimary, Better: Lower, Lookback: c.Series.Lookback}, true
 }
 
 // FindingIDs are the change ids with a default series, sorted.
 func FindingIDs() []string {
-	ids := make([]string, 0, len(findingSeries))
-	for id := range findingSeries {
-		ids = append(ids, id)
+	var ids []string
+	for _, c := range check.All() {
+		if c.Series != nil {
+			ids = append(ids, c.ID)
+		}
 	}
-	slices.Sort(ids)
 	return ids
 }
 

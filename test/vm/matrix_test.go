@@ -111,7 +111,8 @@ func testKernelFacts(t *testing.T, k *kernelLab) {
 		if got := o.snap.Net.DropReasons.Status; got != want {
 			t.Errorf("snapshot drop_reasons %q (%s), kernels/%s.expect says %s", got, o.snap.Net.DropReasons.Detail, k.Name, want)
 		}
-		fs := o.findings(dropreport.CheckNoReasons)
+		const id = "net.no-drop-reasons"
+		fs := o.findings(id)
 		if e.DropReasons {
 			// Silent: doctor lists no failing finding of the check.
 			for _, f := range fs {
@@ -122,7 +123,7 @@ func testKernelFacts(t *testing.T, k *kernelLab) {
 			return
 		}
 		if len(fs) != 1 {
-			t.Fatalf("%d %s findings on a kernel without drop reasons, want 1", len(fs), dropreport.CheckNoReasons)
+			t.Fatalf("%d %s findings on a kernel without drop reasons, want 1", len(fs), id)
 		}
 		f := fs[0]
 		// It fires, and its text is accurate for this kernel: reasons

@@ -25,17 +25,24 @@ func init() {
 		Title:    "Per-CPU input backlog overflowing (net.core.netdev_max_backlog)",
 		Severity: check.Warning,
 		Run:      backlogDrops,
+		Watch:    backlogWatch,
+		Series: &check.Series{Name: "backlog_drops_per_second",
+			Expr: `sum by ($node) (rate(slowpath_net_drops_total{layer="backlog"}[$__rate_interval]))`},
+		DropReasons: []string{"CPU_BACKLOG"},
 	})
 }
 
 const idBacklogDrops = "net.backlog-drops"
+
+// backlogWatch is what the check reads and its fix should lower.
+var backlogWatch = &check.Watch{Layer: netmodel.LayerBacklog, Counters: []string{"softnet_dropped"}}
 
 func backlogDrops(in *check.Input) []check.Finding {
 	m := in.Network
 	if m == nil {
 		return nil
 	}
-	cs := counters(m, netmodel.LayerBacklog, "softnet_dropped")
+	cs := watched(m, backlogWatch)
 	if m.CPUs == 0 {
 		// Missing input is not a finding about the host: info, like an
 		// incomplete storage path, so it does not fail --fail-on warning.

@@ -37,6 +37,11 @@ func counters(m *netmodel.Model, layer netmodel.Layer, names ...string) []netmod
 	return out
 }
 
+// watched returns the counters of w, on every subject.
+func watched(m *netmodel.Model, w *check.Watch) []netmodel.Counter {
+	return counters(m, w.Layer, w.Counters...)
+}
+
 func contains(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {

@@ -21,8 +21,16 @@ func init() {
 		Title:    "NIC RX ring below its maximum while the NIC runs out of descriptors",
 		Severity: check.Warning,
 		Run:      ringUndersized,
+		Watch:    ringWatch,
+		Series: &check.Series{Name: "ring_drops_per_second",
+			Expr: `sum by ($node) (rate(slowpath_net_drops_total{layer="ring"}[$__rate_interval]))`},
+		DropReasons: []string{"FULL_RING"},
 	})
 }
+
+// ringWatch is what the check reads and its fix should lower: all of an
+// interface's ring counters, since drivers name theirs differently.
+var ringWatch = &check.Watch{Layer: netmodel.LayerRing, PerInterface: true}
 
 func ringUndersized(in *check.Input) []check.Finding {
 	m := in.Network
@@ -36,7 +44,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 		}
 		r := ifc.Ring
 		var ring []netmodel.Counter
-		for _, c := range counters(m, netmodel.LayerRing) {
+		for _, c := range watched(m, ringWatch) {
 			if c.Subject == ifc.Name {
 				ring = append(ring, c)
 			}

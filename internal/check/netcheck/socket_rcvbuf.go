@@ -20,17 +20,24 @@ func init() {
 		Title:    "UDP receive buffers overflowing (RcvbufErrors)",
 		Severity: check.Warning,
 		Run:      socketRcvbuf,
+		Watch:    rcvbufWatch,
+		// A full receive buffer, or the protocol's memory limit (udp_mem,
+		// tcp_mem) reached (include/net/dropreason-core.h).
+		DropReasons: []string{"SOCKET_RCVBUFF", "PROTO_MEM"},
 	})
 }
 
 const idSocketRcvbuf = "net.socket-rcvbuf"
+
+// rcvbufWatch is what the check reads and its fix should lower.
+var rcvbufWatch = &check.Watch{Layer: netmodel.LayerSocket, Counters: []string{"Udp.RcvbufErrors", "Udp6.RcvbufErrors"}}
 
 func socketRcvbuf(in *check.Input) []check.Finding {
 	m := in.Network
 	if m == nil {
 		return nil
 	}
-	cs := counters(m, netmodel.LayerSocket, "Udp.RcvbufErrors", "Udp6.RcvbufErrors")
+	cs := watched(m, rcvbufWatch)
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#rmem-max", "https://man7.org/linux/man-pages/man7/socket.7.html"}
 	// One decision for the remedy and the plan: rmem_max is raised to
 	// rcvbufMax, never lowered (a host at 33554432 was once told to set

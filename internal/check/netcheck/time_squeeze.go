@@ -14,15 +14,21 @@ func init() {
 		Title:    "Softirq budget exhausted with packets left (time_squeeze)",
 		Severity: check.Info,
 		Run:      timeSqueeze,
+		Watch:    squeezeWatch,
+		Series: &check.Series{Name: "time_squeezes_per_second",
+			Expr: `sum by ($node) (rate(slowpath_net_time_squeeze_total[$__rate_interval]))`},
 	})
 }
+
+// squeezeWatch is what the check reads and its fix should lower.
+var squeezeWatch = &check.Watch{Layer: netmodel.LayerBudget, Counters: []string{"softnet_time_squeeze"}}
 
 func timeSqueeze(in *check.Input) []check.Finding {
 	m := in.Network
 	if m == nil || m.CPUs == 0 {
 		return nil
 	}
-	cs := counters(m, netmodel.LayerBudget, "softnet_time_squeeze")
+	cs := watched(m, squeezeWatch)
 	refs := []string{"https://www.kernel.org/doc/html/latest/admin-guide/sysctl/net.html#netdev-budget"}
 	if m.IntervalSeconds == 0 {
 		if t := sumTotal(cs); t > 0 {

@@ -3,6 +3,7 @@ package storagecheck
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
@@ -24,6 +25,12 @@ const (
 	refDoubleEncryption = "https://www.algolia.com/blog/engineering/unintended-double-encryption"
 	refIOStats          = "https://docs.kernel.org/block/stat.html"
 )
+
+// addedAwaitSeries is what a dm-crypt flag's fix should lower on each
+// node: the await dm-crypt adds over the device beneath, a recording rule
+// of deploy/kubernetes/prometheusrule.yaml over 5 minutes.
+var addedAwaitSeries = &check.Series{Name: "dmcrypt_added_await_seconds", Lookback: 5 * time.Minute,
+	Expr: `avg by ($node) (instance_mountpoint:slowpath_dmcrypt_added_await_seconds:rate5m)`}
 
 // cryptUse is one dm-crypt device and the paths it serves. A crypt device
 // can appear in several paths (a loop file on it, bind mounts), but checks

@@ -21,6 +21,7 @@ func init() {
 		Title:    "dm-crypt on fast storage on a pre-5.9 kernel without same_cpu_crypt",
 		Severity: check.Info,
 		Run:      runSameCPU,
+		Series:   addedAwaitSeries,
 	})
 }
 

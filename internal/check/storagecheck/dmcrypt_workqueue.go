@@ -18,6 +18,7 @@ func init() {
 		Title:    "dm-crypt on fast storage still uses kcryptd workqueues",
 		Severity: check.Warning,
 		Run:      runWorkqueue,
+		Series:   addedAwaitSeries,
 	})
 }
 
