@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 func TestReasonName(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/collect/host"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 	"github.com/slowpath/slowpath/internal/workload/cipherlimit"
 )
 

@@ -17,9 +17,9 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/slowpath/slowpath/internal/collect/storage"
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // Top and Bottom are the kernel names of the crypt mapping and the disk

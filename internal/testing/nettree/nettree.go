@@ -22,7 +22,7 @@ import (
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // BootID is every tree's boot id, the one the state file records.
