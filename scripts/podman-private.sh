@@ -1,4 +1,4 @@
-# Sourced by scripts/image.sh and internal/imagetest: points podman at a
+# Sourced by scripts/image.sh and internal/testing/imagetest: points podman at a
 # store, run directory and configuration of its own under a directory, so
 # no image store is left behind, with the only settings under which
 # Debian's podman 4.3 runs on this machine kind: runc (crun refuses hybrid

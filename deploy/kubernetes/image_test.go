@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/slowpath/slowpath/internal/imagetest"
-	"github.com/slowpath/slowpath/internal/prometheustest"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/imagetest"
+	"github.com/slowpath/slowpath/internal/testing/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/trialsecret"
 )
 

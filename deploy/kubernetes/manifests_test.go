@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/prometheustest"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/agenttest"
+	"github.com/slowpath/slowpath/internal/testing/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // decodeStrict decodes y into the typed object for kind, rejecting unknown

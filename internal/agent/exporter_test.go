@@ -15,9 +15,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/dropreport"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 const hostsDir = "../../testdata/hosts"

@@ -11,12 +11,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/slowpath/slowpath/internal/agent/taxtree"
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/taxtree"
 )
 
 // clock is a Live.Now the test moves.

@@ -13,9 +13,9 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/storage"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // gen2IMDS is the part of an IMDS /metadata/instance answer the collector

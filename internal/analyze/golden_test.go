@@ -10,9 +10,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 const (

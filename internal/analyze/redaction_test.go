@@ -15,10 +15,10 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/storage"
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/report"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
 )
 
 type noFscrypt struct{}

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
-	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // loopExt4 makes an ext4 filesystem on a loop device over a file of the

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // foreignTree builds a host tree that is not this host's but looks like it

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 func TestReasonName(t *testing.T) {

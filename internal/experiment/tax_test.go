@@ -14,10 +14,10 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/host"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 // cryptPath is ext4 on dm-crypt dm-0 on sda, or with stacked, dm-crypt

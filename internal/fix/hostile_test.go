@@ -17,7 +17,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // hostileNames are strings a snapshot from someone else may hold as an

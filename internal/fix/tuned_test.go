@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestTunedProfileWithTunedsLoader reads every fixture's --format tuned

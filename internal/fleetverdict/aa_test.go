@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/canary"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 // aaFile holds 200 windows of a group of 12 nodes with no change at all:

@@ -9,7 +9,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/network"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // TestCollectedTreesValidate: what the collectors make of every saved host

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestFioJobFiles: a job file that names a file or program outside --dir

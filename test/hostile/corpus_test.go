@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // update rewrites testdata/hostile (snapshots and README.md) from the

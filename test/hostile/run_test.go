@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/quote"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 var (

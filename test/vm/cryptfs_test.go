@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
-	"github.com/slowpath/slowpath/internal/capture/capfile/capfiletest"
+	"github.com/slowpath/slowpath/internal/testing/capfiletest"
 )
 
 // cryptFSScript runs lab crypt on ext4 with the profiles that need files:

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 // modelLab is the lab run of the instruction-count model: plain, default

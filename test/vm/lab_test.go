@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // kernelLab is one kernel of the matrix: its pin, its expectations and,

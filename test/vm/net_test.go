@@ -12,7 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // parseEthtoolG reads `ethtool -g` output into the pre-set maximums and the

@@ -11,8 +11,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/slowpath/slowpath/internal/dropreport"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func TestProbeKernelNamesReasons(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/bpf/btftest"
 	"github.com/slowpath/slowpath/internal/dropreport"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/btftest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // kernelBTF builds a BTF blob with the tracepoint prototype of one kernel

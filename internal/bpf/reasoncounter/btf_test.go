@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/slowpath/slowpath/internal/bpf/btftest"
+	"github.com/slowpath/slowpath/internal/testing/btftest"
 )
 
 // TestReasonArgFromBTF: where the reason is read from follows each

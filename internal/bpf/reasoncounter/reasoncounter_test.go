@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func noSocket(tb testing.TB, c *Counter) uint64 {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func TestFind(t *testing.T) {

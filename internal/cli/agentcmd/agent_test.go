@@ -26,11 +26,11 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
-	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/agenttest"
+	"github.com/slowpath/slowpath/internal/testing/golden"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 const hostsDir = "../../../testdata/hosts"

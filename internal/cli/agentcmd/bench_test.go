@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // procCPU is a process's user+system CPU time from /proc/PID/stat (fields

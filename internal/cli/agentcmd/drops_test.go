@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/agenttest"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 var cpuBacklog = regexp.MustCompile(`(?m)^slowpath_skb_drops_total\{layer="backlog",reason="CPU_BACKLOG"\} (\S+)$`)
@@ -34,7 +34,7 @@ func backlogDrops(t *testing.T, addr string) uint64 {
 
 // TestDropsCollectorFlood: with --collector.drops, the agent's CPU_BACKLOG
 // counter grows by exactly the softnet_stat dropped delta of an iperf3
-// flood into a veth whose RPS CPU has a 16-packet backlog (internal/lab/netlab).
+// flood into a veth whose RPS CPU has a 16-packet backlog (internal/testing/netlab).
 func TestDropsCollectorFlood(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "iperf3", "iperf3")

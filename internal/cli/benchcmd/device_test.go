@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestDevice: a blank loop device is benchmarked with --destroy-data; once

@@ -9,8 +9,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
-	"github.com/slowpath/slowpath/internal/capture/capfile/capfiletest"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/capfiletest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func TestReplay(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func testEnv() (*clienv.Env, *bytes.Buffer, *bytes.Buffer) {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/comparisontest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // BenchmarkCompareCLI is the performance case end to end, as a user

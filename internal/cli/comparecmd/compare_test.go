@@ -13,11 +13,11 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/htmlpage"
+	"github.com/slowpath/slowpath/internal/testing/comparisontest"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 const resultsDir = "../../../testdata/results"

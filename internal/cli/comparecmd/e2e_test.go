@@ -12,8 +12,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // e2eProfile is the bench profile of the end-to-end test: commits with

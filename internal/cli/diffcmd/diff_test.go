@@ -11,8 +11,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/diffcmd"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 const hostsDir = "../../../testdata/hosts"

@@ -18,9 +18,9 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/fixcmd"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 const accelnet = "../../../testdata/hosts/net-azure-accelnet.json"

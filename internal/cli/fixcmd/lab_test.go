@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/fix/apply"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
-	"github.com/slowpath/slowpath/internal/lockedbuf"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/lockedbuf"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 const backlogPath = "/proc/sys/net/core/netdev_max_backlog"

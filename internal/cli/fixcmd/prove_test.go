@@ -12,7 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/lab/hostlock"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestProveOnThisHost runs `fix --apply --prove` end to end on this host

@@ -13,13 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/fleettax"
-	"github.com/slowpath/slowpath/internal/golden"
-	"github.com/slowpath/slowpath/internal/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/agenttest"
+	"github.com/slowpath/slowpath/internal/testing/golden"
+	"github.com/slowpath/slowpath/internal/testing/prometheustest"
 )
 
 const hostsDir = "../../../testdata/hosts"

@@ -18,12 +18,12 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/slowpath/slowpath/internal/agent/nettree"
-	"github.com/slowpath/slowpath/internal/cli/agentcmd/agenttest"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/cli/fleetcmd"
 	"github.com/slowpath/slowpath/internal/fleetverdict"
-	"github.com/slowpath/slowpath/internal/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/agenttest"
+	"github.com/slowpath/slowpath/internal/testing/nettree"
+	"github.com/slowpath/slowpath/internal/testing/prometheustest"
 )
 
 // verdictGroup is one node pool of the verdict fleet: its nodes, how many

@@ -9,9 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func TestCollectIdentity(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // btfBlob builds a BTF blob as the kernel lays it out: header, type

@@ -18,10 +18,10 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/storage"
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // notEncrypted answers every fscrypt question with "not encrypted": the

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // materialise writes testdata/name (txtar) into a temporary root.

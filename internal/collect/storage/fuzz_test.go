@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/dmioctl"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
 )
 
 func FuzzParseMountInfo(f *testing.F) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // cryptsetup runs cryptsetup on an image file (no device-mapper needed:

@@ -13,10 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // testKey is a real-looking 512-bit XTS key (two AES-256 keys).

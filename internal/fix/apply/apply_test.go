@@ -14,8 +14,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // The state machine runs here against a temporary /proc/sys tree and

@@ -7,8 +7,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // rebootedHost is a host tree with the snapshots' machine id and another

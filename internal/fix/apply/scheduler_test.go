@@ -9,7 +9,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
 )
 
 func TestActiveScheduler(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fix/apply"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // The toggle runs the real applier against a temporary /proc/sys tree and

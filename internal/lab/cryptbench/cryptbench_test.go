@@ -15,13 +15,13 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/lab/cryptlab"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/report/htmlpage"
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 // TestChooseBacking: db-commit's default ramdisk grows with the CPUs (2

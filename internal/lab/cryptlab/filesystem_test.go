@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestPlanUnmounts: a recorded mount under the lab's directory is

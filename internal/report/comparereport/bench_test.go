@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/testing/comparisontest"
 )
 
 // BenchmarkCompareText is the performance case: two results with 10

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
-	"github.com/slowpath/slowpath/internal/golden"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/testing/comparisontest"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 

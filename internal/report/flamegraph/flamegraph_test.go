@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 func TestParseFolded(t *testing.T) {

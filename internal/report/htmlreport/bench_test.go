@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/chromium"
+	"github.com/slowpath/slowpath/internal/testing/chromium"
 )
 
 // BenchmarkCompareHTML is the HTML budget for two results of 10 runs

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/comparison"
-	"github.com/slowpath/slowpath/internal/comparison/comparisontest"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/htmlpage"
+	"github.com/slowpath/slowpath/internal/testing/comparisontest"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
 

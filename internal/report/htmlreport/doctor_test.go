@@ -11,10 +11,10 @@ import (
 
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/chromium"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/chromium"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 func doctorReport(t *testing.T, host string) *analyze.Report {

@@ -12,7 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/golden"
+	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
 // TestCatalogue keeps docs/profiles.md, generated from the registry, in

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
-	"github.com/slowpath/slowpath/internal/testenv"
-	"github.com/slowpath/slowpath/internal/testenv/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/loopfs"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )

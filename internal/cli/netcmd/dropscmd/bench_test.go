@@ -23,9 +23,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // tracer is one way of watching drops during a load. start attaches it;

@@ -17,7 +17,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // childEnv holds the arguments of `net drops` when this test binary runs

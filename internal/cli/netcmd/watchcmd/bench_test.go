@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // cpuPerSecond runs cmd to completion and returns the CPU time (user+system,

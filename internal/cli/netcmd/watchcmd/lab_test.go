@@ -11,8 +11,8 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/cli/netcmd/watchcmd"
-	"github.com/slowpath/slowpath/internal/lab/netlab"
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/netlab"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 type floodRun struct {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // New sets up a lab for a test and closes it in t.Cleanup, which also runs

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // Image is the slowpath image, loaded.

@@ -16,7 +16,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/lockedbuf"
+	"github.com/slowpath/slowpath/internal/testing/lockedbuf"
 )
 
 // Start runs the agent with args (plus --web.listen-address 127.0.0.1:0)

@@ -10,6 +10,7 @@ package nettree
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +23,8 @@ import (
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fixstate"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/stdfile"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // BootID is every tree's boot id, the one the state file records.
@@ -154,7 +156,7 @@ func (tr *Tree) Keep(t testing.TB) {
 	t.Cleanup(func() { close(stop); <-done })
 }
 
-// write replaces the moving files, each by a rename. Caller holds mu.
+// write replaces the moving files, each whole. Caller holds mu.
 func (tr *Tree) write() error {
 	var sn strings.Builder
 	for cpu := range tr.cpus {
@@ -170,12 +172,14 @@ func (tr *Tree) write() error {
 	return replace(filepath.Join(tr.Root, "proc/sys/net/core/netdev_max_backlog"), fmt.Sprintf("%d\n", tr.backlog))
 }
 
+// replace writes p whole (stdfile.WriteFile), so an agent reading it
+// sees the old or the new content, never half of it.
 func replace(p, content string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p+".new", []byte(content), 0o644); err != nil {
+	return stdfile.WriteFile(p, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
 		return err
-	}
-	return os.Rename(p+".new", p)
+	})
 }

@@ -7,7 +7,7 @@ package taxtree
 import (
 	_ "embed"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,9 +17,10 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/slowpath/slowpath/internal/collect/storage"
-	"github.com/slowpath/slowpath/internal/collect/storage/dmtest"
 	"github.com/slowpath/slowpath/internal/hostfs"
-	"github.com/slowpath/slowpath/internal/hostfs/hostfstest"
+	"github.com/slowpath/slowpath/internal/stdfile"
+	"github.com/slowpath/slowpath/internal/testing/dmtest"
+	"github.com/slowpath/slowpath/internal/testing/hostfstest"
 )
 
 // Top and Bottom are the kernel names of the crypt mapping and the disk
@@ -112,18 +113,17 @@ func (tr *Tree) Advance(ios, bytesPerIO, topAwaitUS, bottomAwaitUS uint64) error
 	return tr.write()
 }
 
-// write replaces both stat files, each by a rename, so a reader sees the
-// old or the new line, never half of one.
+// write replaces both stat files, each whole (stdfile.WriteFile), so a
+// reader sees the old or the new line, never half of one.
 func (tr *Tree) write() error {
 	for _, f := range []struct {
 		dir string
 		c   counters
 	}{{topDir, tr.top}, {bottomDir, tr.bottom}} {
-		p := filepath.Join(tr.Root, f.dir, "stat")
-		if err := os.WriteFile(p+".new", []byte(f.c.line()), 0o644); err != nil {
+		if err := stdfile.WriteFile(filepath.Join(tr.Root, f.dir, "stat"), func(w io.Writer) error {
+			_, err := io.WriteString(w, f.c.line())
 			return err
-		}
-		if err := os.Rename(p+".new", p); err != nil {
+		}); err != nil {
 			return err
 		}
 	}

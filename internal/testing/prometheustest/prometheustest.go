@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/yaml"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // Target is one scrape target with the labels Prometheus attaches to its

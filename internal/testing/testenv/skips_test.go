@@ -27,7 +27,7 @@ func TestNoPlainSkips(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == filepath.Join(root, "internal", "testenv", "testenv.go") {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == filepath.Join(root, "internal", "testing", "testenv", "testenv.go") {
 			return nil
 		}
 		f, err := os.Open(path)

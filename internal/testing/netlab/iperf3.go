@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/lockedbuf"
+	"github.com/slowpath/slowpath/internal/testing/lockedbuf"
 )
 
 // FloodOptions shapes the iperf3 UDP flood. The zero value floods as fast as

@@ -6,11 +6,11 @@ import (
 	"io"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/agent/taxtree"
 	"github.com/slowpath/slowpath/internal/cli/agentcmd"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/lockedbuf"
-	"github.com/slowpath/slowpath/internal/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/lockedbuf"
+	"github.com/slowpath/slowpath/internal/testing/prometheustest"
+	"github.com/slowpath/slowpath/internal/testing/taxtree"
 )
 
 // TaxCipher is the one-core AES-XTS figure the tax fleet's agents are

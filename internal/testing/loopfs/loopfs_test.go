@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // TestLoopExt4Undone: inside a subtest the loop device is bound to the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowpath/slowpath/internal/testenv"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 const helperEnv = "SLOWPATH_NETLAB_HELPER"
