@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +93,7 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "plan from a saved snapshot `FILE` instead of this host")
-	f.StringVar(&o.Format, "format", "shell", "plan format: "+strings.Join(fix.Formats, ", "))
+	formats.AddFlag(f, &o.Format)
 	f.StringSliceVar(&o.Only, "only", nil, "only the findings of these check `ID`s (repeat or comma-separate)")
 	f.BoolVar(&o.Apply, "apply", false, "apply the runtime changes, verify them and roll back what did not help")
 	f.BoolVar(&o.Rollback, "rollback", false, "restore everything the state file records")
@@ -112,12 +111,16 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	return cmd
 }
 
+// formats are fix's --format values: the plan renderings, which its
+// usage line calls plan formats.
+var formats = clienv.Formats{Names: fix.Formats, Default: "shell", Usage: "plan format: " + strings.Join(fix.Formats, ", ")}
+
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !slices.Contains(fix.Formats, o.Format) {
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use %s", o.Format, strings.Join(fix.Formats, ", ")))
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
 	}
 	if o.Rollback && (o.Apply || o.Persist) {
 		return clienv.Usage(errors.New("--rollback cannot be combined with --apply or --persist"))
