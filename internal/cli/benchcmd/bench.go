@@ -13,9 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,13 +45,14 @@ type Options struct {
 	// CipherLimit is a `lab crypto-limit --format json` file to take the
 	// cipher's cost from instead of measuring it after the run.
 	CipherLimit string
-	// Signals are the signals that interrupt a run; SIGINT and SIGTERM.
+	// Signals are the signals that interrupt a run; none: SIGINT and
+	// SIGTERM (clienv.Interruptible).
 	Signals []os.Signal
 }
 
 // NewCmdBench builds the command; runF replaces the action in tests.
 func NewCmdBench(env *clienv.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{Signals: []os.Signal{os.Interrupt, syscall.SIGTERM}}
+	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "bench PROFILE --dir DIR [--scale S] [--runtime D] [-o result.json]",
 		Short: "Run an incident-shaped workload (search-index, db-commit, telemetry-ingest, fio:FILE) and say where the time went",
@@ -176,7 +175,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	// Signals interrupt the run instead of killing it: the engine removes
 	// the run's directory and returns what was measured.
-	sctx, stop := signal.NotifyContext(ctx, o.Signals...)
+	sctx, stop := clienv.Interruptible(ctx, o.Signals...)
 	defer stop()
 	res, err := experiment.RunWorkload(sctx, xenv, w, experiment.Target{Dir: o.Dir, Device: o.Device})
 	if res == nil {

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,7 +144,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := checkSpace(o.Output, o.MaxRecords); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	opts := capture.Options{
 		Mount: o.Mount, Duration: o.Duration, PID: o.PID, Cgroup: o.Cgroup, Comm: o.Comm,

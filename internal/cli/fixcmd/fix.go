@@ -251,9 +251,12 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *report.Report, 
 // applyAndVerify runs the apply → verify → rollback transaction
 // (apply.ApplyAndVerify) on the live host, also when the plan came from a
 // snapshot: each window collects this host with the counters watched
-// for --watch. It prints the transaction's events to log and returns the
-// entries that hold.
+// for --watch. Ctrl-C or SIGTERM during a window rolls the changes back
+// instead of killing fix with them applied. It prints the transaction's
+// events to log and returns the entries that hold.
 func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, plan *fix.Plan) ([]fix.Entry, bool, error) {
+	ctx, stop := clienv.Interruptible(ctx)
+	defer stop()
 	co := o.Collect
 	co.Net.Interval = o.Watch
 	r, err := a.ApplyAndVerify(ctx, plan, apply.Verification{

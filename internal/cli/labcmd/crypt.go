@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,7 +94,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	}
 	// SIGINT/SIGTERM cancel the runs; the lab is torn down before Run
 	// returns.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	variants, _ := cryptlab.ParseVariants(o.Variants)
 	backing, err := cryptbench.ChooseBacking(o.Backing, o.prof, cryptbench.Sizing{NumCPU: runtime.NumCPU(), MemAvailable: cryptbench.MemAvailable(env.FS), Filesystem: o.fs, Scale: o.Scale})

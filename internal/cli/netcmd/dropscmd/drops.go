@@ -12,9 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -197,7 +195,7 @@ func trace(ctx context.Context, env *clienv.Env, o *Options) (*dropreport.Captur
 	// The handler goes in before anything can tell the world we are
 	// ready: a script that sends SIGINT as soon as --ready-file appears
 	// must get a report, not a process killed by the signal's default.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	bo := dropcounter.Options{Stacks: o.Stacks, StacksUnspecified: o.All && o.Stacks, StackEvery: o.StackEvery}
 	if o.Interface != "" {
