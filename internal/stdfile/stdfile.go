@@ -3,7 +3,8 @@
 // reader of a file a user names goes through it, the domain packages'
 // included; Dash also names standard output, which the writers (collect
 // -o, bench -o, net drops) send to their command's stdout themselves.
-// WriteFile is the one way a result file is written: whole or not at all.
+// WriteFile is the one way a whole file is written (a result, a capture's
+// manifest, a lab's state): whole or not at all.
 package stdfile
 
 import (
@@ -52,6 +53,12 @@ func ReadFile(name string) ([]byte, error) {
 // interrupted write never leaves half a file under the name asked for.
 // Errors name path.
 func WriteFile(path string, write func(io.Writer) error) error {
+	return WriteFileMode(path, 0o644, write)
+}
+
+// WriteFileMode is WriteFile with the file's mode: 0600 for a file that is
+// no one else's business (a lab's state).
+func WriteFileMode(path string, perm os.FileMode, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -61,7 +68,7 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

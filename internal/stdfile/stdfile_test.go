@@ -67,4 +67,11 @@ func TestWriteFile(t *testing.T) {
 	if err := WriteFile(filepath.Join(dir, "no", "such"), func(io.Writer) error { return nil }); err == nil {
 		t.Fatal("write into a missing directory: no error")
 	}
+	private := filepath.Join(dir, "state.json")
+	if err := WriteFileMode(private, 0o600, func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(private); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("WriteFileMode 0600: mode %v (%v)", st.Mode(), err)
+	}
 }

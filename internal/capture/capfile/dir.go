@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // ErrNotEmpty is returned by Create for a directory that already holds files.
@@ -79,11 +81,7 @@ func (w *DirWriter) Finish(m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(w.dir, ".manifest.json.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(w.dir, ManifestName))
+	return stdfile.WriteFile(filepath.Join(w.dir, ManifestName), func(out io.Writer) error { _, err := out.Write(data); return err })
 }
 
 // Abort closes the streams without a manifest (the directory stays, as an

@@ -13,9 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,13 +45,14 @@ type Options struct {
 	// CipherLimit is a `lab crypto-limit --format json` file to take the
 	// cipher's cost from instead of measuring it after the run.
 	CipherLimit string
-	// Signals are the signals that interrupt a run; SIGINT and SIGTERM.
+	// Signals are the signals that interrupt a run; none: SIGINT and
+	// SIGTERM (clienv.Interruptible).
 	Signals []os.Signal
 }
 
 // NewCmdBench builds the command; runF replaces the action in tests.
 func NewCmdBench(env *clienv.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{Signals: []os.Signal{os.Interrupt, syscall.SIGTERM}}
+	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "bench PROFILE --dir DIR [--scale S] [--runtime D] [-o result.json]",
 		Short: "Run an incident-shaped workload (search-index, db-commit, telemetry-ingest, fio:FILE) and say where the time went",
@@ -103,13 +102,18 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 	f.DurationVar(&o.Runtime, "runtime", profile.DefaultRuntime, "timed part of each phase")
 	f.DurationVar(&o.SlowLoad, "slow-load", 10*time.Millisecond, "search-index: loads above this are slow (the incident's alarm)")
 	f.StringVarP(&o.Output, "output", "o", "", "write the result to `FILE` (JSON, docs/bench.md); - prints it on stdout, as --format json")
-	f.StringVar(&o.Format, "format", "text", "output format: text (a summary) or json (the result, as -o writes it; the summary goes to stderr)")
+	formats.AddFlag(f, &o.Format)
 	f.DurationVar(&o.Interval, "interval", sampler.DefaultInterval, "where-the-time-went sampling period")
 	f.StringVar(&o.CipherLimit, "cipher-limit", "", "encryption tax: take the cipher's cost from `FILE` (slowpath lab crypto-limit --format json) instead of measuring it after the run")
 	o.Cloud.AddFlags(f)
 	cmd.AddCommand(newCmdExport(env, nil))
 	return cmd
 }
+
+// formats are bench's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text",
+	Notes: map[string]string{"text": "a summary", "json": "the result, as -o writes it; the summary goes to stderr"},
+	Also:  []string{""}} // "": text
 
 // validate checks everything that needs no host access.
 func (o *Options) validate() error {
@@ -119,8 +123,8 @@ func (o *Options) validate() error {
 	if o.Runtime <= 0 {
 		return clienv.Usage(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
-	if o.Format != "" && o.Format != "text" && o.Format != "json" { // "": text
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use text or json", o.Format))
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
 	}
 	if o.Interval < 100*time.Millisecond {
 		return clienv.Usage(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
@@ -171,7 +175,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	}
 	// Signals interrupt the run instead of killing it: the engine removes
 	// the run's directory and returns what was measured.
-	sctx, stop := signal.NotifyContext(ctx, o.Signals...)
+	sctx, stop := clienv.Interruptible(ctx, o.Signals...)
 	defer stop()
 	res, err := experiment.RunWorkload(sctx, xenv, w, experiment.Target{Dir: o.Dir, Device: o.Device})
 	if res == nil {

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,17 +76,18 @@ Needs root, or CAP_BPF and CAP_PERFMON, and kernel BTF. See docs/capture.md.`,
 	f.BoolVar(&o.AcceptDrops, "accept-drops", false, "keep a capture that lost events instead of failing (the manifest says how many)")
 	f.Uint32Var(&o.RingMiB, "ring-size", 16, "kernel ring buffer size in `MiB` (a power of two)")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "create `FILE` once the tracer is attached (for scripts)")
-	f.StringVar(&o.Format, "format", "text", "output format: text or json (the manifest)")
+	formats.AddFlag(f, &o.Format)
 	cmd.MarkFlagsMutuallyExclusive("pid", "cgroup", "comm")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }
 
+// formats are capture's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text", Notes: map[string]string{"json": "the manifest"}}
+
 func (o *Options) validate() error {
-	switch o.Format {
-	case "text", "json":
-	default:
-		return fmt.Errorf("unknown --format %q: want text or json", o.Format)
+	if err := formats.Check(o.Format); err != nil {
+		return err
 	}
 	if o.Duration < 0 {
 		return fmt.Errorf("--duration %v is negative", o.Duration)
@@ -145,7 +144,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := checkSpace(o.Output, o.MaxRecords); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	opts := capture.Options{
 		Mount: o.Mount, Duration: o.Duration, PID: o.PID, Cgroup: o.Cgroup, Comm: o.Comm,

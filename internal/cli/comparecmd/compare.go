@@ -72,7 +72,7 @@ worse) or --fail-on different (either direction) is met, 2 on error.`,
 			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, json or html (a self-contained page with charts)")
+	formats.AddFlag(f, &o.Format)
 	f.StringVar(&o.HTML, "html", "", "deprecated, use --format html: also write the HTML page to `FILE` (- prints it instead of --format)")
 	f.Float64Var(&o.Alpha, "alpha", stats.DefaultAlpha, "significance level of the Mann-Whitney U test")
 	f.Float64Var(&o.Confidence, "confidence", 0.95, "confidence level of the intervals")
@@ -86,11 +86,16 @@ worse) or --fail-on different (either direction) is met, 2 on error.`,
 	return cmd
 }
 
+// formats are compare's --format values: what comparereport.WritePage
+// renders.
+var formats = clienv.Formats{Names: comparereport.PageFormats, Default: "text",
+	Notes: map[string]string{"html": "a self-contained page with charts"}, Also: []string{"md"}}
+
 // validate checks the flags before anything runs, so a typo never costs a
 // bench run.
 func (o *Options) validate() ([]Target, error) {
-	if !comparereport.ValidPageFormat(o.Format) {
-		return nil, fmt.Errorf("unknown --format %q: use %s", o.Format, comparereport.PageFormats)
+	if err := formats.Check(o.Format); err != nil {
+		return nil, err
 	}
 	if _, _, err := (&comparison.Result{}).Fails(o.FailOn); err != nil {
 		return nil, fmt.Errorf("--fail-on: %w", err)

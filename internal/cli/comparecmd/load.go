@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -206,7 +204,7 @@ func runInterleaved(ctx context.Context, env *clienv.Env, o *Options, w experime
 	}
 	// Signals interrupt the run in progress instead of killing compare:
 	// the engine removes the run's files and undoes its side's setup.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	sctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	out, err := experiment.Run(sctx, x)
 	if err != nil {

@@ -42,15 +42,16 @@ Exit status: 0 (differences are not an error), 2 when a snapshot cannot be read.
 		Args: cobra.ExactArgs(2),
 		RunE: clienv.Action(o, func(args []string) error {
 			o.A, o.B = args[0], args[1]
-			if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
-				return fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format)
-			}
-			return nil
+			return formats.Check(o.Format)
 		}, runF, func(context.Context) error { return run(env, o) }),
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown (a table for a ticket or a pull request)")
+	formats.AddFlag(cmd.Flags(), &o.Format)
 	return cmd
 }
+
+// formats are diff's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Notes: map[string]string{"markdown": "a table for a ticket or a pull request"}}
 
 func run(env *clienv.Env, o *Options) error {
 	a, err := snapshot.Load(o.A)

@@ -45,12 +45,16 @@ Exit status: 0 when no finding reaches --fail-on, 1 when one does, 2 on error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "analyse a saved snapshot `FILE` instead of this host")
-	f.StringVar(&o.Format, "format", "text", "output format: text, json, markdown or html (one self-contained file)")
+	formats.AddFlag(f, &o.Format)
 	f.StringVar(&o.FailOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: info, warning, critical or none")
 	f.StringVar(&o.ConfigPath, "config", "", "policy file `FILE` (JSON), e.g. {\"required_stacks\": [\"/data\"]}")
 	collectcmd.AddCollectFlags(f, &o.Collect)
 	return cmd
 }
+
+// formats are doctor's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown", "html"}, Default: "text",
+	Notes: map[string]string{"html": "one self-contained file"}, Also: []string{"md"}}
 
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
@@ -60,10 +64,8 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err != nil {
 		return clienv.Usage(err)
 	}
-	switch o.Format {
-	case "text", "json", "markdown", "md", "html":
-	default:
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json, markdown or html", o.Format))
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
 	}
 	cfg, err := loadConfig(o.ConfigPath)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +92,7 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.From, "from", "", "plan from a saved snapshot `FILE` instead of this host")
-	f.StringVar(&o.Format, "format", "shell", "plan format: "+strings.Join(fix.Formats, ", "))
+	formats.AddFlag(f, &o.Format)
 	f.StringSliceVar(&o.Only, "only", nil, "only the findings of these check `ID`s (repeat or comma-separate)")
 	f.BoolVar(&o.Apply, "apply", false, "apply the runtime changes, verify them and roll back what did not help")
 	f.BoolVar(&o.Rollback, "rollback", false, "restore everything the state file records")
@@ -111,12 +110,16 @@ Exit status: 0 done, 1 a change was rolled back after verification, 2 error.`,
 	return cmd
 }
 
+// formats are fix's --format values: the plan renderings, which its
+// usage line calls plan formats.
+var formats = clienv.Formats{Names: fix.Formats, Default: "shell", Usage: "plan format: " + strings.Join(fix.Formats, ", ")}
+
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !slices.Contains(fix.Formats, o.Format) {
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use %s", o.Format, strings.Join(fix.Formats, ", ")))
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
 	}
 	if o.Rollback && (o.Apply || o.Persist) {
 		return clienv.Usage(errors.New("--rollback cannot be combined with --apply or --persist"))
@@ -247,9 +250,12 @@ func load(ctx context.Context, o *Options) (*snapshot.Snapshot, *analyze.Report,
 // applyAndVerify runs the apply → verify → rollback transaction
 // (apply.ApplyAndVerify) on the live host, also when the plan came from a
 // snapshot: each window collects this host with the counters watched
-// for --watch. It prints the transaction's events to log and returns the
-// entries that hold.
+// for --watch. Ctrl-C or SIGTERM during a window rolls the changes back
+// instead of killing fix with them applied. It prints the transaction's
+// events to log and returns the entries that hold.
 func applyAndVerify(ctx context.Context, log io.Writer, a *apply.Applier, o *Options, plan *fix.Plan) ([]fix.Entry, bool, error) {
+	ctx, stop := clienv.Interruptible(ctx)
+	defer stop()
 	co := o.Collect
 	co.Net.Interval = o.Watch
 	r, err := a.ApplyAndVerify(ctx, plan, apply.Verification{

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -111,7 +108,7 @@ func proveAndApply(ctx context.Context, env *clienv.Env, a *apply.Applier, o *Op
 	}
 	// Interrupted (Ctrl-C, SIGTERM), the run in progress stops, the
 	// entry's undo restores it, and nothing else is applied.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	sctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	xenv := experiment.Env{FS: o.Collect.FS, Version: o.Collect.Version, Cloud: o.Collect.Cloud}
 	runs := o.Prove.Runs

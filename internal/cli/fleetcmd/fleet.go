@@ -59,7 +59,7 @@ and the nodes at both ends (docs/agent.md, "The encryption tax").
 	f := cmd.Flags()
 	f.StringVar(&o.Prometheus, "prometheus", "", "Prometheus base `URL` (http://host:9090)")
 	f.StringVar(&o.By, "by", "instance_type", "group nodes by this `LABEL`")
-	f.StringVar(&o.Format, "format", "text", "output format: text, json, or markdown with --tax")
+	formats.AddFlag(f, &o.Format)
 	f.BoolVar(&o.Tax, "tax", false, "summarise the encryption tax per group (needs the recording rules of deploy/kubernetes/prometheusrule.yaml)")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Second, "time allowed for the queries")
 	cmd.AddCommand(NewCmdVerdict(env, nil))
@@ -109,16 +109,20 @@ func writeJSON(env *clienv.Env, v any) error {
 	return enc.Encode(v)
 }
 
+// formats are fleet's --format values, markdown only with --tax.
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Usage: "output format: text, json, or markdown with --tax"}
+
 // validate checks the flags before anything runs.
 func (o *Options) validate() error {
 	if o.Prometheus == "" {
 		return errors.New("--prometheus URL is required")
 	}
-	switch {
-	case o.Format == "markdown" && !o.Tax:
+	if err := formats.Check(o.Format); err != nil {
+		return err
+	}
+	if o.Format == "markdown" && !o.Tax {
 		return errors.New("--format markdown is for --tax: use text or json")
-	case o.Format != "text" && o.Format != "json" && o.Format != "markdown":
-		return fmt.Errorf("unknown --format %q: use text, json or (with --tax) markdown", o.Format)
 	}
 	return nil
 }

@@ -115,11 +115,14 @@ Exit status: 0, or 1 when --fail-on rollback (a group rolls back) or
 	f.StringVar(&o.Canary, "canary", "", "the canary `LABEL=VALUE` of fix --format kubernetes --canary: print the label changes")
 	f.BoolVar(&o.Apply, "apply", false, "make the label changes through the Kubernetes API (needs --canary)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --apply (default: $KUBECONFIG, ~/.kube/config)")
-	f.StringVar(&o.Format, "format", "text", "output format: text, json, markdown or html")
+	verdictFormats.AddFlag(f, &o.Format)
 	f.StringVar(&o.FailOn, "fail-on", failNone, "exit 1 when a group's outcome is `WHAT`: rollback, hold (anything but promote) or none")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Second, "time allowed for the queries")
 	return cmd
 }
+
+// verdictFormats are fleet verdict's --format values.
+var verdictFormats = clienv.Formats{Names: []string{"text", "json", "markdown", "html"}, Default: "text"}
 
 // validate checks the flags before anything runs.
 func (o *VerdictOptions) validate() error {
@@ -132,10 +135,8 @@ func (o *VerdictOptions) validate() error {
 	if !slices.ContainsFunc(check.All(), func(c check.Check) bool { return c.ID == o.Change }) {
 		return fmt.Errorf("--change %s: no such check (see docs/checks.md)", o.Change)
 	}
-	switch o.Format {
-	case "text", "json", "markdown", "html":
-	default:
-		return fmt.Errorf("unknown --format %q: use text, json, markdown or html", o.Format)
+	if err := verdictFormats.Check(o.Format); err != nil {
+		return err
 	}
 	switch o.FailOn {
 	case failNone, failRollback, failHold:

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,12 +75,18 @@ unmounts after the run; the others run on the raw devices.`,
 	f.Float64Var(&o.Scale, "scale", 1, "size of a bench profile's files and jobs (search-index, db-commit, telemetry-ingest), as bench --scale; the default ramdisk follows it")
 	f.StringVar(&o.FS, "fs", "", "filesystem made anew on every side before each run, the profile running on its files: "+strings.Join(cryptlab.Filesystems, ", ")+" or none (default: none for a profile that runs on the raw device, ext4 for one that needs files)")
 	f.StringVar(&o.HTML, "html", "", "deprecated, use --format html: also write the HTML page to `FILE` (- prints it instead of --format)")
-	f.StringVar(&o.Format, "format", "text", "text, markdown, json or html (a self-contained page with charts)")
+	cryptFormats.AddFlag(f, &o.Format)
 	f.BoolVar(&o.Neighbour, "neighbour", false, "run a latency-sensitive co-runner beside every run (a thread that sleeps 1 ms) and guard its wake-up lateness p99: what a variant costs other tenants")
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
 }
+
+// cryptFormats are lab crypt's --format values: what
+// comparereport.WritePage renders, as compare; its usage line has no
+// "output format:" opening.
+var cryptFormats = clienv.Formats{Names: comparereport.PageFormats, Default: "text", Also: []string{"md"},
+	Usage: "text, markdown, json or html (a self-contained page with charts)"}
 
 func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	if ctx == nil {
@@ -90,7 +94,7 @@ func runCrypt(ctx context.Context, env *clienv.Env, o *CryptOptions) error {
 	}
 	// SIGINT/SIGTERM cancel the runs; the lab is torn down before Run
 	// returns.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	variants, _ := cryptlab.ParseVariants(o.Variants)
 	backing, err := cryptbench.ChooseBacking(o.Backing, o.prof, cryptbench.Sizing{NumCPU: runtime.NumCPU(), MemAvailable: cryptbench.MemAvailable(env.FS), Filesystem: o.fs, Scale: o.Scale})
@@ -141,8 +145,5 @@ func (o *CryptOptions) validate() error {
 	if err := checkIcountShift(o.IcountShift); err != nil {
 		return err
 	}
-	if !comparereport.ValidPageFormat(o.Format) {
-		return fmt.Errorf("--format %q: use %s", o.Format, comparereport.PageFormats)
-	}
-	return nil
+	return cryptFormats.Check(o.Format)
 }

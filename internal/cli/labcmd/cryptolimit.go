@@ -38,10 +38,7 @@ that 'lab crypt' prints.`,
 			if err := checkIcountShift(o.IcountShift); err != nil {
 				return err
 			}
-			if o.Format != "text" && o.Format != "json" {
-				return fmt.Errorf("--format %q: use text or json", o.Format)
-			}
-			return nil
+			return limitFormats.Check(o.Format)
 		}, runF, func(ctx context.Context) error { return runCryptoLimit(ctx, env, o) }),
 	}
 	f := cmd.Flags()
@@ -49,11 +46,15 @@ that 'lab crypt' prints.`,
 	f.IntVar(&o.Limit.SectorSize, "sector-size", 512, "bytes per XTS data unit, as dm-crypt's sector_size: 512 or 4096")
 	f.DurationVar(&o.Limit.Duration, "duration", 500*time.Millisecond, "how long each measurement runs")
 	f.StringVar(&o.Limit.Method, "method", "", "af_alg or user-space (default: af_alg where the kernel has it)")
-	f.StringVar(&o.Format, "format", "text", "text or json")
+	limitFormats.AddFlag(f, &o.Format)
 	f.BoolVar(&o.Emulated, "emulated", false, "label the figures as from an emulated CPU (detected for qemu TCG)")
 	f.IntVar(&o.IcountShift, "icount-shift", -1, "the guest runs under qemu -icount shift=`N`: label the figures as an instruction-count model (detected from "+cryptbench.IcountParam+"=N on the kernel command line)")
 	return cmd
 }
+
+// limitFormats are lab crypto-limit's --format values; its usage line has
+// no "output format:" opening.
+var limitFormats = clienv.Formats{Names: []string{"text", "json"}, Default: "text", Usage: "text or json"}
 
 func runCryptoLimit(ctx context.Context, env *clienv.Env, o *CryptoLimitOptions) error {
 	figures := cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift)

@@ -47,19 +47,22 @@ With --from it prints the network model of a saved snapshot.`,
 		RunE: clienv.Action(o, nil, stand, func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "print the network model of a saved snapshot `FILE`")
-	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, json or markdown")
+	formats.AddFlag(cmd.Flags(), &o.Format)
 	cmd.Flags().Var(&o.LiveSources, "live-sources", hostfs.FlagUsage)
 	o.Net.AddFlags(cmd.Flags())
 	cmd.AddCommand(watchcmd.NewCmdWatch(env, nil), dropscmd.NewCmdDrops(env, nil))
 	return cmd
 }
 
+// formats are net's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text"}
+
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.Format != "text" && o.Format != "json" && o.Format != "markdown" {
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json or markdown", o.Format))
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
 	}
 	var s *snapshot.Snapshot
 	if o.From != "" {

@@ -64,6 +64,9 @@ func (i Info) Text() string {
 		i.Version, i.Branch, i.Revision, i.BuildUser, i.BuildDate, i.GoVersion, i.Platform)
 }
 
+// formats are version's --format values.
+var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text"}
+
 // NewCmdVersion returns `slowpath version`.
 func NewCmdVersion(env *clienv.Env) *cobra.Command {
 	var format string
@@ -72,19 +75,18 @@ func NewCmdVersion(env *clienv.Env) *cobra.Command {
 		Short: "Print the version, commit, build date, Go version and platform",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := formats.Check(format); err != nil {
+				return clienv.Usage(err)
+			}
 			i := Current()
-			switch format {
-			case "text":
-				_, err := fmt.Fprint(env.Stdout, i.Text())
-				return err
-			case "json":
+			if format == "json" {
 				// Prometheus' build-info fields, after format_version.
 				return clienv.EncodeJSON(env.Stdout, 1, i, true)
-			default:
-				return &clienv.ExitError{Code: clienv.ExitUsage, Err: fmt.Errorf("--format %q: want text or json", format)}
 			}
+			_, err := fmt.Fprint(env.Stdout, i.Text())
+			return err
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	formats.AddFlag(cmd.Flags(), &format)
 	return cmd
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -52,12 +49,12 @@ type Result struct {
 // verified only when its counters fell beyond it, otherwise kept as
 // "applied, not proven".
 //
-// A cancelled ctx, an interrupt (Ctrl-C) or SIGTERM during a window leaves
-// the changes unverified: before the change nothing is changed, after it
-// every change of this run is rolled back rather than left behind.
+// A ctx cancelled during a window leaves the changes unverified: before
+// the change nothing is changed, after it every change of this run is
+// rolled back rather than left behind. The caller cancels it on an
+// interrupt (Ctrl-C) or SIGTERM: fix's command runs the transaction under
+// clienv.Interruptible.
 func (a *Applier) ApplyAndVerify(ctx context.Context, plan *fix.Plan, v Verification) (Result, error) {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if v.Event == nil {
 		v.Event = func(Event) {}
 	}

@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"errors"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -185,7 +187,8 @@ func TestApplyAndVerifyFailedStepRollsBackEarlier(t *testing.T) {
 
 // Interrupted during a window, the transaction leaves the host as it was:
 // before the change nothing is changed, after it the changes are rolled
-// back. SIGINT goes through the transaction's own signal handler.
+// back. SIGINT cancels ctx as fix's command makes it (clienv.Interruptible,
+// which this package below cli cannot import: signal.NotifyContext here).
 func TestApplyAndVerifyInterrupted(t *testing.T) {
 	sigint := func(context.Context) {
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
@@ -207,6 +210,8 @@ func TestApplyAndVerifyInterrupted(t *testing.T) {
 			h := newHost(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			hook := func(context.Context) { cancel() }
 			if tc.signal {
 				hook = sigint

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/lab/hostlock"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // StateDir holds the host-wide lock and one state file per live lab. /run
@@ -67,12 +68,9 @@ func (s *labState) save() error {
 	if err != nil {
 		return err
 	}
-	p := statePath(s.ID)
-	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
-		return fmt.Errorf("write cryptlab state: %w", err)
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
-		return fmt.Errorf("write cryptlab state: %w", err)
+	err = stdfile.WriteFileMode(statePath(s.ID), 0o600, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
+		return fmt.Errorf("cryptlab state: %w", err)
 	}
 	return nil
 }

@@ -16,17 +16,9 @@ import (
 	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
-// PageFormats are the formats WritePage takes.
-const PageFormats = "text, markdown, json or html"
-
-// ValidPageFormat says whether WritePage takes format.
-func ValidPageFormat(format string) bool {
-	switch format {
-	case "text", "markdown", "md", "json", "html":
-		return true
-	}
-	return false
-}
+// PageFormats are the formats WritePage takes, as help names them; it
+// takes md for markdown too.
+var PageFormats = []string{"text", "markdown", "json", "html"}
 
 // HTMLDeprecated is what the --html flag of compare and lab crypt prints
 // when it is used (docs/cli.md: an old flag keeps working for a release).

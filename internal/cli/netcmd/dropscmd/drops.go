@@ -12,9 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,7 +81,7 @@ See docs/drops.md.`,
 	f.StringVar(&o.Interface, "interface", "", "count only drops on interface `IF` (filtered in the kernel)")
 	f.StringVar(&o.Folded, "folded", "", "write folded stacks to `FILE` (flamegraph.pl, speedscope and inferno read them); - for stdout, the report then goes to stderr")
 	f.StringVar(&o.SVG, "svg", "", "write a flame graph of drop stacks to `FILE`; - for stdout, the report then goes to stderr")
-	f.StringVar(&o.Format, "format", "text", "output format: text or json")
+	formats.AddFlag(f, &o.Format)
 	f.BoolVar(&o.All, "all", false, "also list NOT_SPECIFIED frees (and record their stacks)")
 	f.IntVar(&o.Top, "top", 3, "kernel functions to show per reason in text output")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "create `FILE` once the tracer is attached (for scripts)")
@@ -98,11 +96,12 @@ See docs/drops.md.`,
 // walked, and so every rare drop, still has its stack walked.
 const DefaultStackEvery = 64
 
+// formats are net drops' --format values.
+var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text"}
+
 func (o *Options) validate() error {
-	switch o.Format {
-	case "text", "json":
-	default:
-		return fmt.Errorf("unknown --format %q: want text or json", o.Format)
+	if err := formats.Check(o.Format); err != nil {
+		return err
 	}
 	if o.Duration < 0 {
 		return fmt.Errorf("--duration %v is negative", o.Duration)
@@ -196,7 +195,7 @@ func trace(ctx context.Context, env *clienv.Env, o *Options) (*dropreport.Captur
 	// The handler goes in before anything can tell the world we are
 	// ready: a script that sends SIGINT as soon as --ready-file appears
 	// must get a report, not a process killed by the signal's default.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	bo := dropcounter.Options{Stacks: o.Stacks, StacksUnspecified: o.All && o.Stacks, StackEvery: o.StackEvery}
 	if o.Interface != "" {

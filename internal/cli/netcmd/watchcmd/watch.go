@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -61,26 +60,30 @@ prints one JSON object per interval (see docs/json.md). --format json or
 	f := cmd.Flags()
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between samples")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: until interrupted)")
-	f.StringVar(&o.Format, "format", "auto", "output format: text, json (one object per interval) or auto (a table on a terminal, JSON lines when piped)")
+	formats.AddFlag(f, &o.Format)
 	f.StringVar(&o.Netns, "netns", "", "watch inside the network namespace `NAME` (as ip netns exec NAME would)")
 	return cmd
 }
+
+// formats are net watch's --format values; auto picks text or json.
+var formats = clienv.Formats{Names: []string{"text", "json", "auto"}, Default: "auto",
+	Notes: map[string]string{"json": "one object per interval", "auto": "a table on a terminal, JSON lines when piped"},
+	Also:  []string{""}} // "": auto
 
 func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Interval <= 0 {
 		return clienv.Usage(fmt.Errorf("--interval must be positive, got %s", o.Interval))
 	}
+	if err := formats.Check(o.Format); err != nil {
+		return clienv.Usage(err)
+	}
 	format := o.Format
-	switch format {
-	case "text", "json":
-	case "auto", "":
+	if format == "auto" || format == "" {
 		// Piped output is read by programs (issue 4: JSON lines when piped).
 		format = "json"
 		if env.StdoutTTY {
 			format = "text"
 		}
-	default:
-		return clienv.Usage(fmt.Errorf("unknown --format %q: use text, json or auto", o.Format))
 	}
 	if o.Netns != "" && os.Getenv(envInNetns) != o.Netns {
 		return reexecInNetns(o)
@@ -88,7 +91,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
