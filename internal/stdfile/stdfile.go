@@ -9,10 +9,13 @@ package stdfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Dash is the name that stands for standard input or output.
@@ -59,26 +62,52 @@ func WriteFile(path string, write func(io.Writer) error) error {
 // WriteFileMode is WriteFile with the file's mode: 0600 for a file that is
 // no one else's business (a lab's state).
 func WriteFileMode(path string, perm os.FileMode, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".slowpath-*")
+	r, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	defer r.Close()
+	if err := WriteFileIn(r, filepath.Base(path), perm, write); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteFileIn writes name, a path inside r, whole or not at all: through a
+// temporary file beside it, made with O_EXCL under a random name (never
+// through a link left at a known name), given perm past the umask and
+// renamed over name. r keeps every step inside its directory (fix writes
+// under a host root, where a symlink must not lead out).
+func WriteFileIn(r *os.Root, name string, perm os.FileMode, write func(io.Writer) error) error {
+	var tmp string
+	var f *os.File
+	for range 10 {
+		tmp = filepath.Join(filepath.Dir(name), ".slowpath-"+strconv.FormatUint(rand.Uint64(), 36))
+		var err error
+		if f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); err == nil || !errors.Is(err, os.ErrExist) {
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if f == nil {
+		return errors.New("no free temporary name")
+	}
+	err := write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = r.Rename(tmp, name)
+	}
+	if err != nil {
+		r.Remove(tmp)
+	}
+	return err
 }
 
 // ReadDocument reads a whole document from r without the white space

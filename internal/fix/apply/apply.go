@@ -23,6 +23,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fixstate"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // DefaultStatePath is where fix keeps its state (fixstate.DefaultPath).
@@ -138,10 +139,9 @@ func (a *Applier) load() error {
 	return nil
 }
 
-// save writes the state atomically; with nothing recorded it removes the
-// file. It works through an os.Root at the state's directory with a fresh
-// O_EXCL temporary file, so a link planted at state.json.tmp cannot send
-// the write anywhere else.
+// save writes the state whole or not at all (stdfile.WriteFileIn, in an
+// os.Root at the state's directory); with nothing recorded it removes the
+// file.
 func (a *Applier) save() error {
 	dir, base := filepath.Split(a.StatePath)
 	if dir == "" {
@@ -162,23 +162,14 @@ func (a *Applier) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := base + ".tmp"
-	if err := r.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("write state: %w", err)
-	}
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = stdfile.WriteFileIn(r, base, 0o600, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		r.Remove(tmp)
-		return fmt.Errorf("write state: %w", err)
-	}
-	return r.Rename(tmp, base)
+	return nil
 }
 
 func (a *Applier) find(key string) int {

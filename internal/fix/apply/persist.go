@@ -3,12 +3,14 @@ package apply
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/fix"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Persisted is one file Persist looked at.
@@ -60,8 +62,7 @@ func (a *Applier) inRoot(op, rel string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, full, err)
 }
 
-// writeAtomic writes content to rel through a fresh temporary file
-// (O_EXCL: never through a link left at its name) renamed over rel. The
+// writeAtomic writes content to rel whole or not at all (stdfile.WriteFileIn). The
 // file keeps the permissions of the one it replaces (an /etc/crypttab of
 // mode 0600 stays 0600).
 func writeAtomic(r *os.Root, rel, content string) error {
@@ -69,26 +70,10 @@ func writeAtomic(r *os.Root, rel, content string) error {
 	if fi, err := r.Stat(rel); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	tmp := rel + ".slowpath-tmp"
-	if err := r.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+	return stdfile.WriteFileIn(r, rel, mode, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
 		return err
-	}
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = r.Chmod(tmp, mode) // past the umask
-	}
-	if err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	return r.Rename(tmp, rel)
+	})
 }
 
 // Persist writes the persistent files of e under the host root and

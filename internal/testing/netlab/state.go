@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // stateFile records what a lab created and the sysctl values it must put
@@ -34,12 +37,8 @@ func (s *stateFile) save(namespaces []string, sysctls map[string]string) error {
 	if err != nil {
 		return err
 	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write netlab state: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("write netlab state: %w", err)
+	if err := stdfile.WriteFileMode(s.path, 0o600, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+		return fmt.Errorf("netlab state: %w", err)
 	}
 	return nil
 }
