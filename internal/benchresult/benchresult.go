@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/pathrecord"
+	"github.com/slowpath/slowpath/internal/recordkind"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/stdfile"
@@ -27,7 +28,7 @@ import (
 
 // Kind is the value of "kind" in every result file: it tells a bench result
 // from any other JSON document (a doctor report, an fio output).
-const Kind = "slowpath-bench-result"
+const Kind = recordkind.BenchResult
 
 // SchemaVersion is the version of this format that this package writes and
 // reads.
@@ -274,7 +275,7 @@ type Load struct {
 }
 
 // ErrVersion is wrapped by Read's error for a schema version it cannot read.
-var ErrVersion = errors.New("unsupported bench result schema version")
+var ErrVersion = recordkind.ErrVersion
 
 // Figure returns the figure with name in phase ("" for run-wide).
 func (r *Result) Figure(phase, name string) (Figure, bool) {
@@ -288,11 +289,8 @@ func (r *Result) Figure(phase, name string) (Figure, bool) {
 
 // Validate checks what every reader relies on.
 func (r *Result) Validate() error {
-	if r.Kind != Kind {
-		return fmt.Errorf("not a slowpath bench result (kind %q, want %q)", r.Kind, Kind)
-	}
-	if r.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("%w %d: this slowpath reads version %d", ErrVersion, r.SchemaVersion, SchemaVersion)
+	if err := (recordkind.Header{Kind: r.Kind, SchemaVersion: r.SchemaVersion}).Check(Kind, SchemaVersion); err != nil {
+		return err
 	}
 	if r.Profile == "" {
 		return errors.New("bench result has no profile")
@@ -374,25 +372,12 @@ func Read(r io.Reader) (*Result, error) {
 		return nil, err
 	}
 	// The envelope first: a newer schema may not decode into these types.
-	var env struct {
-		Kind          *string `json:"kind"`
-		SchemaVersion *int    `json:"schema_version"`
-	}
-	if err := json.Unmarshal(b, &env); err != nil {
+	env, err := recordkind.Read(b)
+	if err != nil {
 		return nil, decodeError(err)
 	}
-	if env.Kind == nil || *env.Kind != Kind {
-		return nil, fmt.Errorf("not a slowpath bench result (no \"kind\": %q)", Kind)
-	}
-	if env.SchemaVersion == nil {
-		return nil, errors.New("bench result has no schema_version")
-	}
-	if *env.SchemaVersion != SchemaVersion {
-		newer := "an older"
-		if *env.SchemaVersion > SchemaVersion {
-			newer = "a newer"
-		}
-		return nil, fmt.Errorf("%w %d (written by %s slowpath): this slowpath reads version %d", ErrVersion, *env.SchemaVersion, newer, SchemaVersion)
+	if err := env.Check(Kind, SchemaVersion, false); err != nil {
+		return nil, err
 	}
 	var res Result
 	if err := json.Unmarshal(b, &res); err != nil {

@@ -7,6 +7,12 @@
 // this package only sees a Capture, so recorded captures are test input.
 package dropreport
 
+import (
+	"encoding/json"
+
+	"github.com/slowpath/slowpath/internal/recordkind"
+)
+
 // NoStack is the stack id of a record collected without a stack.
 const NoStack = -1
 
@@ -47,9 +53,20 @@ func (k Kernel) Unspecified() (uint32, bool) {
 	return 0, false
 }
 
-// Capture is everything read back from the kernel after a run.
+// CaptureKind and CaptureSchemaVersion open a capture written with
+// --record since they were added; one without them (written before) reads
+// as version 1.
+const (
+	CaptureKind          = recordkind.Drops
+	CaptureSchemaVersion = 1
+)
+
+// Capture is everything read back from the kernel after a run: what
+// `net drops --record` writes and --replay reads (DecodeCapture).
 type Capture struct {
-	Kernel Kernel `json:"kernel"`
+	Kind          string `json:"kind,omitempty"`           // CaptureKind when recorded
+	SchemaVersion int    `json:"schema_version,omitempty"` // CaptureSchemaVersion when recorded
+	Kernel        Kernel `json:"kernel"`
 	// Netns is the inode of the network namespace the capture was read
 	// from: interfaces of records in it can be named.
 	Netns           uint32             `json:"netns"`
@@ -84,6 +101,25 @@ type Capture struct {
 	IfNames map[uint32]string `json:"ifnames,omitempty"`
 	// Symbols, when set, name the addresses above (see EmbedSymbols).
 	Symbols []Symbol `json:"symbols,omitempty"`
+}
+
+// Stamp sets the kind and version this slowpath records.
+func (c *Capture) Stamp() { c.Kind, c.SchemaVersion = CaptureKind, CaptureSchemaVersion }
+
+// DecodeCapture reads a recorded capture.
+func DecodeCapture(b []byte) (*Capture, error) {
+	env, err := recordkind.Read(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Check(CaptureKind, CaptureSchemaVersion, true); err != nil {
+		return nil, err
+	}
+	var c Capture
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // EmbedSymbols stores in c the symbols that name its locations and stack

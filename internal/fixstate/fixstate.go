@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/recordkind"
 )
 
 // DefaultPath keeps the state across reboots, because persisted files
@@ -17,8 +19,17 @@ import (
 // be gone (see State.BootID).
 const DefaultPath = "/var/lib/slowpath/fix/state.json"
 
+// Kind and SchemaVersion open every state file written since they were
+// added; one without them (written before) reads as version 1.
+const (
+	Kind          = recordkind.FixState
+	SchemaVersion = 1
+)
+
 // State is what slowpath changed on this host.
 type State struct {
+	Kind          string `json:"kind,omitempty"`           // Kind, set by Stamp
+	SchemaVersion int    `json:"schema_version,omitempty"` // SchemaVersion, set by Stamp
 	// BootID is /proc/sys/kernel/random/boot_id when the runtime changes
 	// were made: after a reboot they no longer hold and are dropped.
 	BootID  string       `json:"boot_id"`
@@ -49,8 +60,18 @@ type FileChange struct {
 	Written  string `json:"written"`
 }
 
+// Stamp sets the kind and version this slowpath writes.
+func (s *State) Stamp() { s.Kind, s.SchemaVersion = Kind, SchemaVersion }
+
 // Decode reads a state file's content.
 func Decode(b []byte) (*State, error) {
+	env, err := recordkind.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("not slowpath's fix state: %w", err)
+	}
+	if err := env.Check(Kind, SchemaVersion, true); err != nil {
+		return nil, err
+	}
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("not slowpath's fix state: %w", err)

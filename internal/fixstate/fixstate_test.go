@@ -45,3 +45,30 @@ func TestDecode(t *testing.T) {
 		t.Errorf("a list: %v", err)
 	}
 }
+
+// TestDecodeKind: a state written now says what it is; one written before
+// it did still reads; another slowpath file or a newer state is refused
+// by name.
+func TestDecodeKind(t *testing.T) {
+	s := State{BootID: "a", Changes: []Change{}, Files: []FileChange{}}
+	s.Stamp()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"kind":"slowpath-fix-state","schema_version":1,`) {
+		t.Errorf("written as %s", b)
+	}
+	for doc, want := range map[string]string{
+		string(b): "",
+		`{"boot_id":"a","changes":[],"files":[]}`:                       "",
+		`{"kind":"slowpath-fix-state","schema_version":2,"changes":[]}`: "version 2 (written by a newer slowpath)",
+		`{"kind":"slowpath-bench-result","schema_version":1}`:           "not a slowpath fix state: it is a slowpath bench result",
+		`{"manifest":{"format_version":1}}`:                             "it is a slowpath snapshot",
+	} {
+		_, err := Decode([]byte(doc))
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}

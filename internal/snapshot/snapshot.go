@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/recordkind"
 	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
@@ -140,11 +141,17 @@ func Load(path string) (*Snapshot, error) {
 		s, err = Decode(bytes.NewReader(b))
 	}
 	if err != nil {
-		var other struct {
-			Kind string `json:"kind"`
-		}
-		if json.Unmarshal(b, &other) == nil && other.Kind == "slowpath-bench-result" {
-			return nil, fmt.Errorf("load snapshot %s: %w: this is a bench result (use slowpath compare to compare results; doctor and fix read what slowpath collect writes)", path, ErrNotSnapshot)
+		// Another file slowpath writes (a bench result, a capture
+		// manifest, doctor's JSON): named for what it is.
+		if env, e := recordkind.Read(b); e == nil {
+			switch w := env.What(); {
+			case env.Kind != nil && *env.Kind == recordkind.BenchResult:
+				return nil, fmt.Errorf("load snapshot %s: %w: this is a bench result (use slowpath compare to compare results; doctor and fix read what slowpath collect writes)", path, ErrNotSnapshot)
+			case w != "" && env.Manifest == nil:
+				return nil, fmt.Errorf("load snapshot %s: %w: this is %s (doctor, fix and diff read what slowpath collect writes)", path, ErrNotSnapshot, w)
+			case env.Manifest == nil:
+				return nil, fmt.Errorf("load snapshot %s: %w: it has no \"manifest\" (doctor, fix and diff read what slowpath collect writes)", path, ErrNotSnapshot)
+			}
 		}
 	}
 	if errors.Is(err, ErrVersion) {

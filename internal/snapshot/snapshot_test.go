@@ -71,7 +71,11 @@ func TestLoadRejects(t *testing.T) {
 		name, path, want string
 	}{
 		{"future version", write("v99.json", []byte(`{"manifest":{"format_version":99}}`)), "unsupported snapshot format version 99"},
-		{"no version", write("v0.json", []byte(`{}`)), "unsupported snapshot format version 0"},
+		{"no version", write("v0.json", []byte(`{"manifest":{}}`)), "unsupported snapshot format version 0"},
+		// Another file, named for what it is (recordkind).
+		{"no manifest", write("empty.json", []byte(`{}`)), `not a snapshot: it has no "manifest"`},
+		{"doctor's JSON", write("doctor.json", []byte(`{"format_version":1,"findings":[],"storage":{}}`)), "not a snapshot: this is a command's JSON output"},
+		{"a capture manifest", write("manifest.json", []byte(`{"kind":"slowpath-capture","schema_version":1}`)), "not a snapshot: this is a slowpath capture"},
 		{"truncated json", write("t.json", []byte(`{"manifest":{"format_ver`)), "decode snapshot"},
 		{"truncated archive", write("t.tar.gz", archive.Bytes()[:archive.Len()/2]), "load snapshot"},
 		{"not a snapshot archive", write("g.tar.gz", []byte{0x1f, 0x8b, 0, 0}), "gzip"},

@@ -31,7 +31,7 @@ var layers = []struct {
 		"internal/hostfs", "internal/dmioctl", "internal/trialsecret", "internal/report/table", "internal/report/htmlpage"}},
 	// The files slowpath writes and reads back.
 	{"records", []string{"internal/snapshot", "internal/pathrecord", "internal/benchresult", "internal/capture/capfile",
-		"internal/fixstate"}},
+		"internal/fixstate", "internal/recordkind"}},
 	{"collect", []string{"internal/collect"}},
 	{"model", []string{"internal/model"}},
 	{"check", []string{"internal/check", "internal/analyze"}},

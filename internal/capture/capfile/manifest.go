@@ -24,10 +24,11 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/pathrecord"
+	"github.com/slowpath/slowpath/internal/recordkind"
 )
 
 // Kind is "kind" of every manifest.
-const Kind = "slowpath-capture"
+const Kind = recordkind.Capture
 
 // SchemaVersion is the version of the manifest and of the stream headers.
 const SchemaVersion = 1
@@ -263,14 +264,29 @@ func checkRedacted(p *pathrecord.Path) error {
 	return nil
 }
 
+// checkKind says whether a manifest is a capture's of this schema, naming
+// what it is when it is not (recordkind).
+func checkKind(env recordkind.Envelope) error {
+	err := env.Check(Kind, SchemaVersion, false)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recordkind.ErrKind) && env.What() != "":
+		return fmt.Errorf("%w: the manifest is %s", ErrNotCapture, env.What())
+	case errors.Is(err, recordkind.ErrKind):
+		return fmt.Errorf("%w: the manifest has no \"kind\": %q", ErrNotCapture, Kind)
+	case errors.Is(err, recordkind.ErrVersion):
+		return fmt.Errorf("%w: manifest schema %d, this slowpath reads %d", ErrVersion, *env.SchemaVersion, SchemaVersion)
+	}
+	return fmt.Errorf("%w: %v", ErrNotCapture, err)
+}
+
 // Validate checks a manifest on its own (the streams are checked as they are
 // read). Errors wrap ErrNotCapture, ErrVersion or ErrCorrupt.
 func (m *Manifest) Validate() error {
-	if m.Kind != Kind {
-		return fmt.Errorf("%w: kind %q, want %q", ErrNotCapture, m.Kind, Kind)
-	}
-	if m.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("%w: manifest schema %d, this slowpath reads %d", ErrVersion, m.SchemaVersion, SchemaVersion)
+	k, v := m.Kind, m.SchemaVersion
+	if err := checkKind(recordkind.Envelope{Kind: &k, SchemaVersion: &v}); err != nil {
+		return err
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: manifest: %s", ErrCorrupt, fmt.Sprintf(format, a...))
@@ -366,11 +382,10 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		var probe struct {
-			Kind string `json:"kind"`
-		}
-		if json.Unmarshal(data, &probe) == nil && probe.Kind != Kind {
-			return nil, fmt.Errorf("%w: kind %q, want %q", ErrNotCapture, probe.Kind, Kind)
+		if env, perr := recordkind.Read(data); perr == nil {
+			if kerr := checkKind(env); errors.Is(kerr, ErrNotCapture) {
+				return nil, kerr
+			}
 		}
 		// encoding/json reports a document cut short as a syntax error at
 		// its end.

@@ -158,6 +158,7 @@ func (a *Applier) save() error {
 		}
 		return nil
 	}
+	a.state.Stamp()
 	b, err := json.MarshalIndent(a.state, "", "  ")
 	if err != nil {
 		return err

@@ -116,6 +116,7 @@ func (tr *Tree) Apply(id, key string, value int64, at time.Time) error {
 	st := fixstate.State{BootID: BootID, Changes: []fixstate.Change{{
 		Key: step.Key(), ID: id, Subject: "cpu", Step: raw, Previous: fmt.Sprint(tr.backlog), Applied: fmt.Sprint(value), AppliedAt: at,
 	}}, Files: []fixstate.FileChange{}}
+	st.Stamp()
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

@@ -151,8 +151,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		if err != nil {
 			return fmt.Errorf("read capture: %w", err)
 		}
-		c = &dropreport.Capture{}
-		if err := json.Unmarshal(b, c); err != nil {
+		if c, err = dropreport.DecodeCapture(b); err != nil {
 			return fmt.Errorf("parse capture %s: %w", stdfile.Name(o.Replay), err)
 		}
 		syms = dropreport.NewSymbols(c.Symbols)
@@ -170,6 +169,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		if o.Record != "" {
 			c.EmbedSymbols(syms)
 			c.IfNames = ifNames
+			c.Stamp()
 			if err := writeJSONFile(o.Record, env.Stdout, c); err != nil {
 				return err
 			}
