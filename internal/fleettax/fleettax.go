@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stats"
 )
 
@@ -264,20 +266,24 @@ func WriteText(w io.Writer, s *Summary) error {
 	return err
 }
 
-// WriteMarkdown prints the groups as a table.
+// WriteMarkdown prints the groups as a table; every cell is escaped, the
+// label values from Prometheus included.
 func WriteMarkdown(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %s | nodes | added per I/O | cipher per I/O | ratio min / median / max | highest | lowest | not judged |\n", s.By)
-	b.WriteString("|---|---:|---:|---:|---|---|---|---:|\n")
+	t := table.NewMarkdownWith(&b, table.MarkdownOptions{Align: []table.Align{
+		table.Left, table.Right, table.Right, table.Right, table.Left, table.Left, table.Left, table.Right}})
+	t.Row(s.By, "nodes", "added per I/O", "cipher per I/O", "ratio min / median / max", "highest", "lowest", "not judged")
 	for _, g := range s.Groups {
-		name := strings.ReplaceAll(g.name(s.By), "|", `\|`)
 		if g.Mounts == 0 {
-			fmt.Fprintf(&b, "| %s | 0 | | | | | | %d |\n", name, g.NotJudged)
+			t.Row(g.name(s.By), "0", "", "", "", "", "", strconv.Itoa(g.NotJudged))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s / %s / %s | %s | %s | %d |\n", name, g.Nodes,
-			Seconds(g.AddedPerIOSeconds), Seconds(g.CipherPerIOSeconds), Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max),
-			strings.ReplaceAll(g.Highest.String(), "|", `\|`), strings.ReplaceAll(g.Lowest.String(), "|", `\|`), g.NotJudged)
+		t.Row(g.name(s.By), strconv.Itoa(g.Nodes), Seconds(g.AddedPerIOSeconds), Seconds(g.CipherPerIOSeconds),
+			Ratio(g.Ratio.Min)+" / "+Ratio(g.Ratio.Median)+" / "+Ratio(g.Ratio.Max),
+			g.Highest.String(), g.Lowest.String(), strconv.Itoa(g.NotJudged))
+	}
+	if err := t.Flush(); err != nil {
+		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

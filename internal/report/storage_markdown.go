@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // writeStorageMarkdown prints a summary table of paths, then each chain as a
@@ -16,7 +17,8 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 		fmt.Fprintf(b, "None found.\n")
 		return
 	}
-	fmt.Fprintf(b, "| path | encryption layers | where encryption runs |\n|---|---|---|\n")
+	t := table.NewMarkdown(b)
+	t.Row("path", "encryption layers", "where encryption runs")
 	for _, p := range r.Storage {
 		if p.Empty {
 			continue
@@ -29,8 +31,9 @@ func writeStorageMarkdown(b *bufio.Writer, r *Report) {
 		if p.UnknownEncryptionLayers > 0 {
 			n += fmt.Sprintf(" (+%d unknown)", p.UnknownEncryptionLayers)
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdEscape(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
+		t.RowMarkdown(table.Code(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
 	}
+	_ = t.Flush() // Markdown: nothing buffered
 	if empty := emptyGroups(r.Storage); len(empty) > 0 {
 		fmt.Fprintf(b, "\nEmpty devices: %s\n", mdEscape(strings.Join(empty, "; ")))
 	}
