@@ -22,6 +22,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // The recorded series read (deploy/kubernetes/prometheusrule.yaml).
@@ -193,24 +194,6 @@ func median(ms []*Mount, f func(*Mount) float64) float64 {
 	return stats.Median(v)
 }
 
-// Seconds renders a duration in seconds with three significant figures in
-// the unit that suits it: 17.6 ms, 7 µs. It rounds to whole nanoseconds
-// first, so the last bits of a PromQL division (0.01755 computed as a hair
-// below or above) never decide the digit shown.
-func Seconds(s float64) string {
-	ns := math.Round(s * 1e9)
-	a := math.Abs(ns)
-	switch {
-	case a >= 1e9:
-		return fmt.Sprintf("%.3g s", ns/1e9)
-	case a >= 1e6:
-		return fmt.Sprintf("%.3g ms", ns/1e6)
-	case a >= 1e3:
-		return fmt.Sprintf("%.3g µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.3g ns", ns)
-}
-
 // Ratio renders a ratio: 2678x, 1.1x.
 func Ratio(r float64) string {
 	if math.Abs(r) >= 10 {
@@ -234,7 +217,7 @@ func (g Group) name(by string) string {
 }
 
 func (m *Mount) String() string {
-	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), Seconds(m.AddedPerIOSeconds))
+	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), units.Duration(m.AddedPerIOSeconds))
 	if m.TableUnread {
 		s += "; dm table unread: dm-crypt inferred from its uuid, cipher assumed"
 	}
@@ -255,7 +238,7 @@ func WriteText(w io.Writer, s *Summary) error {
 			continue
 		}
 		fmt.Fprintf(&b, "%s (%s): encryption adds %s per I/O, %s the cipher's cost (%s)\n",
-			g.name(s.By), plural(g.Nodes, "node", "nodes"), Seconds(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), Seconds(g.CipherPerIOSeconds))
+			g.name(s.By), plural(g.Nodes, "node", "nodes"), units.Duration(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), units.Duration(g.CipherPerIOSeconds))
 		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), plural(g.Mounts, "mount", "mounts"))
 		if g.NotJudged > 0 {
 			fmt.Fprintf(&b, " (%d not judged: too little I/O)", g.NotJudged)
@@ -278,7 +261,7 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 			t.Row(g.name(s.By), "0", "", "", "", "", "", strconv.Itoa(g.NotJudged))
 			continue
 		}
-		t.Row(g.name(s.By), strconv.Itoa(g.Nodes), Seconds(g.AddedPerIOSeconds), Seconds(g.CipherPerIOSeconds),
+		t.Row(g.name(s.By), strconv.Itoa(g.Nodes), units.Duration(g.AddedPerIOSeconds), units.Duration(g.CipherPerIOSeconds),
 			Ratio(g.Ratio.Min)+" / "+Ratio(g.Ratio.Median)+" / "+Ratio(g.Ratio.Max),
 			g.Highest.String(), g.Lowest.String(), strconv.Itoa(g.NotJudged))
 	}

@@ -5,28 +5,6 @@ import (
 	"testing"
 )
 
-func TestSeconds(t *testing.T) {
-	for _, tc := range []struct {
-		in   float64
-		want string
-	}{
-		{0.01755, "17.6 ms"},
-		{0.018 - 0.00045, "17.6 ms"}, // 0.017549999999999996 as computed
-		{0.01755000000000001, "17.6 ms"},
-		{7e-6, "7 µs"},
-		{6.999999999999e-6, "7 µs"},
-		{6.5536e-6, "6.55 µs"},
-		{1.5, "1.5 s"},
-		{4e-7, "400 ns"},
-		{0, "0 ns"},
-		{-2e-5, "-20 µs"},
-	} {
-		if got := Seconds(tc.in); got != tc.want {
-			t.Errorf("Seconds(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestRatio(t *testing.T) {
 	for _, tc := range []struct {
 		in   float64

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // writeStorageText prints each path as a chain, top layer first, one layer
@@ -218,7 +219,7 @@ func layerLine(l storagemodel.Layer) string {
 	}
 	f = append(f, queueFacts(l)...)
 	if l.SizeBytes > 0 && (l.Kind == storagemodel.LayerDisk || l.Kind == storagemodel.LayerZram || l.Kind == storagemodel.LayerRAM) {
-		f = append(f, storagemodel.FormatBytes(l.SizeBytes))
+		f = append(f, units.Size(l.SizeBytes))
 	}
 	if len(f) == 0 {
 		return head

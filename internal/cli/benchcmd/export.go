@@ -19,7 +19,6 @@ import (
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stdfile"
-	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -290,7 +289,7 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 		t.Row("phase", "figure", "value")
 		for _, f := range res.Figures {
 			if f.Phase != "" {
-				t.Row(f.Phase, f.Name, units.Figure(f.Value, f.Unit))
+				t.Row(f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit))
 			}
 		}
 		_ = t.Flush() // a strings.Builder does not fail
