@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Summary is the JSON form of `slowpath fleet` (docs/json.md).
@@ -152,11 +153,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		if name == "" {
 			name = "(no " + s.By + ")"
 		}
-		unit := "nodes"
-		if g.Nodes == 1 {
-			unit = "node"
-		}
-		if _, err := fmt.Fprintf(w, "%s: %d %s\n", name, g.Nodes, unit); err != nil {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", name, units.Plural(g.Nodes, "node")); err != nil {
 			return err
 		}
 		if len(g.Findings) == 0 {

@@ -202,13 +202,6 @@ func Ratio(r float64) string {
 	return fmt.Sprintf("%.1fx", r)
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func (g Group) name(by string) string {
 	if g.Value == "" {
 		return "(no " + by + ")"
@@ -234,12 +227,12 @@ func WriteText(w io.Writer, s *Summary) error {
 	for _, g := range s.Groups {
 		if g.Mounts == 0 {
 			fmt.Fprintf(&b, "%s: no dm-crypt mount with enough I/O to judge (%s with fewer than %d I/Os in 5 minutes)\n",
-				g.name(s.By), plural(g.NotJudged, "mount", "mounts"), cryptotax.MinIOs)
+				g.name(s.By), units.Plural(g.NotJudged, "mount"), cryptotax.MinIOs)
 			continue
 		}
 		fmt.Fprintf(&b, "%s (%s): encryption adds %s per I/O, %s the cipher's cost (%s)\n",
-			g.name(s.By), plural(g.Nodes, "node", "nodes"), units.Duration(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), units.Duration(g.CipherPerIOSeconds))
-		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), plural(g.Mounts, "mount", "mounts"))
+			g.name(s.By), units.Plural(g.Nodes, "node"), units.Duration(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), units.Duration(g.CipherPerIOSeconds))
+		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), units.Plural(g.Mounts, "mount"))
 		if g.NotJudged > 0 {
 			fmt.Fprintf(&b, " (%d not judged: too little I/O)", g.NotJudged)
 		}

@@ -82,7 +82,7 @@ func pathHeadline(p storagemodel.Path) string {
 	if subject == "" {
 		subject = "/dev/" + p.Device + " (not mounted)"
 	}
-	s := fmt.Sprintf("%s: %s", subject, plural(p.EncryptionLayers, "encryption layer"))
+	s := fmt.Sprintf("%s: %s", subject, units.Plural(p.EncryptionLayers, "encryption layer"))
 	if chain := p.EncryptionChain(); len(chain) > 0 {
 		var where []string
 		for _, l := range chain {
@@ -105,13 +105,6 @@ func identityLine(id storagemodel.DiskIdentity) string {
 		return "not identified (rule " + id.Rule + "): " + id.Evidence
 	}
 	return "identified by " + id.Rule + ": " + id.Evidence
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func (t *textWriter) encMark(l storagemodel.Layer) string {

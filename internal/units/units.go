@@ -1,7 +1,7 @@
 // Package units owns how slowpath prints measured values for people: the
 // display units a comparison row carries and the formatters of every
 // report (compare's tables, bench's summary, doctor's findings, fleet's
-// tax, sizes, rates). One place, so a figure does not print one way here
+// tax, sizes, rates) and the count of a noun ("3 nodes"). One place, so a figure does not print one way here
 // and another there by accident. It imports only the standard library:
 // the packages that measure (model, check, benchresult) use it, so it
 // must import none of them; benchresult maps its own wire units here.
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -212,4 +213,16 @@ func RoundDuration(d time.Duration) time.Duration {
 // 17.65ms.
 func RoundDurationBench(d time.Duration) time.Duration {
 	return roundSteps(d, []step{{time.Millisecond, 10 * time.Microsecond}, {10 * time.Microsecond, time.Microsecond}, {time.Microsecond, 100 * time.Nanosecond}})
+}
+
+// Plural is n and the word for n of it: "1 node", "3 nodes", and a
+// consonant's y as "ies" ("2 canaries", "2 keys").
+func Plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if l := len(one); l >= 2 && one[l-1] == 'y' && !strings.ContainsRune("aeiou", rune(one[l-2])) {
+		return strconv.Itoa(n) + " " + one[:l-1] + "ies"
+	}
+	return strconv.Itoa(n) + " " + one + "s"
 }

@@ -79,6 +79,18 @@ func TestFixedSteps(t *testing.T) {
 	}
 }
 
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n         int
+		one, want string
+	}{{1, "node", "1 node"}, {0, "node", "0 nodes"}, {2, "canary", "2 canaries"}, {1, "canary", "1 canary"}, {2, "key", "2 keys"},
+		{3, "encryption layer", "3 encryption layers"}, {2, "frame name", "2 frame names"}} {
+		if got := Plural(tc.n, tc.one); got != tc.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", tc.n, tc.one, got, tc.want)
+		}
+	}
+}
+
 // TestLeaf: units imports only the standard library, so model, check and
 // benchresult can all print with it without an import cycle.
 func TestLeaf(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stdfile"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // PageFormats are the formats WritePage takes.
@@ -79,11 +80,7 @@ func Write(w io.Writer, r *comparison.Result, format string) error {
 func method(r *comparison.Result) []string { return comparison.Legend(r) }
 
 func sideTitle(s comparison.SideInfo) string {
-	t := fmt.Sprintf("%s (%d run", s.Name, s.Runs)
-	if s.Runs != 1 {
-		t += "s"
-	}
-	return t + ")"
+	return s.Name + " (" + units.Plural(s.Runs, "run") + ")"
 }
 
 func writeText(w io.Writer, r *comparison.Result) error {
