@@ -107,20 +107,17 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 		}
 		return nil, fmt.Errorf("no slowpath_dmcrypt_tax_span series in Prometheus: no node reports a dm-crypt mount (is it scraping `slowpath agent`, see deploy/kubernetes/?)")
 	}
-	groupOf := map[[2]string]string{}
-	for _, s := range vecs["slowpath_node_info"] {
-		if g, ok := s.Metric[model.LabelName(by)]; ok {
-			groupOf[[2]string{string(s.Metric[model.JobLabel]), string(s.Metric[model.InstanceLabel])}] = string(g)
-		}
-	}
+	info := fleet.GroupNodes(vecs["slowpath_node_info"], fleet.NodeOptions{By: by})
 	mounts := map[mountKey]*Mount{}
 	groups := map[mountKey]string{}
 	for _, s := range vecs[IOsSeries] {
 		k := keyOf(s.Metric)
 		mounts[k] = &Mount{Job: k.job, Instance: k.instance, MountPoint: k.mountpoint, Device: k.device,
 			Lower: string(s.Metric["lower"]), IOs: float64(s.Value), Ratio: math.NaN(), TableUnread: s.Metric["table"] == "unread"}
-		g, ok := groupOf[[2]string{k.job, k.instance}]
-		if !ok {
+		g := info.Group[info.Node(s.Metric)]
+		if g == "" {
+			// No info series, or one without the label: the label may
+			// be the scrape target's, on the tax series too.
 			g = string(s.Metric[model.LabelName(by)])
 		}
 		groups[k] = g
