@@ -195,11 +195,7 @@ func (t *Tax) Heading() string { return "Encryption tax (" + t.Basis() + ")" }
 // Basis says what the tax expects from: the cipher's cost per core, and
 // what was measured.
 func (t *Tax) Basis() string {
-	rate := fmt.Sprintf("%.0f MB/s", t.CipherBytesPerSecPerCore/1e6)
-	if t.CipherBytesPerSecPerCore >= 1e9 {
-		rate = fmt.Sprintf("%.2f GB/s", t.CipherBytesPerSecPerCore/1e9)
-	}
-	return fmt.Sprintf("expected from the cipher's cost, %s per core: %s", rate, t.Cipher)
+	return fmt.Sprintf("expected from the cipher's cost, %s per core: %s", units.Throughput(t.CipherBytesPerSecPerCore), t.Cipher)
 }
 
 // Subject names a side's tax line: the layers it adds over the first

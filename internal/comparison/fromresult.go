@@ -143,7 +143,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 	}
 	for _, f := range r.Figures {
 		k := key(f)
-		unit, factor := units.FromWire(f.Unit)
+		unit, factor := benchresult.DisplayUnit(f.Unit)
 		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
 		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
 			if ph := phases[f.Phase]; ph != nil {

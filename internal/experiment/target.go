@@ -22,6 +22,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 )
 
@@ -313,7 +314,7 @@ func (t *target) checkSpace(need uint64, remedy string) error {
 		}
 		for _, d := range t.snap.Storage.BlockDevices {
 			if d.Name == t.devName && d.SizeBytes < need {
-				return fmt.Errorf("%s has %s; this run writes up to %s: %s", t.device, storagemodel.FormatBytes(d.SizeBytes), storagemodel.FormatBytes(need), remedy)
+				return fmt.Errorf("%s has %s; this run writes up to %s: %s", t.device, units.Size(d.SizeBytes), units.Size(need), remedy)
 			}
 		}
 		return nil
@@ -326,7 +327,7 @@ func (t *target) checkSpace(need uint64, remedy string) error {
 	want := need + need/20 + 64<<20
 	if free < want {
 		return fmt.Errorf("not enough free space in %s: this run writes up to %s (with margin %s), %s free: %s or free space",
-			t.given, storagemodel.FormatBytes(need), storagemodel.FormatBytes(want), storagemodel.FormatBytes(free), remedy)
+			t.given, units.Size(need), units.Size(want), units.Size(free), remedy)
 	}
 	return nil
 }

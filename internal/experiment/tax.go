@@ -14,6 +14,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // notComputed is the verdict of a tax that could not be computed.
@@ -222,7 +223,7 @@ func cryptLoad(top *benchresult.DeviceTime, bytes uint64, cryptoCPUNS int64, lay
 	l.CipherShare = round3(l.BytesPerSec * float64(layers) / (perCore * float64(cores)))
 	l.Loaded = l.CipherShare >= benchresult.LoadedShare || l.CryptoThreadCPUs/float64(cores) >= benchresult.LoadedShare
 	l.Line = fmt.Sprintf("dm-crypt load: %s/s through %s = %.1f%% of AES-XTS on %d core(s) (%s/s each), crypto threads %.2f CPU, queue depth %.1f",
-		storagemodel.FormatBytes(uint64(l.BytesPerSec)), top.Device, l.CipherShare*100, cores, storagemodel.FormatBytes(uint64(perCore)), l.CryptoThreadCPUs, l.QueueDepth)
+		units.Size(uint64(l.BytesPerSec)), top.Device, l.CipherShare*100, cores, units.Size(uint64(perCore)), l.CryptoThreadCPUs, l.QueueDepth)
 	if l.Loaded {
 		l.Line += ": loaded"
 	} else {
@@ -251,26 +252,11 @@ func taxLine(t *benchresult.EncryptionTax) string {
 		if t.Layers > 1 {
 			layers = fmt.Sprintf(", %d layers", t.Layers)
 		}
-		fmt.Fprintf(&b, "cipher %v/IO, observed %s%v/IO (%s over %s%s, %.1fx): %s", shortDur(*t.ExpectedPerIONS), sign, shortDur(*t.ObservedPerIONS),
+		fmt.Fprintf(&b, "cipher %v/IO, observed %s%v/IO (%s over %s%s, %.1fx): %s", units.RoundDurationBench(time.Duration(*t.ExpectedPerIONS)), sign, units.RoundDurationBench(time.Duration(*t.ObservedPerIONS)),
 			t.TopDevice, t.BottomDevice, layers, *t.Ratio, t.Verdict)
 	}
 	if t.CryptoCPUPerGiB != nil && t.ExpectedCPUPerGiB > 0 {
 		fmt.Fprintf(&b, "; crypto threads %.2f CPU-s/GiB, cipher %.2f (%.1fx)", *t.CryptoCPUPerGiB, t.ExpectedCPUPerGiB, *t.CryptoCPUPerGiB/t.ExpectedCPUPerGiB)
 	}
 	return b.String()
-}
-
-// shortDur rounds a duration to three significant digits or so.
-func shortDur(ns int64) time.Duration {
-	d := time.Duration(ns)
-	a := d.Abs()
-	switch {
-	case a >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	case a >= 10*time.Microsecond:
-		return d.Round(time.Microsecond)
-	case a >= time.Microsecond:
-		return d.Round(100 * time.Nanosecond)
-	}
-	return d
 }

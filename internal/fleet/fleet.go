@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/slowpath/slowpath/internal/check"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Summary is the JSON form of `slowpath fleet` (docs/json.md).
@@ -70,12 +71,70 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 	return Summarize(by, info, firing), nil
 }
 
-// node identifies a scrape target: the job and instance labels
-// Prometheus attaches to every series of it.
-type node struct{ job, instance string }
+// NodeOptions say how GroupNodes names the nodes and groups them.
+type NodeOptions struct {
+	// By is the label whose value groups the nodes; a node whose info
+	// series lacks it is in the group "" (Prometheus drops empty labels,
+	// so "" and absent are one).
+	By string
+	// Label names a node by the value of one label. "" names it by its
+	// scrape target (job and instance), which Prometheus attaches to every
+	// series a target exposes, so a finding or a mount finds its node:
+	// fleet and fleet --tax. fleet --verdict names the label: its series
+	// are the user's PromQL aggregated per node by that label alone, with
+	// job and instance gone.
+	Label string
+}
 
-func nodeOf(m model.Metric) node {
-	return node{string(m[model.JobLabel]), string(m[model.InstanceLabel])}
+// Nodes are the fleet's nodes, from their slowpath_node_info series,
+// grouped by one label.
+type Nodes struct {
+	label string
+	// Group is each node's group, by its name (Node).
+	Group map[string]string
+	// Members are each group's nodes, once each, in the order of the
+	// info series.
+	Members map[string][]string
+	// Unnamed are the info series that lack the Label: nodes that cannot
+	// be named, left out of the groups (fleet --verdict refuses them).
+	Unnamed []model.Metric
+}
+
+// GroupNodes groups the nodes of the slowpath_node_info series info as o
+// says: the one grouping of fleet, fleet --tax and fleet --verdict. A node
+// with two info series (its labels changed within Prometheus's lookback)
+// is counted once, in the group of the first.
+func GroupNodes(info model.Vector, o NodeOptions) *Nodes {
+	ns := &Nodes{label: o.Label, Group: map[string]string{}, Members: map[string][]string{}}
+	for _, smp := range info {
+		if _, ok := smp.Metric[model.LabelName(o.Label)]; o.Label != "" && !ok {
+			ns.Unnamed = append(ns.Unnamed, smp.Metric)
+			continue
+		}
+		n := ns.Node(smp.Metric)
+		if _, dup := ns.Group[n]; dup {
+			continue
+		}
+		ns.Add(n, string(smp.Metric[model.LabelName(o.By)]))
+	}
+	return ns
+}
+
+// Node names the node of m, a series of any kind, as GroupNodes names
+// the nodes: its Label's value, or its job and instance (joined by
+// model.SeparatorByte, which no UTF-8 label value holds).
+func (ns *Nodes) Node(m model.Metric) string {
+	if ns.label != "" {
+		return string(m[model.LabelName(ns.label)])
+	}
+	return string(m[model.JobLabel]) + string([]byte{model.SeparatorByte}) + string(m[model.InstanceLabel])
+}
+
+// Add puts node n in group g: for a node the caller found in other
+// series (its info series missing) and placed by their labels.
+func (ns *Nodes) Add(n, g string) {
+	ns.Group[n] = g
+	ns.Members[g] = append(ns.Members[g], n)
 }
 
 // Summarize groups the nodes of the slowpath_node_info series info by
@@ -83,35 +142,27 @@ func nodeOf(m model.Metric) node {
 // severity, subject) of the firing slowpath_finding series fires. Groups
 // are in label order; findings worst severity first, then most nodes.
 func Summarize(by string, info, firing model.Vector) *Summary {
-	groupOf := map[node]string{}
-	members := map[string]int{}
-	for _, smp := range info {
-		n := nodeOf(smp.Metric)
-		g := string(smp.Metric[model.LabelName(by)])
-		groupOf[n] = g
-		members[g]++
-	}
+	nodes := GroupNodes(info, NodeOptions{By: by})
 	type key struct{ group, id, sev, subject string }
-	counts := map[key]map[node]bool{}
+	counts := map[key]map[string]bool{}
 	for _, smp := range firing {
-		n := nodeOf(smp.Metric)
-		g, ok := groupOf[n]
+		n := nodes.Node(smp.Metric)
+		g, ok := nodes.Group[n]
 		if !ok {
 			// A node whose info series is missing: its finding series
 			// carries the target labels too.
 			g = string(smp.Metric[model.LabelName(by)])
-			groupOf[n] = g
-			members[g]++
+			nodes.Add(n, g)
 		}
 		k := key{g, string(smp.Metric["id"]), string(smp.Metric["severity"]), string(smp.Metric["subject"])}
 		if counts[k] == nil {
-			counts[k] = map[node]bool{}
+			counts[k] = map[string]bool{}
 		}
 		counts[k][n] = true
 	}
 	s := &Summary{By: by, Groups: []Group{}}
-	for g, n := range members {
-		s.Groups = append(s.Groups, Group{Value: g, Nodes: n, Findings: []GroupCount{}})
+	for g, ns := range nodes.Members {
+		s.Groups = append(s.Groups, Group{Value: g, Nodes: len(ns), Findings: []GroupCount{}})
 	}
 	sort.Slice(s.Groups, func(i, j int) bool { return s.Groups[i].Value < s.Groups[j].Value })
 	byGroup := map[string]*Group{}
@@ -152,11 +203,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		if name == "" {
 			name = "(no " + s.By + ")"
 		}
-		unit := "nodes"
-		if g.Nodes == 1 {
-			unit = "node"
-		}
-		if _, err := fmt.Fprintf(w, "%s: %d %s\n", name, g.Nodes, unit); err != nil {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", name, units.Plural(g.Nodes, "node")); err != nil {
 			return err
 		}
 		if len(g.Findings) == 0 {

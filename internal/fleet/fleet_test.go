@@ -98,6 +98,39 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestGroupNodes: by scrape target (fleet, fleet --tax) or by a label
+// (fleet --verdict); a node with two info series counted once, in the
+// group of the first; an info series without the node label unnamed.
+func TestGroupNodes(t *testing.T) {
+	info := model.Vector{
+		series("job", "slowpath", "instance", "a:1", "node", "a", "pool", "p1"),
+		series("job", "slowpath", "instance", "b:1", "node", "b", "pool", "p2"),
+		// a's labels changed within the lookback: a second info series.
+		series("job", "slowpath", "instance", "a:1", "node", "a", "pool", "p2", "kernel", "new"),
+		series("job", "slowpath", "instance", "c:1", "node", "c"),
+		series("job", "other", "instance", "d:1"),
+	}
+	byTarget := GroupNodes(info, NodeOptions{By: "pool"})
+	if got, want := byTarget.Members, map[string][]string{
+		"p1": {"slowpath\xffa:1"}, "p2": {"slowpath\xffb:1"}, "": {"slowpath\xffc:1", "other\xffd:1"},
+	}; !cmp.Equal(got, want) {
+		t.Errorf("by target: members %q, want %q", got, want)
+	}
+	if n := byTarget.Node(finding("b:1", "x", "warning", "/").Metric); byTarget.Group[n] != "p2" {
+		t.Errorf("a finding of b:1 is node %q of group %q, want p2", n, byTarget.Group[n])
+	}
+	byLabel := GroupNodes(info, NodeOptions{By: "pool", Label: "node"})
+	if got, want := byLabel.Members, map[string][]string{"p1": {"a"}, "p2": {"b"}, "": {"c"}}; !cmp.Equal(got, want) {
+		t.Errorf("by label: members %q, want %q", got, want)
+	}
+	if len(byLabel.Unnamed) != 1 || byLabel.Unnamed[0]["instance"] != "d:1" {
+		t.Errorf("by label: unnamed %v, want d:1's info series", byLabel.Unnamed)
+	}
+	if n := byLabel.Node(series("node", "b").Metric); byLabel.Group[n] != "p2" {
+		t.Errorf("a per-node series of b is node %q of group %q, want p2", n, byLabel.Group[n])
+	}
+}
+
 func TestWriteText(t *testing.T) {
 	s := &Summary{By: "cloud", Groups: []Group{
 		{Value: "", Nodes: 1, Findings: []GroupCount{}},

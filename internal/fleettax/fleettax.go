@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
+	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // The recorded series read (deploy/kubernetes/prometheusrule.yaml).
@@ -104,20 +107,17 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 		}
 		return nil, fmt.Errorf("no slowpath_dmcrypt_tax_span series in Prometheus: no node reports a dm-crypt mount (is it scraping `slowpath agent`, see deploy/kubernetes/?)")
 	}
-	groupOf := map[[2]string]string{}
-	for _, s := range vecs["slowpath_node_info"] {
-		if g, ok := s.Metric[model.LabelName(by)]; ok {
-			groupOf[[2]string{string(s.Metric[model.JobLabel]), string(s.Metric[model.InstanceLabel])}] = string(g)
-		}
-	}
+	info := fleet.GroupNodes(vecs["slowpath_node_info"], fleet.NodeOptions{By: by})
 	mounts := map[mountKey]*Mount{}
 	groups := map[mountKey]string{}
 	for _, s := range vecs[IOsSeries] {
 		k := keyOf(s.Metric)
 		mounts[k] = &Mount{Job: k.job, Instance: k.instance, MountPoint: k.mountpoint, Device: k.device,
 			Lower: string(s.Metric["lower"]), IOs: float64(s.Value), Ratio: math.NaN(), TableUnread: s.Metric["table"] == "unread"}
-		g, ok := groupOf[[2]string{k.job, k.instance}]
-		if !ok {
+		g := info.Group[info.Node(s.Metric)]
+		if g == "" {
+			// No info series, or one without the label: the label may
+			// be the scrape target's, on the tax series too.
 			g = string(s.Metric[model.LabelName(by)])
 		}
 		groups[k] = g
@@ -191,37 +191,12 @@ func median(ms []*Mount, f func(*Mount) float64) float64 {
 	return stats.Median(v)
 }
 
-// Seconds renders a duration in seconds with three significant figures in
-// the unit that suits it: 17.6 ms, 7 µs. It rounds to whole nanoseconds
-// first, so the last bits of a PromQL division (0.01755 computed as a hair
-// below or above) never decide the digit shown.
-func Seconds(s float64) string {
-	ns := math.Round(s * 1e9)
-	a := math.Abs(ns)
-	switch {
-	case a >= 1e9:
-		return fmt.Sprintf("%.3g s", ns/1e9)
-	case a >= 1e6:
-		return fmt.Sprintf("%.3g ms", ns/1e6)
-	case a >= 1e3:
-		return fmt.Sprintf("%.3g µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.3g ns", ns)
-}
-
 // Ratio renders a ratio: 2678x, 1.1x.
 func Ratio(r float64) string {
 	if math.Abs(r) >= 10 {
 		return fmt.Sprintf("%.0fx", r)
 	}
 	return fmt.Sprintf("%.1fx", r)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func (g Group) name(by string) string {
@@ -232,7 +207,7 @@ func (g Group) name(by string) string {
 }
 
 func (m *Mount) String() string {
-	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), Seconds(m.AddedPerIOSeconds))
+	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), units.Duration(m.AddedPerIOSeconds))
 	if m.TableUnread {
 		s += "; dm table unread: dm-crypt inferred from its uuid, cipher assumed"
 	}
@@ -249,12 +224,12 @@ func WriteText(w io.Writer, s *Summary) error {
 	for _, g := range s.Groups {
 		if g.Mounts == 0 {
 			fmt.Fprintf(&b, "%s: no dm-crypt mount with enough I/O to judge (%s with fewer than %d I/Os in 5 minutes)\n",
-				g.name(s.By), plural(g.NotJudged, "mount", "mounts"), cryptotax.MinIOs)
+				g.name(s.By), units.Plural(g.NotJudged, "mount"), cryptotax.MinIOs)
 			continue
 		}
 		fmt.Fprintf(&b, "%s (%s): encryption adds %s per I/O, %s the cipher's cost (%s)\n",
-			g.name(s.By), plural(g.Nodes, "node", "nodes"), Seconds(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), Seconds(g.CipherPerIOSeconds))
-		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), plural(g.Mounts, "mount", "mounts"))
+			g.name(s.By), units.Plural(g.Nodes, "node"), units.Duration(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), units.Duration(g.CipherPerIOSeconds))
+		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), units.Plural(g.Mounts, "mount"))
 		if g.NotJudged > 0 {
 			fmt.Fprintf(&b, " (%d not judged: too little I/O)", g.NotJudged)
 		}
@@ -264,20 +239,24 @@ func WriteText(w io.Writer, s *Summary) error {
 	return err
 }
 
-// WriteMarkdown prints the groups as a table.
+// WriteMarkdown prints the groups as a table; every cell is escaped, the
+// label values from Prometheus included.
 func WriteMarkdown(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %s | nodes | added per I/O | cipher per I/O | ratio min / median / max | highest | lowest | not judged |\n", s.By)
-	b.WriteString("|---|---:|---:|---:|---|---|---|---:|\n")
+	t := table.NewMarkdownWith(&b, table.MarkdownOptions{Align: []table.Align{
+		table.Left, table.Right, table.Right, table.Right, table.Left, table.Left, table.Left, table.Right}})
+	t.Row(s.By, "nodes", "added per I/O", "cipher per I/O", "ratio min / median / max", "highest", "lowest", "not judged")
 	for _, g := range s.Groups {
-		name := strings.ReplaceAll(g.name(s.By), "|", `\|`)
 		if g.Mounts == 0 {
-			fmt.Fprintf(&b, "| %s | 0 | | | | | | %d |\n", name, g.NotJudged)
+			t.Row(g.name(s.By), "0", "", "", "", "", "", strconv.Itoa(g.NotJudged))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s / %s / %s | %s | %s | %d |\n", name, g.Nodes,
-			Seconds(g.AddedPerIOSeconds), Seconds(g.CipherPerIOSeconds), Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max),
-			strings.ReplaceAll(g.Highest.String(), "|", `\|`), strings.ReplaceAll(g.Lowest.String(), "|", `\|`), g.NotJudged)
+		t.Row(g.name(s.By), strconv.Itoa(g.Nodes), units.Duration(g.AddedPerIOSeconds), units.Duration(g.CipherPerIOSeconds),
+			Ratio(g.Ratio.Min)+" / "+Ratio(g.Ratio.Median)+" / "+Ratio(g.Ratio.Max),
+			g.Highest.String(), g.Lowest.String(), strconv.Itoa(g.NotJudged))
+	}
+	if err := t.Flush(); err != nil {
+		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/slowpath/slowpath/internal/report/htmlpage"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // WriteHTML renders the verdict as one self-contained page: per group the
@@ -27,7 +28,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		s := htmlpage.Section{Heading: fmt.Sprintf("%s: %s", GroupName(r.By, g.Value), g.Outcome)}
 		item := htmlpage.Item{Title: g.Outcome + ": " + g.Reason, Class: class,
-			Lines: []string{fmt.Sprintf("%s, %s; changed %s; before %s, after %s", plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), changed(g), span(g.Before), span(g.After))}}
+			Lines: []string{fmt.Sprintf("%s, %s; changed %s; before %s, after %s", units.Plural(g.Nodes, "node"), units.Plural(len(g.Canaries), "canary"), changed(g), span(g.Before), span(g.After))}}
 		for _, a := range g.Actions {
 			item.Code = append(item.Code, a.Command)
 		}

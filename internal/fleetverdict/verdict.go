@@ -169,20 +169,11 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 	if len(info) == 0 {
 		return nil, errors.New("no slowpath_node_info series in Prometheus: is it scraping `slowpath agent` (see deploy/kubernetes/)?")
 	}
-	groupOf := map[string]string{}
-	members := map[string][]string{}
-	for _, s := range info {
-		n, ok := s.Metric[model.LabelName(o.NodeLabel)]
-		if !ok {
-			return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", s.Metric, o.NodeLabel)
-		}
-		if _, dup := groupOf[string(n)]; dup {
-			continue
-		}
-		g := string(s.Metric[model.LabelName(o.By)])
-		groupOf[string(n)] = g
-		members[g] = append(members[g], string(n))
+	nodes := fleet.GroupNodes(info, fleet.NodeOptions{By: o.By, Label: o.NodeLabel})
+	if len(nodes.Unnamed) > 0 {
+		return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", nodes.Unnamed[0], o.NodeLabel)
 	}
+	groupOf, members := nodes.Group, nodes.Members
 	canaries, err := changeTimes(ctx, a, o, groupOf)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/safetext"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // WriteText prints one block per group: the outcome and why, the windows,
@@ -19,7 +20,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "%s: canaries against the other nodes of each %s, %s before and after the change (alpha %g)\n",
 		r.Change, r.By, r.Window, r.Alpha)
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "\n%s (%s, %s): %s: %s\n", clean(GroupName(r.By, g.Value)), plural(g.Nodes, "node"), plural(len(g.Canaries), "canary"), g.Outcome, clean(g.Reason))
+		fmt.Fprintf(w, "\n%s (%s, %s): %s: %s\n", clean(GroupName(r.By, g.Value)), units.Plural(g.Nodes, "node"), units.Plural(len(g.Canaries), "canary"), g.Outcome, clean(g.Reason))
 		fmt.Fprintf(w, "  changed %s; before %s, after %s\n", changed(g), span(g.Before), span(g.After))
 		if len(g.Metrics) > 0 {
 			t := table.New(w)
@@ -91,16 +92,6 @@ func GroupName(by, v string) string {
 // clean replaces what a terminal would act on in text from Prometheus
 // labels (escape sequences, line breaks).
 func clean(s string) string { return safetext.Clean(s) }
-
-func plural(n int, one string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	if strings.HasSuffix(one, "y") {
-		return strconv.Itoa(n) + " " + strings.TrimSuffix(one, "y") + "ies"
-	}
-	return strconv.Itoa(n) + " " + one + "s"
-}
 
 func changed(g Group) string {
 	if g.FirstChange.Equal(g.LastChange) {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // WriteNetworkMarkdown writes the network model as doctor's Markdown shows
@@ -27,7 +29,8 @@ func writeNetworkMarkdown(b *bufio.Writer, m *netmodel.Model) {
 	}
 	fmt.Fprintf(b, "\n## Network\n\n")
 	if len(m.Interfaces) > 0 {
-		fmt.Fprintf(b, "| interface | driver | speed | ring rx (max) | role |\n|---|---|---|---|---|\n")
+		t := table.NewMarkdown(b)
+		t.Row("interface", "driver", "speed", "ring rx (max)", "role")
 		for _, ifc := range m.Interfaces {
 			speed, ring := "", ""
 			if ifc.SpeedMbps != nil {
@@ -38,22 +41,25 @@ func writeNetworkMarkdown(b *bufio.Writer, m *netmodel.Model) {
 			} else if ifc.RingUnsupported {
 				ring = "unsupported"
 			}
-			fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", mdEscape(ifc.Name), mdEscape(ifc.Driver), speed, ring, mdEscape(ifc.Role))
+			t.RowMarkdown(table.Code(ifc.Name), mdEscape(ifc.Driver), speed, ring, mdEscape(ifc.Role))
 		}
+		_ = t.Flush() // Markdown: nothing buffered
 	}
 	if m.IntervalSeconds > 0 {
 		fmt.Fprintf(b, "\nDrops by layer (rates over %.1fs):\n\n", m.IntervalSeconds)
 	} else {
 		fmt.Fprintf(b, "\nDrops by layer (totals since boot; %s):\n\n", mdEscape(m.RatesUnknown))
 	}
-	fmt.Fprintf(b, "| layer | per second | total |\n|---|---|---|\n")
+	t := table.NewMarkdown(b)
+	t.Row("layer", "per second", "total")
 	for _, s := range m.Summary {
 		rate := "-"
 		if s.PerSecond != nil {
 			rate = fmt.Sprintf("%.1f", *s.PerSecond)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d |\n", s.Layer, rate, s.Total)
+		t.Row(string(s.Layer), rate, strconv.FormatUint(s.Total, 10))
 	}
+	_ = t.Flush()
 	if top, ok := netmodel.Top(m.Counters); ok {
 		fmt.Fprintf(b, "\nTop offender: **%s** `%s` on %s, %.1f/s.\n", top.Layer, top.Counter, mdEscape(top.Subject), *top.PerSecond)
 	}

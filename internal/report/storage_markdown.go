@@ -7,6 +7,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/report/table"
 )
 
 // writeStorageMarkdown prints a summary table of paths, then each chain as a
@@ -17,7 +18,8 @@ func writeStorageMarkdown(b *bufio.Writer, r *analyze.Report) {
 		fmt.Fprintf(b, "None found.\n")
 		return
 	}
-	fmt.Fprintf(b, "| path | encryption layers | where encryption runs |\n|---|---|---|\n")
+	t := table.NewMarkdown(b)
+	t.Row("path", "encryption layers", "where encryption runs")
 	for _, p := range r.Storage {
 		if p.Empty {
 			continue
@@ -30,8 +32,9 @@ func writeStorageMarkdown(b *bufio.Writer, r *analyze.Report) {
 		if p.UnknownEncryptionLayers > 0 {
 			n += fmt.Sprintf(" (+%d unknown)", p.UnknownEncryptionLayers)
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdEscape(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
+		t.RowMarkdown(table.Code(mdSubject(p)), n, mdEscape(strings.Join(where, ", ")))
 	}
+	_ = t.Flush() // Markdown: nothing buffered
 	if empty := emptyGroups(r.Storage); len(empty) > 0 {
 		fmt.Fprintf(b, "\nEmpty devices: %s\n", mdEscape(strings.Join(empty, "; ")))
 	}

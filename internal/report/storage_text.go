@@ -7,6 +7,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/analyze"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // writeStorageText prints each path as a chain, top layer first, one layer
@@ -82,7 +83,7 @@ func pathHeadline(p storagemodel.Path) string {
 	if subject == "" {
 		subject = "/dev/" + p.Device + " (not mounted)"
 	}
-	s := fmt.Sprintf("%s: %s", subject, plural(p.EncryptionLayers, "encryption layer"))
+	s := fmt.Sprintf("%s: %s", subject, units.Plural(p.EncryptionLayers, "encryption layer"))
 	if chain := p.EncryptionChain(); len(chain) > 0 {
 		var where []string
 		for _, l := range chain {
@@ -105,13 +106,6 @@ func identityLine(id storagemodel.DiskIdentity) string {
 		return "not identified (rule " + id.Rule + "): " + id.Evidence
 	}
 	return "identified by " + id.Rule + ": " + id.Evidence
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func (t *textWriter) encMark(l storagemodel.Layer) string {
@@ -219,7 +213,7 @@ func layerLine(l storagemodel.Layer) string {
 	}
 	f = append(f, queueFacts(l)...)
 	if l.SizeBytes > 0 && (l.Kind == storagemodel.LayerDisk || l.Kind == storagemodel.LayerZram || l.Kind == storagemodel.LayerRAM) {
-		f = append(f, storagemodel.FormatBytes(l.SizeBytes))
+		f = append(f, units.Size(l.SizeBytes))
 	}
 	if len(f) == 0 {
 		return head

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 const (
@@ -79,7 +80,7 @@ func backlogDrops(in *check.Input) []check.Finding {
 		return []check.Finding{{Status: check.Pass, Subject: "softnet", Summary: "no backlog drops during the sample interval"}}
 	}
 	processed, haveProcessed := softnetRate(in.Snapshot, m)
-	sum := fmt.Sprintf("The per-CPU input backlog is full and the kernel drops packets before any protocol sees them: %s/s on %d CPU(s).", fmtRate(sumRate(up)), len(up))
+	sum := fmt.Sprintf("The per-CPU input backlog is full and the kernel drops packets before any protocol sees them: %s/s on %d CPU(s).", units.Rate(sumRate(up)), len(up))
 	if haveCur {
 		sum += fmt.Sprintf(" Each CPU queues at most %s=%d packets.", keyBacklog, cur)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // flowRate is the rate, over the model's interval (its last two samples),
@@ -30,11 +31,11 @@ func flowRate(s *snapshot.Snapshot, m *netmodel.Model, get func(snapshot.NetSamp
 // it (passed + dropped). None passed is a counter that did not move (a
 // hand-made or damaged sample), not a layer that drops everything: no share.
 func dropCost(dropped, passed float64, havePassed bool, layer string) *check.Cost {
-	c := &check.Cost{Figure: fmt.Sprintf("%s packets/s dropped at the %s", fmtRate(dropped), layer)}
+	c := &check.Cost{Figure: fmt.Sprintf("%s packets/s dropped at the %s", units.Rate(dropped), layer)}
 	if havePassed && passed > 0 {
 		share := dropped / (dropped + passed)
 		c.Share = &share
-		c.Figure = fmt.Sprintf("%s packets/s dropped at the %s of %s/s that reached it", fmtRate(dropped), layer, fmtRate(dropped+passed))
+		c.Figure = fmt.Sprintf("%s packets/s dropped at the %s of %s/s that reached it", units.Rate(dropped), layer, units.Rate(dropped+passed))
 	}
 	return c
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Shared helpers of the network checks; each check is in its own file.
@@ -89,23 +90,12 @@ func rateEvidence(source string, cs []netmodel.Counter, max int) []check.Evidenc
 		}
 		ev := check.Evidence{Source: source, Key: c.Subject + " " + c.Counter, Observed: fmt.Sprintf("total %d", c.Total)}
 		if c.PerSecond != nil {
-			ev.Observed = fmt.Sprintf("%s/s (total %d)", fmtRate(*c.PerSecond), c.Total)
+			ev.Observed = fmt.Sprintf("%s/s (total %d)", units.Rate(*c.PerSecond), c.Total)
 			ev.Expected = "0/s"
 		}
 		out = append(out, ev)
 	}
 	return out
-}
-
-func fmtRate(r float64) string {
-	switch {
-	case r >= 100:
-		return strconv.FormatFloat(r, 'f', 0, 64)
-	case r >= 1:
-		return strconv.FormatFloat(r, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(r, 'f', 2, 64)
-	}
 }
 
 func sysctlEvidence(m *netmodel.Model, name, expected string) check.Evidence {

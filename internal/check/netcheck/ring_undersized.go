@@ -5,6 +5,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // fastLinkMbps is where a small ring stops being enough even without
@@ -61,7 +62,7 @@ func ringUndersized(in *check.Input) []check.Finding {
 			received, haveReceived := flowRate(in.Snapshot, m, rxPackets(ifc.Name))
 			out = append(out, check.Finding{
 				Subject:     ifc.Name,
-				Summary:     fmt.Sprintf("%s drops packets because its RX ring is full (%s/s now) while the ring is set to %d of a possible %d entries. A larger ring absorbs the bursts that arrive while softirq processing is delayed.", ifc.Name, fmtRate(sumRate(up)), r.RX, r.RXMax),
+				Summary:     fmt.Sprintf("%s drops packets because its RX ring is full (%s/s now) while the ring is set to %d of a possible %d entries. A larger ring absorbs the bursts that arrive while softirq processing is delayed.", ifc.Name, units.Rate(sumRate(up)), r.RX, r.RXMax),
 				Evidence:    append([]check.Evidence{ringEv}, rateEvidence("ring counters", up, 4)...),
 				Remediation: fix,
 				References:  refs,

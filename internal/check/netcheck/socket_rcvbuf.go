@@ -5,6 +5,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 const (
@@ -64,7 +65,7 @@ func socketRcvbuf(in *check.Input) []check.Finding {
 	delivered, haveDelivered := flowRate(in.Snapshot, m, udpDelivered)
 	return []check.Finding{{
 		Subject: netmodel.SubjectSockets,
-		Summary: fmt.Sprintf("UDP datagrams reach their socket and are dropped there because its receive buffer is full (%s/s). The application reads too slowly or its SO_RCVBUF is too small; these drops are at the socket, not in the NIC or the backlog.", fmtRate(sumRate(up))),
+		Summary: fmt.Sprintf("UDP datagrams reach their socket and are dropped there because its receive buffer is full (%s/s). The application reads too slowly or its SO_RCVBUF is too small; these drops are at the socket, not in the NIC or the backlog.", units.Rate(sumRate(up))),
 		Evidence: append(rateEvidence(srcSNMP, up, 2),
 			sysctlEvidence(m, "net.core.rmem_max", "large enough for the SO_RCVBUF the application asks for"),
 			sysctlEvidence(m, "net.core.rmem_default", "")),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func timeSqueeze(in *check.Input) []check.Finding {
 	}
 	f := check.Finding{
 		Subject: "softnet",
-		Summary: fmt.Sprintf("Receive softirq processing stops with packets still waiting %s times/s on %d CPU(s): it used up net.core.netdev_budget packets or netdev_budget_usecs. Packets left behind wait in rings and backlogs, which then overflow.", fmtRate(sumRate(up)), len(up)),
+		Summary: fmt.Sprintf("Receive softirq processing stops with packets still waiting %s times/s on %d CPU(s): it used up net.core.netdev_budget packets or netdev_budget_usecs. Packets left behind wait in rings and backlogs, which then overflow.", units.Rate(sumRate(up)), len(up)),
 		Evidence: append(rateEvidence(srcSoftnet, up, 4),
 			sysctlEvidence(m, "net.core.netdev_budget", expect(targets, "net.core.netdev_budget")),
 			sysctlEvidence(m, "net.core.netdev_budget_usecs", expect(targets, "net.core.netdev_budget_usecs"))),
@@ -62,7 +63,7 @@ func timeSqueeze(in *check.Input) []check.Finding {
 		Fix:         fix,
 		// A squeeze is a round cut short, not a packet lost: a figure,
 		// no share (the drops it causes are the ring's and backlog's).
-		Cost: &check.Cost{Figure: fmt.Sprintf("%s receive rounds/s cut short with packets waiting", fmtRate(sumRate(up)))},
+		Cost: &check.Cost{Figure: fmt.Sprintf("%s receive rounds/s cut short with packets waiting", units.Rate(sumRate(up)))},
 	}
 	// Squeeze with drops on the same host is a cause, not a curiosity.
 	if len(rising(counters(m, netmodel.LayerBacklog))) > 0 || len(rising(counters(m, netmodel.LayerRing))) > 0 {

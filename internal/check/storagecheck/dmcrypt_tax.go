@@ -12,6 +12,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/quote"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // dmcrypt.tax: the expected encryption tax (internal/model/cryptotax)
@@ -194,7 +195,7 @@ func (t taxSpan) judge(in *check.Input, devs map[string]*snapshot.BlockDevice, c
 	}
 	if top.await <= bot.await {
 		return t.inferred(check.Finding{Status: check.Pass, Subject: t.subject(), Summary: fmt.Sprintf(
-			"%s: no added await (%s %v, %s %v)", c.phrase, t.top.Device, roundDur(top.await), t.bottom.Device, roundDur(bot.await))})
+			"%s: no added await (%s %v, %s %v)", c.phrase, t.top.Device, units.RoundDuration(top.await), t.bottom.Device, units.RoundDuration(bot.await))})
 	}
 	limit := cryptotax.Limit{BytesPerSecPerCore: host.Cipher.BytesPerSecPerCore, Source: host.Cipher.What}
 	tax, err := cryptotax.AssessLayered(limit, cryptotax.Layered{
@@ -271,14 +272,14 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 	qd := fmt.Sprintf("%.1f", top.queueDepth)
 	ev := []check.Evidence{
 		{Source: "/sys/class/block/" + t.top.Device + "/stat", Key: "await " + cn.phrase,
-			Observed: fmt.Sprintf("%v over %d I/Os, %s per I/O, %s in flight while busy", roundDur(top.await), top.ios, storagemodel.FormatBytes(uint64(top.bytesPerIO)), qd)},
+			Observed: fmt.Sprintf("%v over %d I/Os, %s per I/O, %s in flight while busy", units.RoundDuration(top.await), top.ios, units.Size(uint64(top.bytesPerIO)), qd)},
 		{Source: "/sys/class/block/" + t.bottom.Device + "/stat", Key: "await " + cn.phrase,
-			Observed: fmt.Sprintf("%v over %d I/Os", roundDur(bot.await), bot.ios)},
+			Observed: fmt.Sprintf("%v over %d I/Os", units.RoundDuration(bot.await), bot.ios)},
 		{Source: src, Key: "AES-XTS on one core", Observed: fmt.Sprintf("%.2f GB/s: %s", c.BytesPerSecPerCore/1e9, c.What)},
 		{Source: "expected encryption tax", Key: "added await per I/O",
-			Observed: fmt.Sprintf("+%v, %.0fx the cipher's time", roundDur(tax.ObservedPerIO), tax.Ratio),
+			Observed: fmt.Sprintf("+%v, %.0fx the cipher's time", units.RoundDuration(tax.ObservedPerIO), tax.Ratio),
 			Expected: fmt.Sprintf("<= %.0fx the cipher's %v (%s per I/O x %d layer(s) / one core's AES-XTS x max(1, %s in flight / %d cores))",
-				cryptotax.FarAbove, roundDur(tax.ExpectedPerIO), storagemodel.FormatBytes(uint64(top.bytesPerIO)), len(t.crypts), qd, max(host.NumCPU, 1))},
+				cryptotax.FarAbove, units.RoundDuration(tax.ExpectedPerIO), units.Size(uint64(top.bytesPerIO)), len(t.crypts), qd, max(host.NumCPU, 1))},
 	}
 	via := t.top.Name
 	if len(t.crypts) > 1 {
@@ -296,19 +297,6 @@ func (t taxSpan) finding(in *check.Input, tax cryptotax.Tax, top, bot ioFigures,
 		References:  []string{refWorkqueue, refCloudflare, refDoubleEncryption, refIOStats},
 		Cost:        waitCost(t, tax, top, bot),
 	}
-}
-
-// roundDur keeps about three significant figures.
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	case d >= time.Microsecond:
-		return d.Round(100 * time.Nanosecond)
-	}
-	return d
 }
 
 // remediation: the workqueue bypass where a layer lacks it, and the hunt for
@@ -369,7 +357,7 @@ func waitCost(t taxSpan, tax cryptotax.Tax, top, bot ioFigures) *check.Cost {
 	}
 	share := float64(waiting) / float64(top.await)
 	return &check.Cost{Share: &share, Figure: fmt.Sprintf("%v of each I/O's %v at %s is waiting beyond the %v at %s beneath and the cipher's %v",
-		roundDur(waiting), roundDur(top.await), t.top.Device, roundDur(bot.await), t.bottom.Device, roundDur(tax.ExpectedPerIO))}
+		units.RoundDuration(waiting), units.RoundDuration(top.await), t.top.Device, units.RoundDuration(bot.await), t.bottom.Device, units.RoundDuration(tax.ExpectedPerIO))}
 }
 
 // taxCost is the cost dmcrypt.tax measures on the span that holds the

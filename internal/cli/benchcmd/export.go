@@ -17,9 +17,8 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/experiment"
 	"github.com/slowpath/slowpath/internal/quote"
-	"github.com/slowpath/slowpath/internal/report/comparereport"
+	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stdfile"
-	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -275,7 +274,7 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 		b.WriteString("\n## This machine's result (`result.json`)\n\n")
 		// The result may come from another machine: its facts are
 		// Markdown-escaped like compare's cells.
-		md := comparereport.MarkdownText
+		md := table.MarkdownCell
 		if h := res.Environment.Host; h != nil {
 			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", md(h.KernelRelease), h.NumCPU, md(h.CPUModel))
 		}
@@ -285,12 +284,15 @@ func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *Expor
 		if t := res.Environment.Target; t != nil && t.Storage != nil {
 			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", md(pathLine(t.Storage)), t.Storage.EncryptionLayers)
 		}
-		b.WriteString("\n| phase | figure | value |\n|---|---|---|\n")
+		b.WriteString("\n")
+		t := table.NewMarkdown(&b)
+		t.Row("phase", "figure", "value")
 		for _, f := range res.Figures {
 			if f.Phase != "" {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", md(f.Phase), md(f.Name), md(units.Figure(f.Value, f.Unit)))
+				t.Row(f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit))
 			}
 		}
+		_ = t.Flush() // a strings.Builder does not fail
 		if res.WhereTime != nil {
 			fmt.Fprintf(&b, "\nWhere the time went: %s\n", md(res.WhereTime.Summary))
 		}

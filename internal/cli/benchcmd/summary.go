@@ -11,7 +11,6 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/units"
@@ -34,7 +33,7 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 		if f.Phase == "" {
 			continue // where the time went: below
 		}
-		rows = append(rows, []string{f.Phase, f.Name, units.Figure(f.Value, f.Unit)})
+		rows = append(rows, []string{f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit)})
 	}
 	tw := table.NewTSV(w)
 	if env.StdoutTTY {
@@ -50,10 +49,10 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 		for _, d := range wt.Devices {
 			await := "-"
 			if d.AwaitNS >= 0 {
-				await = units.Figure(d.AwaitNS, benchresult.UnitNanoseconds)
+				await = benchresult.FormatValue(d.AwaitNS, benchresult.UnitNanoseconds)
 			}
 			fmt.Fprintf(w, "  %-10s %-10s await %-10s util %3.0f%%  queue %.2f  r %.0f/s %s/s  w %.0f/s %s/s\n", d.Device, d.Layer, await, d.UtilPercent, d.QueueDepth,
-				d.ReadIOPS, storagemodel.FormatBytes(uint64(d.ReadBytesPerSec)), d.WriteIOPS, storagemodel.FormatBytes(uint64(d.WriteBytesPerSec)))
+				d.ReadIOPS, units.Size(uint64(d.ReadBytesPerSec)), d.WriteIOPS, units.Size(uint64(d.WriteBytesPerSec)))
 		}
 		for _, g := range wt.Threads {
 			var top []string
@@ -84,7 +83,7 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 			if !math.IsNaN(d.Relative) {
 				rel = fmt.Sprintf("%+.1f%%", d.Relative*100)
 			}
-			cv, rv := units.Figure(d.Capture, d.Unit), units.Figure(d.Replay, d.Unit)
+			cv, rv := benchresult.FormatValue(d.Capture, d.Unit), benchresult.FormatValue(d.Replay, d.Unit)
 			if d.Unit == benchresult.UnitFraction {
 				cv, rv = fmt.Sprintf("%.3f", d.Capture), fmt.Sprintf("%.3f", d.Replay)
 			}
@@ -95,12 +94,12 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 		}
 	} else {
 		c := f.Capture
-		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, storagemodel.FormatBytes(c.Bytes),
-			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, units.Figure(float64(c.P50NS), benchresult.UnitNanoseconds), units.Figure(float64(c.P99NS), benchresult.UnitNanoseconds))
+		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, units.Size(c.Bytes),
+			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, benchresult.FormatValue(float64(c.P50NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(c.P99NS), benchresult.UnitNanoseconds))
 	}
 	if t := f.Timing; t != nil {
-		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, units.Figure(float64(t.LateP50NS), benchresult.UnitNanoseconds),
-			units.Figure(float64(t.LateP99NS), benchresult.UnitNanoseconds), units.Figure(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
+		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, benchresult.FormatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
+			benchresult.FormatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
 	}
 	for _, k := range sortedKeysU(f.Skipped) {
 		fmt.Fprintf(w, "  not replayed: %d %s\n", f.Skipped[k], k)

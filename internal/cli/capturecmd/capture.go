@@ -17,7 +17,7 @@ import (
 	"github.com/slowpath/slowpath/internal/capture"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
-	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Options are the flags of `slowpath capture`.
@@ -132,7 +132,7 @@ func checkSpace(dir string, maxRecords uint64) error {
 	need := maxRecords * capture.RecordBytes
 	if need > free {
 		return fmt.Errorf("%s has %s free; a capture of up to %d records may take %s: lower --max-records (counted at 32 bytes each; 20-21 on average) or write elsewhere",
-			probe, storagemodel.FormatBytes(free), maxRecords, storagemodel.FormatBytes(need))
+			probe, units.Size(free), maxRecords, units.Size(need))
 	}
 	return nil
 }

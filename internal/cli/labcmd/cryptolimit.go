@@ -11,6 +11,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/lab/cryptbench"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // CryptoLimitOptions are the flags of `slowpath lab crypto-limit`.
@@ -84,19 +85,10 @@ func WriteLimit(w io.Writer, r *cipherlimit.Result, figures cryptbench.Figures) 
 	if r.AFALG != "" {
 		fmt.Fprintf(w, "AF_ALG:                 unavailable: %s\n", r.AFALG)
 	}
-	fmt.Fprintf(w, "one core:               %s\n", rate(r.PerCore))
-	fmt.Fprintf(w, "all cores (%d):          %s\n", r.Cores, rate(r.AllCores))
+	fmt.Fprintf(w, "one core:               %s\n", units.Throughput(r.PerCore))
+	fmt.Fprintf(w, "all cores (%d):          %s\n", r.Cores, units.Throughput(r.AllCores))
 	if r.PipelinedAES > 0 {
-		fmt.Fprintf(w, "pipelined AES, 1 core:  %s (AES-CTR keystream: several blocks in flight, as the kernel's XTS does)\n", rate(r.PipelinedAES))
+		fmt.Fprintf(w, "pipelined AES, 1 core:  %s (AES-CTR keystream: several blocks in flight, as the kernel's XTS does)\n", units.Throughput(r.PipelinedAES))
 	}
 	fmt.Fprintf(w, "cipher time per 4 KiB:  %v per layer on one core\n", time.Duration(4096/r.PerCore*1e9).Round(time.Nanosecond))
-}
-
-func rate(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.2f GB/s", bps/1e9)
-	default:
-		return fmt.Sprintf("%.0f MB/s", bps/1e6)
-	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // DefaultInterval is the sampling period: once a second, like iostat 1.
@@ -457,9 +458,9 @@ func Summary(w *benchresult.WhereTime) string {
 	switch {
 	case len(busy) >= 2 && busy[0].Device != busy[len(busy)-1].Device:
 		top, bottom := busy[0], busy[len(busy)-1]
-		parts = append(parts, fmt.Sprintf("%s await %s vs %s %s", top.Device, fmtMS(top.AwaitNS), bottom.Device, fmtMS(bottom.AwaitNS)))
+		parts = append(parts, fmt.Sprintf("%s await %s vs %s %s", top.Device, units.Milliseconds(top.AwaitNS), bottom.Device, units.Milliseconds(bottom.AwaitNS)))
 	case len(busy) == 1:
-		line := fmt.Sprintf("%s await %s, %.0f%% busy", busy[0].Device, fmtMS(busy[0].AwaitNS), busy[0].UtilPercent)
+		line := fmt.Sprintf("%s await %s, %.0f%% busy", busy[0].Device, units.Milliseconds(busy[0].AwaitNS), busy[0].UtilPercent)
 		// Devices below that counted nothing: a bio-based driver such as
 		// brd does no I/O accounting (drivers/block/brd.c never calls
 		// bio_start_io_acct; its diskstats stay 0, seen in the VM lab).
@@ -492,16 +493,4 @@ func Summary(w *benchresult.WhereTime) string {
 	}
 	parts = append(parts, kern...)
 	return strings.Join(parts, "; ")
-}
-
-func fmtMS(ns float64) string {
-	ms := ns / 1e6
-	switch {
-	case ms >= 10:
-		return fmt.Sprintf("%.0f ms", ms)
-	case ms >= 1:
-		return fmt.Sprintf("%.1f ms", ms)
-	default:
-		return fmt.Sprintf("%.2f ms", ms)
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -644,19 +643,4 @@ func (p *Path) Below(i int) []Layer {
 		out = append(out, l)
 	}
 	return out
-}
-
-// FormatBytes renders a size for people: 1.5 GiB.
-func FormatBytes(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	f := float64(n)
-	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	if i == 0 {
-		return strconv.FormatUint(n, 10) + " B"
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
 }

@@ -139,18 +139,14 @@ func writeMarkdownTail(w io.Writer, r *comparison.Result) {
 		fmt.Fprintf(w, "\nNo side has more encryption layers than %s.\n", mdEscape(r.Sides[0].Name))
 		return
 	}
-	head := t.Columns(r.Sides[0].Name)
-	for i := range head {
-		head[i] = mdEscape(head[i])
-	}
-	fmt.Fprintf(w, "\n| %s |\n|---|---:|---:|---:|---:|---|\n", strings.Join(head, " | "))
+	fmt.Fprintln(w)
+	tw := table.NewMarkdownWith(w, table.MarkdownOptions{Align: []table.Align{
+		table.Left, table.Right, table.Right, table.Right, table.Right, table.Left}})
+	tw.Row(t.Columns(r.Sides[0].Name)...)
 	for _, s := range t.Sides {
-		cells := t.Cells(s)
-		for i := range cells {
-			cells[i] = mdEscape(cells[i])
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		tw.Row(t.Cells(s)...)
 	}
+	_ = tw.Flush()
 }
 
 func capitalize(s string) string {

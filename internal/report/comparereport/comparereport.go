@@ -14,6 +14,7 @@ import (
 	"github.com/slowpath/slowpath/internal/report/htmlreport"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stdfile"
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // PageFormats are the formats WritePage takes, as help names them; it
@@ -71,11 +72,7 @@ func Write(w io.Writer, r *comparison.Result, format string) error {
 func method(r *comparison.Result) []string { return comparison.Legend(r) }
 
 func sideTitle(s comparison.SideInfo) string {
-	t := fmt.Sprintf("%s (%d run", s.Name, s.Runs)
-	if s.Runs != 1 {
-		t += "s"
-	}
-	return t + ")"
+	return s.Name + " (" + units.Plural(s.Runs, "run") + ")"
 }
 
 func writeText(w io.Writer, r *comparison.Result) error {
@@ -149,10 +146,6 @@ func sideNames(r *comparison.Result) []string {
 	return n
 }
 
-// MarkdownText is s escaped for Markdown inline text or a table cell
-// (bench export's README uses it too).
-func MarkdownText(s string) string { return table.MarkdownCell(s) }
-
 func mdEscape(s string) string { return table.MarkdownCell(s) }
 
 func writeMarkdown(w io.Writer, r *comparison.Result) error {
@@ -175,16 +168,17 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		fmt.Fprintln(b)
 	}
 	head := []string{"metric"}
-	sep := []string{"---"}
+	align := []table.Align{table.Left}
 	for i, s := range r.Sides {
-		head = append(head, mdEscape(sideTitle(s)))
-		sep = append(sep, "---:")
+		head = append(head, sideTitle(s))
+		align = append(align, table.Right)
 		if i > 0 {
-			head = append(head, "vs "+mdEscape(r.Sides[0].Name))
-			sep = append(sep, "---:")
+			head = append(head, "vs "+r.Sides[0].Name)
+			align = append(align, table.Right)
 		}
 	}
-	fmt.Fprintf(b, "| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(sep, " | "))
+	tw := table.NewMarkdownWith(b, table.MarkdownOptions{Align: align, Padded: true})
+	tw.Row(head...)
 	for _, row := range r.Rows {
 		cells := []string{mdEscape(comparison.RowLabel(row))}
 		for i, c := range row.Cells {
@@ -192,13 +186,14 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 			if i > 0 {
 				d := mdEscape(comparison.FormatDelta(c))
 				if c.Change != "" {
-					d = "**" + d + "** " + c.Change
+					d = "**" + d + "** " + mdEscape(c.Change)
 				}
 				cells = append(cells, d)
 			}
 		}
-		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+		tw.RowMarkdown(cells...)
 	}
+	_ = tw.Flush() // Markdown: nothing buffered
 	fmt.Fprintf(b, "\n## Method\n\n")
 	for _, l := range method(r) {
 		fmt.Fprintf(b, "- %s\n", mdEscape(l))
@@ -209,18 +204,12 @@ func writeMarkdown(w io.Writer, r *comparison.Result) error {
 		writeMarkdownTail(b, r)
 		return b.Flush()
 	}
-	var names []string
-	for _, s := range r.Sides {
-		names = append(names, mdEscape(s.Name))
-	}
-	fmt.Fprintf(b, "| fact | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(r.Sides)))
+	tw = table.NewMarkdown(b)
+	tw.Row(append([]string{"fact"}, sideNames(r)...)...)
 	for _, d := range r.Environment {
-		var v []string
-		for _, x := range d.Values {
-			v = append(v, mdEscape(x))
-		}
-		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(d.Key), strings.Join(v, " | "))
+		tw.Row(append([]string{d.Key}, d.Values...)...)
 	}
+	_ = tw.Flush()
 	writeMarkdownTail(b, r)
 	return b.Flush()
 }

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Stack is one folded stack, frames from the root outwards.
@@ -163,12 +165,8 @@ func Render(w io.Writer, stacks []Stack, o Options) (replaced int, err error) {
 `, num(o.Width), num(height), num(o.Width), num(height), escape(o.FontFamily), num(o.FontSize), num(o.FontSize+5),
 		num(o.Width), num(height), num(o.Width/2), num(o.FontSize*2), escape(o.Title))
 	if replaced > 0 {
-		names := "names"
-		if replaced == 1 {
-			names = "name"
-		}
-		fmt.Fprintf(bw, `<text class="note" x="%s" y="%s" text-anchor="middle">%d frame %s held characters XML cannot carry (control characters, U+FFFE, U+FFFF or invalid UTF-8), shown as U+FFFD (%s)</text>
-`, num(o.Width/2), num(o.FontSize*3+4), replaced, names, string(utf8.RuneError))
+		fmt.Fprintf(bw, `<text class="note" x="%s" y="%s" text-anchor="middle">%s held characters XML cannot carry (control characters, U+FFFE, U+FFFF or invalid UTF-8), shown as U+FFFD (%s)</text>
+`, num(o.Width/2), num(o.FontSize*3+4), units.Plural(replaced, "frame name"), string(utf8.RuneError))
 	}
 	if root.count == 0 {
 		fmt.Fprintf(bw, `<text x="%s" y="%s" text-anchor="middle">no %s</text>

@@ -46,6 +46,23 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestMarkdownAligned: right-aligned figures, the padded delimiter row of
+// compare's metric table, and cells that are Markdown already.
+func TestMarkdownAligned(t *testing.T) {
+	var b strings.Builder
+	tw := NewMarkdownWith(&b, MarkdownOptions{Align: []Align{Left, Right}})
+	tw.Row("side", "ratio", "verdict")
+	tw.RowMarkdown(Code("a`b"), "**1.1x**", "")
+	tw.Flush()
+	tw = NewMarkdownWith(&b, MarkdownOptions{Align: []Align{Left, Right}, Padded: true})
+	tw.Row("metric", "a")
+	want := "| side | ratio | verdict |\n|---|---:|---|\n| `a&#96;b` | **1.1x** |  |\n" +
+		"| metric | a |\n| --- | ---: |\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
 // FuzzMarkdownCell: whatever a host's names hold, a cell stays one cell of
 // one row and opens no HTML or code span.
 func FuzzMarkdownCell(f *testing.F) {
