@@ -39,7 +39,15 @@ func TestEndGroupReapsOrphans(t *testing.T) {
 			t.Fatalf("the leader's children are already gone (%v): the test builds nothing", err)
 		}
 		if i == 0 {
-			if d := describeGroup(pgid, nil); !strings.Contains(d, "(sleep) state ") {
+			// The shell's background children exec sleep after the fork:
+			// on a busy CPU the leader can exit first, and for a moment
+			// they are still named sh. Wait for the exec, not a while.
+			d := describeGroup(pgid, nil)
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d, "(sleep) state ") && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				d = describeGroup(pgid, nil)
+			}
+			if !strings.Contains(d, "(sleep) state ") {
 				t.Errorf("describeGroup = %q, want the sleeps named with their state", d)
 			}
 		}
