@@ -18,6 +18,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/fleettax"
+	"github.com/slowpath/slowpath/internal/report/fleetreport"
 )
 
 // Options are the flags of `slowpath fleet`.
@@ -86,7 +87,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Format == "json" {
 		return writeJSON(env, s)
 	}
-	return fleet.WriteText(env.Stdout, s)
+	return fleetreport.WriteText(env.Stdout, s)
 }
 
 func runTax(ctx context.Context, env *clienv.Env, o *Options, a v1.API) error {
