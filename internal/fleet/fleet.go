@@ -1,13 +1,12 @@
 // Package fleet reads the findings of every node from Prometheus (which
 // scraped every node's `slowpath agent`) and summarises them per node
-// group: what `slowpath fleet` prints. The encryption tax per group is
-// internal/fleettax's.
+// group: what `slowpath fleet` prints (rendered by internal/report/fleetreport).
+// The encryption tax per group is internal/fleettax's.
 package fleet
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/slowpath/slowpath/internal/check"
-	"github.com/slowpath/slowpath/internal/units"
 )
 
 // Summary is the JSON form of `slowpath fleet` (docs/json.md).
@@ -191,31 +189,4 @@ func Summarize(by string, info, firing model.Vector) *Summary {
 		})
 	}
 	return s
-}
-
-// WriteText prints one block per group, worst findings first:
-//
-//	Standard_E16d_v5: 12 nodes
-//	  warning   storage.stacked-encryption    /mnt/data             12/12 nodes
-func WriteText(w io.Writer, s *Summary) error {
-	for _, g := range s.Groups {
-		name := g.Value
-		if name == "" {
-			name = "(no " + s.By + ")"
-		}
-		if _, err := fmt.Fprintf(w, "%s: %s\n", name, units.Plural(g.Nodes, "node")); err != nil {
-			return err
-		}
-		if len(g.Findings) == 0 {
-			fmt.Fprintln(w, "  no check fires")
-		}
-		for _, f := range g.Findings {
-			subject := f.Subject
-			if subject == "" {
-				subject = "-"
-			}
-			fmt.Fprintf(w, "  %-8s  %-28s  %-20s  %d/%d nodes\n", f.Severity, f.ID, subject, f.Nodes, g.Nodes)
-		}
-	}
-	return nil
 }

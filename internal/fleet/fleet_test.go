@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -128,28 +127,5 @@ func TestGroupNodes(t *testing.T) {
 	}
 	if n := byLabel.Node(series("node", "b").Metric); byLabel.Group[n] != "p2" {
 		t.Errorf("a per-node series of b is node %q of group %q, want p2", n, byLabel.Group[n])
-	}
-}
-
-func TestWriteText(t *testing.T) {
-	s := &Summary{By: "cloud", Groups: []Group{
-		{Value: "", Nodes: 1, Findings: []GroupCount{}},
-		{Value: "aws", Nodes: 3, Findings: []GroupCount{
-			{ID: "dmcrypt.workqueue", Severity: "warning", Subject: "/dev/mapper/scratch", Nodes: 2},
-			{ID: "net.rps", Severity: "info", Subject: "", Nodes: 1},
-		}},
-	}}
-	var b strings.Builder
-	if err := WriteText(&b, s); err != nil {
-		t.Fatal(err)
-	}
-	want := `(no cloud): 1 node
-  no check fires
-aws: 3 nodes
-  warning   dmcrypt.workqueue             /dev/mapper/scratch   2/3 nodes
-  info      net.rps                       -                     1/3 nodes
-`
-	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

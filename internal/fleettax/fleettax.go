@@ -1,18 +1,15 @@
 // Package fleettax reads the encryption tax of every node from Prometheus
 // (the recording rules of deploy/kubernetes/prometheusrule.yaml over the
 // agent's series) and summarises it per node group: what `slowpath fleet
-// --tax` prints. The figures are the rules' own, so the command, the
+// --tax` prints (rendered by internal/report/taxreport). The figures are the rules' own, so the command, the
 // dashboard and the alerts say the same thing.
 package fleettax
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -20,9 +17,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
-	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/stats"
-	"github.com/slowpath/slowpath/internal/units"
 )
 
 // The recorded series read (deploy/kubernetes/prometheusrule.yaml).
@@ -189,75 +184,4 @@ func median(ms []*Mount, f func(*Mount) float64) float64 {
 		v[i] = f(m)
 	}
 	return stats.Median(v)
-}
-
-// Ratio renders a ratio: 2678x, 1.1x.
-func Ratio(r float64) string {
-	if math.Abs(r) >= 10 {
-		return fmt.Sprintf("%.0fx", r)
-	}
-	return fmt.Sprintf("%.1fx", r)
-}
-
-func (g Group) name(by string) string {
-	if g.Value == "" {
-		return "(no " + by + ")"
-	}
-	return g.Value
-}
-
-func (m *Mount) String() string {
-	s := fmt.Sprintf("%s %s %s (+%s", m.Instance, m.MountPoint, Ratio(m.Ratio), units.Duration(m.AddedPerIOSeconds))
-	if m.TableUnread {
-		s += "; dm table unread: dm-crypt inferred from its uuid, cipher assumed"
-	}
-	return s + ")"
-}
-
-// WriteText prints one block per group, worst first:
-//
-//	Standard_E16d_v5 (12 nodes): encryption adds 17.6 ms per I/O, 2678x the cipher's cost (6.55 µs)
-//	  ratio min 2100x, median 2678x, max 2900x over 12 mounts
-//	  highest: node-3:9877 /data 2900x (+19 ms); lowest: node-7:9877 /data 2100x (+13.8 ms)
-func WriteText(w io.Writer, s *Summary) error {
-	var b strings.Builder
-	for _, g := range s.Groups {
-		if g.Mounts == 0 {
-			fmt.Fprintf(&b, "%s: no dm-crypt mount with enough I/O to judge (%s with fewer than %d I/Os in 5 minutes)\n",
-				g.name(s.By), units.Plural(g.NotJudged, "mount"), cryptotax.MinIOs)
-			continue
-		}
-		fmt.Fprintf(&b, "%s (%s): encryption adds %s per I/O, %s the cipher's cost (%s)\n",
-			g.name(s.By), units.Plural(g.Nodes, "node"), units.Duration(g.AddedPerIOSeconds), Ratio(g.Ratio.Median), units.Duration(g.CipherPerIOSeconds))
-		fmt.Fprintf(&b, "  ratio min %s, median %s, max %s over %s", Ratio(g.Ratio.Min), Ratio(g.Ratio.Median), Ratio(g.Ratio.Max), units.Plural(g.Mounts, "mount"))
-		if g.NotJudged > 0 {
-			fmt.Fprintf(&b, " (%d not judged: too little I/O)", g.NotJudged)
-		}
-		fmt.Fprintf(&b, "\n  highest: %s; lowest: %s\n", g.Highest, g.Lowest)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteMarkdown prints the groups as a table; every cell is escaped, the
-// label values from Prometheus included.
-func WriteMarkdown(w io.Writer, s *Summary) error {
-	var b strings.Builder
-	t := table.NewMarkdownWith(&b, table.MarkdownOptions{Align: []table.Align{
-		table.Left, table.Right, table.Right, table.Right, table.Left, table.Left, table.Left, table.Right}})
-	t.Row(s.By, "nodes", "added per I/O", "cipher per I/O", "ratio min / median / max", "highest", "lowest", "not judged")
-	for _, g := range s.Groups {
-		if g.Mounts == 0 {
-			t.Row(g.name(s.By), "0", "", "", "", "", "", strconv.Itoa(g.NotJudged))
-			continue
-		}
-		t.Row(g.name(s.By), strconv.Itoa(g.Nodes), units.Duration(g.AddedPerIOSeconds), units.Duration(g.CipherPerIOSeconds),
-			Ratio(g.Ratio.Min)+" / "+Ratio(g.Ratio.Median)+" / "+Ratio(g.Ratio.Max),
-			g.Highest.String(), g.Lowest.String(), strconv.Itoa(g.NotJudged))
-	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

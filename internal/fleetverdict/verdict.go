@@ -4,7 +4,8 @@
 // every series over a window before the change and one after it, decided
 // by internal/canary (difference in differences per node, U test of the
 // canaries against the group's other nodes). What `slowpath fleet verdict`
-// prints; the label changes that promote or roll back are actions.go's.
+// prints (rendered by internal/report/verdictreport); the label changes
+// that promote or roll back are actions.go's.
 package fleetverdict
 
 import (
@@ -78,6 +79,16 @@ type Group struct {
 	NeedCanaries int      `json:"need_canaries,omitempty"`
 	Metrics      []Metric `json:"metrics"`
 	Actions      []Action `json:"actions"`
+}
+
+// GroupName names a group in output: its value, or for nodes without the
+// label "(no LABEL)". The renderers (internal/report/verdictreport) and
+// fleet verdict's --fail-on message name groups with it.
+func GroupName(by, v string) string {
+	if v == "" {
+		return "(no " + by + ")"
+	}
+	return v
 }
 
 // Span is a window [From, To].

@@ -142,7 +142,14 @@ func TestLayers(t *testing.T) {
 }
 
 // folder is a package's top folder under internal/ (collect, fix, ...).
+// A leaf is a folder of its own wherever it lives: it imports only
+// leaves, so importing it reaches nothing of its folder's other packages
+// (report/table and report/htmlpage are filled by domain packages such as
+// dropreport as well as by the report layer's renderers).
 func folder(pkg string) string {
+	if l, ok := layerOf(pkg); ok && layers[l].name == "leaf" {
+		return pkg
+	}
 	parts := strings.Split(pkg, "/")
 	if parts[0] == "internal" && len(parts) > 1 {
 		return parts[1]

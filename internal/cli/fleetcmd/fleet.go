@@ -1,7 +1,7 @@
 // Package fleetcmd implements `slowpath fleet`: it wires the flags to
 // internal/fleet (findings across nodes, read from Prometheus, grouped by a
 // label such as the instance type or node pool) and, with --tax, to
-// internal/fleettax.
+// internal/fleettax; internal/report/fleetreport and taxreport render them.
 package fleetcmd
 
 import (
@@ -18,6 +18,8 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/fleet"
 	"github.com/slowpath/slowpath/internal/fleettax"
+	"github.com/slowpath/slowpath/internal/report/fleetreport"
+	"github.com/slowpath/slowpath/internal/report/taxreport"
 )
 
 // Options are the flags of `slowpath fleet`.
@@ -86,7 +88,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Format == "json" {
 		return writeJSON(env, s)
 	}
-	return fleet.WriteText(env.Stdout, s)
+	return fleetreport.WriteText(env.Stdout, s)
 }
 
 func runTax(ctx context.Context, env *clienv.Env, o *Options, a v1.API) error {
@@ -98,9 +100,9 @@ func runTax(ctx context.Context, env *clienv.Env, o *Options, a v1.API) error {
 	case "json":
 		return writeJSON(env, s)
 	case "markdown":
-		return fleettax.WriteMarkdown(env.Stdout, s)
+		return taxreport.WriteMarkdown(env.Stdout, s)
 	}
-	return fleettax.WriteText(env.Stdout, s)
+	return taxreport.WriteText(env.Stdout, s)
 }
 
 func writeJSON(env *clienv.Env, v any) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/fix"
 	"github.com/slowpath/slowpath/internal/fleetverdict"
+	"github.com/slowpath/slowpath/internal/report/verdictreport"
 	"github.com/slowpath/slowpath/internal/stats"
 )
 
@@ -210,11 +211,11 @@ func RunVerdict(ctx context.Context, env *clienv.Env, o *VerdictOptions) error {
 	case "json":
 		err = writeJSON(env, r)
 	case "markdown":
-		err = fleetverdict.WriteMarkdown(env.Stdout, r)
+		err = verdictreport.WriteMarkdown(env.Stdout, r)
 	case "html":
-		err = fleetverdict.WriteHTML(env.Stdout, r)
+		err = verdictreport.WriteHTML(env.Stdout, r)
 	default:
-		err = fleetverdict.WriteText(env.Stdout, r)
+		err = verdictreport.WriteText(env.Stdout, r)
 	}
 	if err != nil {
 		return err

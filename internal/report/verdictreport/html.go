@@ -1,10 +1,11 @@
-package fleetverdict
+package verdictreport
 
 import (
 	"fmt"
 	"io"
 	"math"
 
+	"github.com/slowpath/slowpath/internal/fleetverdict"
 	"github.com/slowpath/slowpath/internal/report/htmlpage"
 	"github.com/slowpath/slowpath/internal/units"
 )
@@ -13,7 +14,7 @@ import (
 // outcome, the series' tests, and per series every node's mean before and
 // after the change (a chart with a point per node, canaries apart, and the
 // same as a table).
-func WriteHTML(w io.Writer, r *Report) error {
+func WriteHTML(w io.Writer, r *fleetverdict.Report) error {
 	p := htmlpage.Page{
 		Title:    "slowpath fleet verdict: " + r.Change,
 		Subtitle: fmt.Sprintf("canaries against the other nodes of each %s, %s before and after the change, alpha %g, evaluated %s", r.By, r.Window, r.Alpha, r.EvaluatedAt.Format("2006-01-02 15:04:05 MST")),
@@ -26,7 +27,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		case "roll back":
 			class = "bad"
 		}
-		s := htmlpage.Section{Heading: fmt.Sprintf("%s: %s", GroupName(r.By, g.Value), g.Outcome)}
+		s := htmlpage.Section{Heading: fmt.Sprintf("%s: %s", fleetverdict.GroupName(r.By, g.Value), g.Outcome)}
 		item := htmlpage.Item{Title: g.Outcome + ": " + g.Reason, Class: class,
 			Lines: []string{fmt.Sprintf("%s, %s; changed %s; before %s, after %s", units.Plural(g.Nodes, "node"), units.Plural(len(g.Canaries), "canary"), changed(g), span(g.Before), span(g.After))}}
 		for _, a := range g.Actions {
@@ -60,7 +61,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 // nodeBlocks are one series' per-node means: a point per node at (before,
 // after), so a node on the diagonal did not change, and the table.
-func nodeBlocks(m Metric) []htmlpage.Block {
+func nodeBlocks(m fleetverdict.Metric) []htmlpage.Block {
 	var canaries, others [][]any
 	t := &htmlpage.Table{Header: []string{"node", "", "before", "after", "change"}}
 	for _, n := range m.Nodes {
