@@ -16,7 +16,7 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/experiment"
-	"github.com/slowpath/slowpath/internal/report/table"
+	"github.com/slowpath/slowpath/internal/report/benchreport"
 	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -108,7 +108,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		return clienv.Usage(err)
 	}
 	files, jobNames := profile.ExportFiles(plan)
-	files["README.md"] = []byte(readme(plan, jobNames, res, o))
+	files["README.md"] = benchreport.ExportREADME(benchreport.Export{Plan: plan, Jobs: jobNames, Scale: o.Scale, Runtime: o.Runtime, Result: res})
 	if res != nil {
 		files["result.json"] = resBytes
 	}
@@ -120,7 +120,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 }
 
 // exportReplay writes a capture's replay: its iologs, both fio job files
-// and run.sh (replay.ExportFiles), and a README.
+// and run.sh (replay.ExportFiles), and a README (benchreport.ReplayREADME).
 func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) error {
 	files, err := replay.ExportFiles(w.Profile, w.Capture.Trace)
 	if err != nil {
@@ -135,13 +135,7 @@ func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) erro
 		}
 		return clienv.Usage(err)
 	}
-	t := w.Capture.Trace
-	var r strings.Builder
-	fmt.Fprintf(&r, "# Replay: %s\n\nWritten by `slowpath bench export %s`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", w.Profile, w.Profile)
-	fmt.Fprintf(&r, "run.sh recreates the capture's %d files (%d bytes, random data) with the captured page-cache residency, then runs `%s` (each thread's operations back to back) and `%s` (fio's own timed replay, which drifts from the captured schedule on fio 3.33: slowpath's timed replay is its own). Results land in `results/`.\n\n",
-		len(t.Files), t.Space(), replay.ExportAFAPJob, replay.ExportTimedJob)
-	fmt.Fprintf(&r, "One iolog per thread (`tNNNN.iolog`; `tNNNN-direct.iolog` for its O_DIRECT operations): fio version 3 iologs, timestamps in microseconds. Page-cache misses of mapped files are replayed as reads of the page (fio 3.33 cannot replay an iolog through mmap).\n")
-	files["README.md"] = []byte(r.String())
+	files["README.md"] = benchreport.ReplayREADME(w.Profile, w.Capture.Trace)
 	if err := writeFiles(o.Output, files); err != nil {
 		return err
 	}
@@ -183,62 +177,4 @@ func writeIn(root *os.Root, name string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *ExportOptions) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Reproduction: %s\n\n", plan.Profile)
-	fmt.Fprintf(&b, "Written by `slowpath bench export %s --scale %g --runtime %v`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", plan.Profile, o.Scale, o.Runtime)
-	b.WriteString("Each job file is run with `fio --output-format=json+`; results land in `results/`.\n\n## Job files\n\n")
-	for i, j := range jobs {
-		fmt.Fprintf(&b, "- `%s`: phase %s\n", j, plan.Phases[i].Name)
-	}
-	b.WriteString("\n## Settings\n\n")
-	for _, k := range sortedKeys(plan.Settings) {
-		fmt.Fprintf(&b, "- %s: %s\n", k, plan.Settings[k])
-	}
-	if plan.IndexLoads() {
-		b.WriteString("\nIndex loads: while the writers write, each finished file (`writers.*` at its full size) is evicted from the page cache and read once, at most 4 per second; run.sh times each with `dd` and lists them in `results/loads.txt` (slowpath maps the file and touches every page instead).\n")
-	}
-	if res != nil {
-		b.WriteString("\n## This machine's result (`result.json`)\n\n")
-		// The result may come from another machine: its facts are
-		// Markdown-escaped like compare's cells.
-		md := table.MarkdownCell
-		if h := res.Environment.Host; h != nil {
-			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", md(h.KernelRelease), h.NumCPU, md(h.CPUModel))
-		}
-		if c := res.Environment.Cloud; c != nil {
-			fmt.Fprintf(&b, "- cloud %s %s %s\n", md(c.Provider), md(c.InstanceType), md(c.Region))
-		}
-		if t := res.Environment.Target; t != nil && t.Storage != nil {
-			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", md(pathLine(t.Storage)), t.Storage.EncryptionLayers)
-		}
-		b.WriteString("\n")
-		t := table.NewMarkdown(&b)
-		t.Row("phase", "figure", "value")
-		for _, f := range res.Figures {
-			if f.Phase != "" {
-				t.Row(f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit))
-			}
-		}
-		_ = t.Flush() // a strings.Builder does not fail
-		if res.WhereTime != nil {
-			fmt.Fprintf(&b, "\nWhere the time went: %s\n", md(res.WhereTime.Summary))
-		}
-	}
-	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }
