@@ -5,6 +5,7 @@
 // and stacks with a /proc/kallsyms table, and folds stacks for flame
 // graphs. It is pure: the loader in internal/bpf/dropcounter reads the kernel,
 // this package only sees a Capture, so recorded captures are test input.
+// internal/report/dropsreport renders the Report and the folded stacks.
 package dropreport
 
 import (

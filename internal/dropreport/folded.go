@@ -1,16 +1,15 @@
 package dropreport
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 )
 
 // Stack is one folded stack: frames from the root (the drop reason) to the
-// innermost kernel function, and how many drops took it.
+// innermost kernel function, and how many drops took it
+// (internal/report/dropsreport writes them folded and as a flame graph).
 type Stack struct {
 	Frames []string
 	Count  uint64
@@ -102,21 +101,4 @@ func symbolise(st []uint64, syms *Symbols) []string {
 	}
 	slices.Reverse(names)
 	return names
-}
-
-// WriteFolded writes stacks in the folded format of Brendan Gregg's
-// stackcollapse scripts ("a;b;c count" per line), which flamegraph.pl,
-// speedscope and inferno read. Semicolons in names are replaced.
-func WriteFolded(w io.Writer, stacks []Stack) error {
-	bw := bufio.NewWriter(w)
-	for _, s := range stacks {
-		for i, f := range s.Frames {
-			if i > 0 {
-				bw.WriteByte(';')
-			}
-			bw.WriteString(strings.ReplaceAll(f, ";", ":"))
-		}
-		fmt.Fprintf(bw, " %d\n", s.Count)
-	}
-	return bw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/slowpath/slowpath/internal/dropreport"
+	"github.com/slowpath/slowpath/internal/report/dropsreport"
 	"github.com/slowpath/slowpath/internal/testing/netlab"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
@@ -253,7 +254,7 @@ func TestFullMap(t *testing.T) {
 		t.Errorf("report lost_records %d, capture %d", rep.LostRecords, c.LostRecords)
 	}
 	var text strings.Builder
-	if err := dropreport.WriteText(&text, rep, dropreport.TextOptions{}); err != nil {
+	if err := dropsreport.WriteText(&text, rep, dropsreport.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("%d drops not counted: the in-kernel map was full", c.LostRecords)
@@ -318,7 +319,7 @@ func TestRecursionMissesRead(t *testing.T) {
 	}
 	rep := dropreport.Summarize(c, nil, dropreport.SummaryOptions{})
 	var text strings.Builder
-	if err := dropreport.WriteText(&text, rep, dropreport.TextOptions{}); err != nil {
+	if err := dropsreport.WriteText(&text, rep, dropsreport.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "recursion misses unknown") {

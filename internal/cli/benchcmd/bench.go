@@ -1,8 +1,8 @@
 // Package benchcmd implements `slowpath bench`: incident-shaped workloads
 // (internal/workload/profile) on a directory, with where the time went
-// (internal/collect/sampler), a summary table and a result file
-// (internal/benchresult); `bench export` writes a reproduction that runs
-// without slowpath.
+// (internal/collect/sampler), a summary table (internal/report/benchreport)
+// and a result file (internal/benchresult); `bench export` writes a
+// reproduction that runs without slowpath.
 package benchcmd
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/cloud"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/experiment"
+	"github.com/slowpath/slowpath/internal/report/benchreport"
 	"github.com/slowpath/slowpath/internal/stdfile"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 )
@@ -182,13 +183,15 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return clienv.Usage(flagged(err))
 	}
 	// The result on stdout (--format json or -o -) puts the summary on
-	// stderr, so stdout stays one JSON document.
+	// stderr, so stdout stays one JSON document. The summary is a table on
+	// a terminal, tab-separated lines otherwise. A summary that cannot be
+	// printed does not keep the result from its file.
 	toStdout := o.Format == "json" || o.Output == stdfile.Dash
-	summary := env
+	summary, tabs := env.Stdout, !env.StdoutTTY
 	if toStdout {
-		summary = &clienv.Env{Stdout: env.Stderr}
+		summary, tabs = env.Stderr, true
 	}
-	printSummary(summary, res)
+	_ = benchreport.WriteSummary(summary, res, benchreport.SummaryOptions{Tabs: tabs})
 	if o.Output != "" && o.Output != stdfile.Dash {
 		if werr := benchresult.WriteFile(o.Output, res); werr != nil {
 			return werr

@@ -16,10 +16,8 @@ import (
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/experiment"
-	"github.com/slowpath/slowpath/internal/quote"
-	"github.com/slowpath/slowpath/internal/report/table"
+	"github.com/slowpath/slowpath/internal/report/benchreport"
 	"github.com/slowpath/slowpath/internal/stdfile"
-	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
@@ -53,10 +51,6 @@ func newCmdExport(env *clienv.Env, runF func(context.Context, *ExportOptions) er
 	return cmd
 }
 
-// The exported job files use this placeholder for the directory; run.sh
-// substitutes the directory given to it.
-const dirPlaceholder = "@DIR@"
-
 func runExport(env *clienv.Env, o *ExportOptions) error {
 	if err := profile.ParseScale(o.Scale); err != nil {
 		return clienv.Usage(err)
@@ -83,11 +77,11 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 	// run.sh replaces the placeholder by its directory: in a user's job
 	// file it would turn a checked relative path into another one
 	// ("..@DIR@/x" is one name here, "../tmp/..." there).
-	if bytes.Contains(jobFile, []byte(dirPlaceholder)) {
-		return clienv.Usage(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, dirPlaceholder))
+	if bytes.Contains(jobFile, []byte(profile.ExportDir)) {
+		return clienv.Usage(fmt.Errorf("profile %s: the job file holds %s, which bench export uses as the directory's placeholder: remove it", o.Profile, profile.ExportDir))
 	}
 	name := w.Profile
-	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: dirPlaceholder, SlowLoad: o.SlowLoad,
+	plan, err := profile.New(name, profile.Params{Scale: o.Scale, Runtime: o.Runtime, Dir: profile.ExportDir, SlowLoad: o.SlowLoad,
 		JobFile: jobFile, NumCPU: runtime.NumCPU()})
 	if err != nil {
 		return clienv.Usage(err)
@@ -113,15 +107,8 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		}
 		return clienv.Usage(err)
 	}
-	files := map[string][]byte{}
-	var jobNames []string
-	for i, ph := range plan.Phases {
-		n := fmt.Sprintf("%d-%s.fio", i+1, ph.Name)
-		files[n] = ph.JobFile
-		jobNames = append(jobNames, n)
-	}
-	files["run.sh"] = []byte(script(plan, jobNames))
-	files["README.md"] = []byte(readme(plan, jobNames, res, o))
+	files, jobNames := profile.ExportFiles(plan)
+	files["README.md"] = benchreport.ExportREADME(benchreport.Export{Plan: plan, Jobs: jobNames, Scale: o.Scale, Runtime: o.Runtime, Result: res})
 	if res != nil {
 		files["result.json"] = resBytes
 	}
@@ -133,7 +120,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 }
 
 // exportReplay writes a capture's replay: its iologs, both fio job files
-// and run.sh (replay.ExportFiles), and a README.
+// and run.sh (replay.ExportFiles), and a README (benchreport.ReplayREADME).
 func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) error {
 	files, err := replay.ExportFiles(w.Profile, w.Capture.Trace)
 	if err != nil {
@@ -148,13 +135,7 @@ func exportReplay(env *clienv.Env, o *ExportOptions, w experiment.Workload) erro
 		}
 		return clienv.Usage(err)
 	}
-	t := w.Capture.Trace
-	var r strings.Builder
-	fmt.Fprintf(&r, "# Replay: %s\n\nWritten by `slowpath bench export %s`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", w.Profile, w.Profile)
-	fmt.Fprintf(&r, "run.sh recreates the capture's %d files (%d bytes, random data) with the captured page-cache residency, then runs `%s` (each thread's operations back to back) and `%s` (fio's own timed replay, which drifts from the captured schedule on fio 3.33: slowpath's timed replay is its own). Results land in `results/`.\n\n",
-		len(t.Files), t.Space(), replay.ExportAFAPJob, replay.ExportTimedJob)
-	fmt.Fprintf(&r, "One iolog per thread (`tNNNN.iolog`; `tNNNN-direct.iolog` for its O_DIRECT operations): fio version 3 iologs, timestamps in microseconds. Page-cache misses of mapped files are replayed as reads of the page (fio 3.33 cannot replay an iolog through mmap).\n")
-	files["README.md"] = []byte(r.String())
+	files["README.md"] = benchreport.ReplayREADME(w.Profile, w.Capture.Trace)
 	if err := writeFiles(o.Output, files); err != nil {
 		return err
 	}
@@ -196,119 +177,4 @@ func writeIn(root *os.Root, name string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-// script is a POSIX sh reproduction: it substitutes the directory into
-// the job files, runs each with fio's JSON+ output and, for search-index,
-// the index loads as a shell loop (dd of each finished file after evicting
-// it is the closest plain-tool equivalent of mapping and reading it).
-func script(plan *profile.Plan, jobs []string) string {
-	var b strings.Builder
-	b.WriteString(`#!/bin/sh
-# Reproduction of slowpath bench ` + plan.Profile + ` without slowpath.
-# Usage: ./run.sh DIR   (DIR on the filesystem to test; a subdirectory is
-# created there and removed afterwards). Needs fio (apt-get install fio).
-set -eu
-[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
-# The job files get DIR's path as a value: a line break, ':' (fio's list
-# separator), ';' or '#' (comments) would change what fio reads, and sed
-# below must not see its own delimiter.
-case $1 in
-  ''|-*|*[!A-Za-z0-9/._+@,=-]*)
-    printf 'run.sh: DIR %s: use a path of letters, digits and / . _ + @ , = - not starting with - (the fio job files embed it)\n' "$1" >&2
-    exit 2;;
-esac
-`)
-	b.WriteString(fio.ScriptSetup("slowpath-repro"))
-	for i, j := range jobs {
-		ph := plan.Phases[i]
-		fmt.Fprintf(&b, "\n# Phase %d: %s\nsed \"s|%s|$work|g\" \"$here\"/%s > \"$work\"/%s\n", i+1, ph.Name, dirPlaceholder, quote.Shell(j), quote.Shell(j))
-		if ph.Loader != nil {
-			fmt.Fprintf(&b, `# Index loads: each writer file that reached %d bytes is evicted and read
-# once, at most 4 per second, timed in ms (GNU date).
-(
-  while :; do
-    for f in "$work"/%s*; do
-      [ -f "$f" ] || continue
-      [ "$(stat -c %%s "$f")" -ge %d ] || continue
-      grep -qxF "$f" "$work/loaded" 2>/dev/null && continue
-      echo "$f" >> "$work/loaded"
-      dd if="$f" iflag=nocache count=0 2>/dev/null || true
-      s=$(date +%%s%%N); dd if="$f" of=/dev/null bs=1M 2>/dev/null; e=$(date +%%s%%N)
-      echo "$(basename "$f") $(( (e - s) / 1000000 ))" >> "$out/loads.txt"
-      break
-    done
-    sleep 0.25
-  done
-) &
-loader=$!
-`, ph.Loader.FileSize, quote.Shell(ph.Loader.Prefix), ph.Loader.FileSize)
-		}
-		fmt.Fprintf(&b, "(cd \"$work\" && fio --output-format=json+ --output=\"$out\"/%s --eta=never %s)\n", quote.Shell(strings.TrimSuffix(j, ".fio")+".json"), quote.Shell(j))
-		if ph.Loader != nil {
-			b.WriteString("kill $loader 2>/dev/null || true\nwait $loader 2>/dev/null || true\n")
-			b.WriteString("echo \"index loads (file, ms):\"; cat \"$out/loads.txt\" 2>/dev/null || echo none\n")
-		}
-		fmt.Fprintf(&b, "rm -f \"$work\"/*\n")
-	}
-	b.WriteString("echo \"fio results in $out\"\n")
-	return b.String()
-}
-
-func readme(plan *profile.Plan, jobs []string, res *benchresult.Result, o *ExportOptions) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Reproduction: %s\n\n", plan.Profile)
-	fmt.Fprintf(&b, "Written by `slowpath bench export %s --scale %g --runtime %v`. It runs with fio alone:\n\n    ./run.sh /path/on/the/filesystem/to/test\n\n", plan.Profile, o.Scale, o.Runtime)
-	b.WriteString("Each job file is run with `fio --output-format=json+`; results land in `results/`.\n\n## Job files\n\n")
-	for i, j := range jobs {
-		fmt.Fprintf(&b, "- `%s`: phase %s\n", j, plan.Phases[i].Name)
-	}
-	b.WriteString("\n## Settings\n\n")
-	for _, k := range sortedKeys(plan.Settings) {
-		fmt.Fprintf(&b, "- %s: %s\n", k, plan.Settings[k])
-	}
-	if plan.IndexLoads() {
-		b.WriteString("\nIndex loads: while the writers write, each finished file (`writers.*` at its full size) is evicted from the page cache and read once, at most 4 per second; run.sh times each with `dd` and lists them in `results/loads.txt` (slowpath maps the file and touches every page instead).\n")
-	}
-	if res != nil {
-		b.WriteString("\n## This machine's result (`result.json`)\n\n")
-		// The result may come from another machine: its facts are
-		// Markdown-escaped like compare's cells.
-		md := table.MarkdownCell
-		if h := res.Environment.Host; h != nil {
-			fmt.Fprintf(&b, "- kernel %s, %d CPUs, %s\n", md(h.KernelRelease), h.NumCPU, md(h.CPUModel))
-		}
-		if c := res.Environment.Cloud; c != nil {
-			fmt.Fprintf(&b, "- cloud %s %s %s\n", md(c.Provider), md(c.InstanceType), md(c.Region))
-		}
-		if t := res.Environment.Target; t != nil && t.Storage != nil {
-			fmt.Fprintf(&b, "- storage path: %s (%d encryption layers)\n", md(pathLine(t.Storage)), t.Storage.EncryptionLayers)
-		}
-		b.WriteString("\n")
-		t := table.NewMarkdown(&b)
-		t.Row("phase", "figure", "value")
-		for _, f := range res.Figures {
-			if f.Phase != "" {
-				t.Row(f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit))
-			}
-		}
-		_ = t.Flush() // a strings.Builder does not fail
-		if res.WhereTime != nil {
-			fmt.Fprintf(&b, "\nWhere the time went: %s\n", md(res.WhereTime.Summary))
-		}
-	}
-	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }

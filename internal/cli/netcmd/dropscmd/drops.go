@@ -20,7 +20,7 @@ import (
 	"github.com/slowpath/slowpath/internal/bpf/dropcounter"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/dropreport"
-	"github.com/slowpath/slowpath/internal/report/flamegraph"
+	"github.com/slowpath/slowpath/internal/report/dropsreport"
 	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
@@ -186,7 +186,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return clienv.EncodeJSON(out, 1, rep, true)
 	}
 	// A table on a terminal; tab-separated rows when piped.
-	return dropreport.WriteText(out, rep, dropreport.TextOptions{TopFunctions: o.Top, Tabs: out != env.Stdout || !env.StdoutTTY})
+	return dropsreport.WriteText(out, rep, dropsreport.TextOptions{TopFunctions: o.Top, Tabs: out != env.Stdout || !env.StdoutTTY})
 }
 
 // trace attaches the tracer, waits for the duration or a signal, and reads
@@ -283,26 +283,14 @@ func writeStacks(env *clienv.Env, c *dropreport.Capture, syms *dropreport.Symbol
 	}
 	stacks := dropreport.Fold(c, syms, o.All)
 	if o.Folded != "" {
-		if err := writeFile(o.Folded, env.Stdout, func(w io.Writer) error { return dropreport.WriteFolded(w, stacks) }); err != nil {
+		if err := writeFile(o.Folded, env.Stdout, func(w io.Writer) error { return dropsreport.WriteFolded(w, stacks) }); err != nil {
 			return err
 		}
 	}
 	if o.SVG != "" {
-		fg := make([]flamegraph.Stack, len(stacks))
-		for i, s := range stacks {
-			fg[i] = flamegraph.Stack{Frames: s.Frames, Count: s.Count}
-		}
-		title := "Packet drops by reason and kernel stack"
-		if o.Interface != "" {
-			title += " on " + o.Interface
-		}
-		if c.StackEvery > 1 {
-			title += fmt.Sprintf(" (stacks sampled: 1 walk per %d drops of a run)", c.StackEvery)
-		}
-		opts := flamegraph.Options{Title: title, CountName: "drops", RootName: "all drops"}
 		var replaced int
 		if err := writeFile(o.SVG, env.Stdout, func(w io.Writer) (err error) {
-			replaced, err = flamegraph.Render(w, fg, opts)
+			replaced, err = dropsreport.WriteSVG(w, stacks, dropsreport.SVGOptions{Interface: o.Interface, StackEvery: c.StackEvery})
 			return err
 		}); err != nil {
 			return err

@@ -1,11 +1,10 @@
-package benchcmd
+package benchreport
 
 import (
 	"bytes"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/testing/golden"
 )
 
@@ -18,6 +17,8 @@ func TestSummaryWithTax(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	printSummary(&clienv.Env{Stdout: &out}, r)
+	if err := WriteSummary(&out, r, SummaryOptions{Tabs: true}); err != nil {
+		t.Fatal(err)
+	}
 	golden.Compare(t, "testdata/summary-tax.txt", out.Bytes())
 }

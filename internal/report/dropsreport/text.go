@@ -1,4 +1,9 @@
-package dropreport
+// Package dropsreport renders the report of `slowpath net drops`
+// (dropreport.Report) as text, and its folded kernel stacks in the folded
+// format and as a flame graph. What the drops are, where they happened and
+// what each means is dropreport's; this package only shows it. The JSON is
+// the report itself (docs/json.md).
+package dropsreport
 
 import (
 	"fmt"
@@ -6,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/dropreport"
 	"github.com/slowpath/slowpath/internal/report/table"
 )
 
@@ -22,7 +28,7 @@ type TextOptions struct {
 // WriteText prints r as a table: one line per reason with count, rate,
 // layer, related check, interfaces and the kernel functions that dropped,
 // then the hints of the reasons shown.
-func WriteText(w io.Writer, r Report, o TextOptions) error {
+func WriteText(w io.Writer, r dropreport.Report, o TextOptions) error {
 	if o.TopFunctions <= 0 {
 		o.TopFunctions = 3
 	}
@@ -106,7 +112,7 @@ func WriteText(w io.Writer, r Report, o TextOptions) error {
 	return nil
 }
 
-func functions(locs []LocationCount, top int) string {
+func functions(locs []dropreport.LocationCount, top int) string {
 	var parts []string
 	for i, l := range locs {
 		if i == top {
@@ -118,7 +124,7 @@ func functions(locs []LocationCount, top int) string {
 	return strings.Join(parts, ", ")
 }
 
-func interfaces(ifs []InterfaceCount, top int) string {
+func interfaces(ifs []dropreport.InterfaceCount, top int) string {
 	var parts []string
 	for i, f := range ifs {
 		if i == top {

@@ -1,4 +1,7 @@
-package benchcmd
+// Package benchreport renders a bench result (internal/benchresult): the
+// summary bench prints after a run, and the README of the reproduction
+// `bench export` writes. The result file itself is the JSON.
+package benchreport
 
 import (
 	"fmt"
@@ -10,17 +13,23 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
-	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/report/table"
 	"github.com/slowpath/slowpath/internal/units"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
-// printSummary writes the result's headline: a table on a terminal,
-// tab-separated lines when piped.
-func printSummary(env *clienv.Env, r *benchresult.Result) {
-	w := env.Stdout
+// SummaryOptions shape WriteSummary.
+type SummaryOptions struct {
+	// Tabs writes the figures as tab-separated rows without padding, for
+	// output that is piped rather than read on a terminal.
+	Tabs bool
+}
+
+// WriteSummary writes the result's headline: the profile, target and
+// status, the storage path, the figures of every phase as a table, where
+// the time went, the encryption tax and a replay's fidelity.
+func WriteSummary(w io.Writer, r *benchresult.Result, o SummaryOptions) error {
 	fmt.Fprintf(w, "%s on %s: %s in %v\n", r.Profile, r.Parameters.Target, r.Status, time.Duration(r.DurationNS).Round(100*time.Millisecond))
 	if r.Error != "" {
 		fmt.Fprintf(w, "  %s\n", r.Error)
@@ -35,15 +44,17 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 		}
 		rows = append(rows, []string{f.Phase, f.Name, benchresult.FormatValue(f.Value, f.Unit)})
 	}
-	tw := table.NewTSV(w)
-	if env.StdoutTTY {
-		tw = table.New(w)
+	tw := table.New(w)
+	if o.Tabs {
+		tw = table.NewTSV(w)
 	}
 	tw.Row("phase", "figure", "value")
 	for _, r := range rows {
 		tw.Row(r...)
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if wt := r.WhereTime; wt != nil {
 		fmt.Fprintf(w, "where the time went: %s\n", wt.Summary)
 		for _, d := range wt.Devices {
@@ -68,11 +79,12 @@ func printSummary(env *clienv.Env, r *benchresult.Result) {
 			fmt.Fprintln(w, t.Load.Line)
 		}
 	}
-	printFidelity(w, r.Fidelity)
+	writeFidelity(w, r.Fidelity)
+	return nil
 }
 
-// printFidelity shows a replay's block trace against its capture's.
-func printFidelity(w io.Writer, f *benchresult.Fidelity) {
+// writeFidelity shows a replay's block trace against its capture's.
+func writeFidelity(w io.Writer, f *benchresult.Fidelity) {
 	if f == nil {
 		return
 	}
@@ -101,7 +113,7 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, benchresult.FormatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
 			benchresult.FormatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
 	}
-	for _, k := range sortedKeysU(f.Skipped) {
+	for _, k := range slices.Sorted(maps.Keys(f.Skipped)) {
 		fmt.Fprintf(w, "  not replayed: %d %s\n", f.Skipped[k], k)
 	}
 	for _, p := range f.Problems {
@@ -109,10 +121,8 @@ func printFidelity(w io.Writer, f *benchresult.Fidelity) {
 	}
 }
 
-func sortedKeysU(m map[string]uint64) []string {
-	return slices.Sorted(maps.Keys(m))
-}
-
+// pathLine is a storage path's layers, top first: "filesystem ext4 →
+// dm-crypt dm-0 → disk nvme1n1".
 func pathLine(p *pathrecord.Path) string {
 	var parts []string
 	for _, l := range p.Layers {
