@@ -374,6 +374,9 @@ func Read(r io.Reader) (*Result, error) {
 	// The envelope first: a newer schema may not decode into these types.
 	env, err := recordkind.Read(b)
 	if err != nil {
+		if what := recordkind.Describe(b); what != "" {
+			return nil, fmt.Errorf("not a slowpath bench result: it is %s", what)
+		}
 		return nil, decodeError(err)
 	}
 	if err := env.Check(Kind, SchemaVersion, false); err != nil {

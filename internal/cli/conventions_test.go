@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
@@ -32,6 +33,13 @@ func TestInputConventions(t *testing.T) {
 		{[]string{"doctor", "--from", "../../testdata/results/plain-1.json"}, []string{"this is a bench result (use slowpath compare"}},
 		{[]string{"diff", "--path.procfs", "/proc", "a", "b"}, []string{"unknown flag: --path.procfs"}},
 		{[]string{"compare", "a=-", "b=-"}, []string{"- (stdin) given more than once"}},
+		{[]string{"diff", "-", "-"}, []string{"- (stdin) given more than once"}},
+		// Values checked where they are parsed, whatever reads them.
+		{[]string{"doctor", "--net-interval", "-1s"}, []string{"--net-interval -1s: want 0 (one sample) or more"}},
+		{[]string{"doctor", "--from", "../../testdata/hosts/plain-host.json", "--cloud", "mars"}, []string{`unknown --cloud "mars"`}},
+		{[]string{"bench", "db-commit", "--dir", ".", "--cloud", "mars"}, []string{`unknown --cloud "mars"`}},
+		{[]string{"net", "watch", "--netns", "slowpath-no-such-netns"}, []string{"--netns slowpath-no-such-netns: no such network namespace"}},
+		{[]string{"net", "watch", "--netns", "../etc"}, []string{`--netns "../etc": not a namespace name`}},
 		{[]string{"net", "drops", "--replay", "c.json", "--folded", "-", "--svg", "-"}, []string{"--folded and --svg all write to - (stdout), where only one can go"}},
 	} {
 		code, _, stderr := run(t, tc.args...)
@@ -130,4 +138,64 @@ func TestMarkdownFormats(t *testing.T) {
 	// A hostile name stays in its cell: internal/report/diffreport's
 	// TestMarkdownEscapes is the Markdown oracle (test/hostile runs every
 	// command on the hostile fixtures).
+}
+
+// TestWrongFileNamed: every command that reads a file slowpath wrote
+// names the file it was given instead when it is of another kind, and
+// exits 2 (issue 44's table of command × file kind).
+func TestWrongFileNamed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s, err := snapshot.Load("../../testdata/hosts/plain-host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := snapshot.WriteArchive(&archive, s); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []struct{ name, path, says string }{
+		{"snapshot", "../../testdata/hosts/plain-host.json", "a slowpath snapshot"},
+		{"archive", write("host.tar.gz", archive.String()), "a gzip archive"},
+		{"bench result", "../../testdata/results/plain-1.json", "bench result"},
+		{"doctor's JSON", "../../testdata/golden/plain-host.json", "a command's JSON output"},
+		{"crypto-limit", "../../testdata/results/crypto-limit.json", "the cipher's limit"},
+		{"drop recording", "../dropreport/testdata/flood.capture.json", "a slowpath drop recording"},
+		{"capture manifest", write("manifest.json", `{"kind":"slowpath-capture","schema_version":1}`), "a slowpath capture"},
+		{"fix state", write("state.json", `{"kind":"slowpath-fix-state","schema_version":1,"boot_id":"","changes":[],"files":[]}`), "a slowpath fix state"},
+	}
+	bench := "../../testdata/results/plain-2.json"
+	commands := []struct {
+		name  string
+		wants string // the kind the command reads: given it, it says nothing of kinds
+		args  func(file string) []string
+	}{
+		{"doctor --from", "snapshot", func(f string) []string { return []string{"doctor", "--from", f} }},
+		{"fix --from", "snapshot", func(f string) []string { return []string{"fix", "--from", f} }},
+		{"diff", "snapshot", func(f string) []string { return []string{"diff", "../../testdata/hosts/plain-host.json", f} }},
+		{"compare", "bench result", func(f string) []string { return []string{"compare", bench, f} }},
+		{"compare --cipher-limit", "crypto-limit", func(f string) []string { return []string{"compare", "--cipher-limit", f, bench, bench} }},
+		{"net drops --replay", "drop recording", func(f string) []string { return []string{"net", "drops", "--replay", f} }},
+	}
+	for _, c := range commands {
+		for _, k := range kinds {
+			if k.name == c.wants || (c.wants == "snapshot" && k.name == "archive") {
+				continue
+			}
+			args := c.args(k.path)
+			code, _, stderr := run(t, args...)
+			if code != clienv.ExitUsage {
+				t.Errorf("%s given a %s: exit %d, want 2: %s", c.name, k.name, code, stderr)
+			}
+			if !strings.Contains(stderr, k.says) {
+				t.Errorf("%s given a %s: stderr does not say %q:\n%s", c.name, k.name, k.says, stderr)
+			}
+		}
+	}
 }

@@ -61,6 +61,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Net.AddFlags(fs)
 }
 
+// Validate checks the options' values as the flags gave them.
+func (o Options) Validate() error {
+	if err := o.Cloud.Validate(); err != nil {
+		return err
+	}
+	return o.Net.Validate()
+}
+
 // Collector is one entry of the registry.
 type Collector struct {
 	// Name is the collector's name in the agent's

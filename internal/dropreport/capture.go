@@ -10,6 +10,7 @@ package dropreport
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/slowpath/slowpath/internal/recordkind"
 )
@@ -111,6 +112,9 @@ func (c *Capture) Stamp() { c.Kind, c.SchemaVersion = CaptureKind, CaptureSchema
 func DecodeCapture(b []byte) (*Capture, error) {
 	env, err := recordkind.Read(b)
 	if err != nil {
+		if what := recordkind.Describe(b); what != "" {
+			return nil, fmt.Errorf("not a slowpath drop recording: it is %s", what)
+		}
 		return nil, err
 	}
 	if err := env.Check(CaptureKind, CaptureSchemaVersion, true); err != nil {

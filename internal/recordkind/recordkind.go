@@ -12,6 +12,7 @@
 package recordkind
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,15 @@ type Envelope struct {
 	// FormatVersion opens doctor's, fix's and the other commands' JSON
 	// output (docs/json.md).
 	FormatVersion *int `json:"format_version"`
+
+	// Fields that name the files written before they said their kind,
+	// and lab crypto-limit's, which never did.
+	Algorithm *string         `json:"algorithm"`
+	PerCore   *float64        `json:"bytes_per_sec_per_core"`
+	Records   json.RawMessage `json:"records"`
+	Kernel    json.RawMessage `json:"kernel"`
+	BootID    *string         `json:"boot_id"`
+	Changes   json.RawMessage `json:"changes"`
 }
 
 // Read reads the envelope of a JSON document; an error when b is no JSON
@@ -63,6 +73,21 @@ func Read(b []byte) (Envelope, error) {
 	var e Envelope
 	err := json.Unmarshal(b, &e)
 	return e, err
+}
+
+// Describe names what b is, for an error about a file given where another
+// was wanted: "a slowpath snapshot", "a gzip archive (what slowpath
+// collect -o FILE.tar.gz writes)", ...; "" when it is JSON slowpath knows
+// nothing of, or not JSON at all.
+func Describe(b []byte) string {
+	if bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+		return "a gzip archive (what slowpath collect -o FILE.tar.gz writes: a snapshot)"
+	}
+	e, err := Read(b)
+	if err != nil {
+		return ""
+	}
+	return e.What()
 }
 
 // What names the document for an error about it; "" when it says nothing
@@ -77,21 +102,28 @@ func (e Envelope) What() string {
 		return "a slowpath snapshot"
 	case e.FormatVersion != nil:
 		return "a command's JSON output (doctor, fix, compare or another --format json), not a file slowpath reads back"
+	case e.Algorithm != nil && e.PerCore != nil:
+		return "the cipher's limit (slowpath lab crypto-limit --format json)"
+	case e.Records != nil && e.Kernel != nil:
+		return "a slowpath drop recording (net drops --record)"
+	case e.BootID != nil && e.Changes != nil:
+		return "a slowpath fix state"
 	}
 	return ""
 }
 
 // Check says whether e is of kind want in version current. With legacy, a
-// document that says nothing of what it is is taken as want's version 1:
-// the fix state and drop recordings were written without kind and
-// version before they carried them.
+// document that says nothing of what it is, or is recognised as want by
+// its fields, is taken as want's version 1: the fix state and drop
+// recordings were written without kind and version before they carried
+// them.
 func (e Envelope) Check(want string, current int, legacy bool) error {
 	name := names[want]
 	if name == "" {
 		name = want
 	}
 	what := e.What()
-	if legacy && what == "" && e.SchemaVersion == nil {
+	if legacy && e.Kind == nil && e.SchemaVersion == nil && (what == "" || what == legacyWhat(want)) {
 		return nil
 	}
 	if e.Kind == nil || *e.Kind != want {
@@ -111,6 +143,19 @@ func (e Envelope) Check(want string, current int, legacy bool) error {
 		return fmt.Errorf("%s: %w %d (written by %s slowpath): this slowpath reads version %d", name, ErrVersion, v, newer, current)
 	}
 	return nil
+}
+
+// legacyWhat is what What says of a file of kind want written before it
+// carried its kind.
+func legacyWhat(want string) string {
+	switch want {
+	case Drops:
+		return Envelope{Records: json.RawMessage("[]"), Kernel: json.RawMessage("{}")}.What()
+	case FixState:
+		s := ""
+		return Envelope{BootID: &s, Changes: json.RawMessage("[]")}.What()
+	}
+	return ""
 }
 
 // Header is the two fields every record but the snapshot opens with.

@@ -155,6 +155,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := o.Cloud.Validate(); err != nil {
+		return clienv.Usage(err)
+	}
 	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
 		return clienv.Usage(err)

@@ -43,7 +43,7 @@ func TestCipherLimitFile(t *testing.T) {
 	}
 	o := &Options{Profile: "db-commit", Dir: dir, Scale: 1, Runtime: time.Second, Interval: time.Second, CipherLimit: bad}
 	err = run(t.Context(), &clienv.Env{Stdout: &out, Stderr: &out, FS: hostfs.Default()}, o)
-	if err == nil || !strings.Contains(err.Error(), "--cipher-limit: "+bad+": want the JSON of slowpath lab crypto-limit --format json") {
+	if err == nil || !strings.Contains(err.Error(), "--cipher-limit: "+bad+" is a slowpath bench result; want the JSON of slowpath lab crypto-limit --format json") {
 		t.Errorf("not a crypto-limit file: %v", err)
 	}
 }

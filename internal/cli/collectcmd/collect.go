@@ -71,15 +71,17 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 // so a live host and a replayed snapshot are refused alike. Errors are
 // usage errors (exit 2).
 func Snapshot(ctx context.Context, from string, o collect.Options) (*snapshot.Snapshot, error) {
+	// The flags' values are checked with --from too: one that is wrong is
+	// wrong whatever reads it.
+	if err := o.Validate(); err != nil {
+		return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
+	}
 	if from != "" {
 		s, err := snapshot.Load(from)
 		if err != nil {
 			return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 		}
 		return s, nil
-	}
-	if err := o.Cloud.Validate(); err != nil {
-		return nil, &clienv.ExitError{Code: clienv.ExitUsage, Err: err}
 	}
 	s := collect.Run(ctx, o)
 	if err := s.Validate(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/report/comparereport"
 	"github.com/slowpath/slowpath/internal/stats"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Target is one --target NAME=DIR.
@@ -105,6 +106,13 @@ func (o *Options) validate() ([]Target, error) {
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return nil, fmt.Errorf("--confidence %v outside (0, 1)", o.Confidence)
+	}
+	// Checked now, whether or not the tax will need it: a wrong file is
+	// named before anything runs. Standard input is read once, when used.
+	if o.CipherLimit != "" && o.CipherLimit != stdfile.Dash {
+		if _, err := cipherlimit.ReadFile(o.CipherLimit); err != nil {
+			return nil, fmt.Errorf("--cipher-limit: %w", err)
+		}
 	}
 	if len(o.Targets) > 0 || o.Profile != "" {
 		if len(o.Sides) > 0 {

@@ -5,6 +5,7 @@ package diffcmd
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/slowpath/slowpath/internal/nodediff"
 	"github.com/slowpath/slowpath/internal/report/diffreport"
 	"github.com/slowpath/slowpath/internal/snapshot"
+	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
 // Options are the flags of `slowpath diff`.
@@ -50,6 +52,9 @@ var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Defaul
 	Notes: map[string]string{"markdown": "a table for a ticket or a pull request"}}
 
 func run(env *clienv.Env, o *Options) error {
+	if o.A == stdfile.Dash && o.B == stdfile.Dash {
+		return clienv.Usage(errors.New("- (stdin) given more than once: standard input holds one snapshot"))
+	}
 	a, err := snapshot.Load(o.A)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/recordkind"
 	"github.com/slowpath/slowpath/internal/stdfile"
 )
 
@@ -41,7 +42,11 @@ func ReadFile(path string) (*File, error) {
 	}
 	path = stdfile.Name(path)
 	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
+	err = json.Unmarshal(b, &f)
+	if what := recordkind.Describe(b); (err != nil || f.Result == nil) && what != "" {
+		return nil, fmt.Errorf("%s is %s; want the JSON of slowpath lab crypto-limit --format json", path, what)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: not the JSON of slowpath lab crypto-limit --format json: %w", path, err)
 	}
 	if f.Result == nil || f.Algorithm != "xts(aes)" || !(f.PerCore > 0) || math.IsInf(f.PerCore, 0) {

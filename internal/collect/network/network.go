@@ -7,6 +7,7 @@ package network
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -39,6 +40,14 @@ type Options struct {
 }
 
 // AddFlags registers the network collection flags on fs.
+// Validate refuses a negative --net-interval (0 is one sample).
+func (o Options) Validate() error {
+	if o.Interval < 0 {
+		return fmt.Errorf("--net-interval %v: want 0 (one sample) or more", o.Interval)
+	}
+	return nil
+}
+
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Interval = DefaultInterval
 	fs.DurationVar(&o.Interval, "net-interval", DefaultInterval,

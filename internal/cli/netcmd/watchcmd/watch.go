@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,9 @@ type Options struct {
 	// Args are the command-line arguments, kept to re-run inside Netns.
 	Args []string
 }
+
+// netnsDir is where ip netns keeps its named namespaces.
+const netnsDir = "/run/netns"
 
 // envInNetns marks a process already re-run inside --netns.
 const envInNetns = "SLOWPATH_WATCH_IN_NETNS"
@@ -267,6 +271,14 @@ func (p *printer) table(iv Interval) error {
 // `ip netns exec`, which also remounts /sys so that /sys/class/net shows
 // the namespace's interfaces.
 func reexecInNetns(o *Options) error {
+	// ip netns exec finds NAME under /run/netns; asked first, so a wrong
+	// name is slowpath's usage error, not ip's message and exit 255.
+	if o.Netns == "." || o.Netns == ".." || strings.ContainsAny(o.Netns, "/\x00") {
+		return clienv.Usage(fmt.Errorf("--netns %q: not a namespace name", o.Netns))
+	}
+	if _, err := os.Stat(filepath.Join(netnsDir, o.Netns)); err != nil {
+		return clienv.Usage(fmt.Errorf("--netns %s: no such network namespace in %s (ip netns list shows those there are)", o.Netns, netnsDir))
+	}
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		return clienv.Usage(errors.New("--netns needs ip: apt-get install iproute2"))
