@@ -27,7 +27,7 @@ func FormatCell(c Cell, unit string) string {
 // FormatDelta prints a cell's change against the first side with its
 // verdict after the row's adjustment: "+20.0% (p=0.008)", "~ (p=0.310)"
 // (the test could have found a difference and did not), "cannot decide:
-// needs 5 runs per side (p=0.029)" (no outcome of these runs could be
+// needs 5 runs per side (adjusted p=0.086)" (no outcome of these runs could be
 // significant after the row's correction), or "-" when either side lacks
 // the metric. When the adjustment changed p, both are shown.
 func FormatDelta(c Cell) string {
@@ -51,11 +51,11 @@ func FormatDelta(c Cell) string {
 		}
 		return fmt.Sprintf("%s (%s)", d, p)
 	case stats.TooFewRuns:
-		// The runs each side has are in the column heads; the raw p says
-		// how far the runs went, the adjusted one is in the JSON.
+		// The runs each side has are in the column heads; the p shown is
+		// the one the verdict used, after the row's adjustment.
 		s := "cannot decide: " + RunsNeeded(c.RunsToDecide)
 		if c.AdjustedP != nil {
-			s += " (" + formatP(cmp.P) + ")"
+			s += " (adjusted " + formatP(*c.AdjustedP) + ")"
 		}
 		return s
 	case stats.NoDifference:

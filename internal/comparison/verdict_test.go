@@ -160,7 +160,7 @@ func TestSecondaryRowsHolmCorrected(t *testing.T) {
 	if *c.Verdict != stats.TooFewRuns || c.Change != "" || c.RunsToDecide != 6 {
 		t.Errorf("ma: verdict %v change %q runs to decide %d after Holm, want too few runs, 6", *c.Verdict, c.Change, c.RunsToDecide)
 	}
-	if d := FormatDelta(c); d != "cannot decide: needs 6 runs per side (p=0.008)" {
+	if d := FormatDelta(c); d != "cannot decide: needs 6 runs per side (adjusted p=0.079)" {
 		t.Errorf("delta %q", d)
 	}
 	if r.Verdicts[0].Outcome != OutcomeNoPrimary || r.Correction != CorrectionHolm {
@@ -207,7 +207,7 @@ func TestCannotDecideIsNotNoDifference(t *testing.T) {
 		runs   int
 		prefix string
 	}{
-		{"4+4", four, stats.TooFewRuns, 5, "cannot decide: needs 5 runs per side (p=0.029)"},
+		{"4+4", four, stats.TooFewRuns, 5, "cannot decide: needs 5 runs per side (adjusted p=0.086)"},
 		{"5+5", func(v []float64) []float64 { return v }, stats.NoDifference, 0, "~ (p="},
 	} {
 		a := sideOf("a", map[string][]float64{"x": tc.cut(low), "y": tc.cut(low), "z": tc.cut(low)})
