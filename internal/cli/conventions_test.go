@@ -34,6 +34,9 @@ func TestInputConventions(t *testing.T) {
 		{[]string{"diff", "--path.procfs", "/proc", "a", "b"}, []string{"unknown flag: --path.procfs"}},
 		{[]string{"compare", "a=-", "b=-"}, []string{"- (stdin) given more than once"}},
 		{[]string{"diff", "-", "-"}, []string{"- (stdin) given more than once"}},
+		{[]string{"nosuchcmd"}, []string{`unknown command "nosuchcmd" for "slowpath": use one of agent, bench,`}},
+		{[]string{"doctr"}, []string{"(did you mean doctor?)"}},
+		{[]string{"collect"}, []string{`required flag(s) "output" not set`, "usage: slowpath collect -o FILE"}},
 		// Values checked where they are parsed, whatever reads them.
 		{[]string{"doctor", "--net-interval", "-1s"}, []string{"--net-interval -1s: want 0 (one sample) or more"}},
 		{[]string{"doctor", "--from", "../../testdata/hosts/plain-host.json", "--cloud", "mars"}, []string{`unknown --cloud "mars"`}},

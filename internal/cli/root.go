@@ -4,6 +4,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,9 +64,18 @@ func Main(args []string) int {
 func Run(env *clienv.Env, args []string) int {
 	root := NewRootCmd(env)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return clienv.ExitOK
+	}
+	// cobra's own refusals, made before any RunE: an unknown command of
+	// the root, a required flag not given. Said as every usage error is,
+	// with the usage line (and for the root, the commands there are).
+	switch msg := err.Error(); {
+	case cmd == root && strings.HasPrefix(msg, "unknown command "):
+		err = &clienv.ExitError{Code: clienv.ExitUsage, Err: unknownCommand(root, msg)}
+	case strings.HasPrefix(msg, "required flag(s) "):
+		err = usage(cmd, err)
 	}
 	var ee *clienv.ExitError
 	if errors.As(err, &ee) {
@@ -76,4 +86,21 @@ func Run(env *clienv.Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stderr, "slowpath: %v\n", err)
 	return clienv.ExitUsage
+}
+
+// unknownCommand is cobra's unknown command of the root with the commands
+// there are, and cobra's suggestion ("Did you mean this?") on one line.
+func unknownCommand(root *cobra.Command, msg string) error {
+	lines := strings.Split(msg, "\n")
+	var near []string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "\t") {
+			near = append(near, strings.TrimSpace(l))
+		}
+	}
+	out := fmt.Sprintf("%s: use one of %s", strings.TrimSpace(lines[0]), subcommands(root))
+	if len(near) > 0 {
+		out += " (did you mean " + strings.Join(near, " or ") + "?)"
+	}
+	return errors.New(out)
 }
