@@ -20,7 +20,7 @@ func TestCatalogue(t *testing.T) {
 TestCatalogue: SLOWPATH_UPDATE=1 go test ./internal/workload/profile.
 Do not edit; docs/adding-a-profile.md says how to add one. -->
 
-Every workload slowpath runs: ` + "`slowpath bench --profile`" + `, ` + "`compare --profile`" + `,
+Every workload slowpath runs: ` + "`slowpath bench PROFILE`" + `, ` + "`compare --profile`" + `,
 ` + "`fix --prove`" + ` and ` + "`lab crypt --profile`" + ` (every one: those that run on a directory
 on a filesystem it makes, ` + "`--fs`" + `; lab crypt names a lab job without its ` + "`lab:`" + `). The
 primary metrics decide compare's verdict in order, the guards must not get
