@@ -123,6 +123,9 @@ func (o *Options) validate() error {
 	if err := formats.Check(o.Format); err != nil {
 		return err
 	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a time above 0 for the queries", o.Timeout)
+	}
 	if o.Format == "markdown" && !o.Tax {
 		return errors.New("--format markdown is for --tax: use text or json")
 	}

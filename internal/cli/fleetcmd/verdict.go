@@ -139,6 +139,9 @@ func (o *VerdictOptions) validate() error {
 	if err := verdictFormats.Check(o.Format); err != nil {
 		return err
 	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a time above 0 for the queries", o.Timeout)
+	}
 	switch o.FailOn {
 	case failNone, failRollback, failHold:
 	default:
