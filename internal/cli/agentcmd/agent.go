@@ -169,7 +169,15 @@ func Run(ctx context.Context, env *clienv.Env, o *Options) error {
 			return fmt.Errorf("write ready file: %w", err)
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// As node_exporter does at start: what runs, from what, and (from
+	// exporter-toolkit, at info) the address and whether TLS is on.
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	source := "live host"
+	if o.From != "" {
+		source = "snapshot " + o.From
+	}
+	logger.Info("Starting slowpath agent", "version", env.Version, "source", source, "address", ln.Addr().String(),
+		"web_config", o.WebConfig != "")
 	errc := make(chan error, 1)
 	go func() {
 		errc <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &o.WebConfig}, logger)

@@ -30,6 +30,7 @@ import (
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testing/agenttest"
 	"github.com/slowpath/slowpath/internal/testing/golden"
+	"github.com/slowpath/slowpath/internal/testing/lockedbuf"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
@@ -256,6 +257,33 @@ func TestCipherFlags(t *testing.T) {
 		var ee *clienv.ExitError
 		if !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || !strings.Contains(err.Error(), "--collector.cipher.bytes-per-second") {
 			t.Errorf("%s: want a usage error naming the flag, got %v", bad, err)
+		}
+	}
+}
+
+// TestStartLog: the agent says at start what runs, from what, on which
+// address and whether TLS is on, as node_exporter does.
+func TestStartLog(t *testing.T) {
+	stderr := &lockedbuf.Buffer{}
+	env := &clienv.Env{Stdout: io.Discard, Stderr: stderr, FS: hostfs.Default(), Version: "test"}
+	cmd := agentcmd.NewCmdAgent(env, nil)
+	cmd.SetArgs([]string{"--from", "../../../testdata/hosts/plain-host.json", "--web.listen-address", "127.0.0.1:0"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "TLS is disabled") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="Starting slowpath agent" version=test source="snapshot ../../../testdata/hosts/plain-host.json" address=127.0.0.1:`,
+		`msg="Listening on" address=127.0.0.1:`, `msg="TLS is disabled."`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("start log lacks %s:\n%s", want, stderr.String())
 		}
 	}
 }
