@@ -43,6 +43,7 @@ func TestInputConventions(t *testing.T) {
 		{[]string{"bench", "db-commit", "--dir", ".", "--cloud", "mars"}, []string{`unknown --cloud "mars"`}},
 		{[]string{"net", "watch", "--netns", "slowpath-no-such-netns"}, []string{"--netns slowpath-no-such-netns: no such network namespace"}},
 		{[]string{"net", "watch", "--netns", "../etc"}, []string{`--netns "../etc": not a namespace name`}},
+		{[]string{"net", "watch", "--duration", "500ms"}, []string{"--duration 500ms: no interval of 1s would end in it"}},
 		// Refused before any query: the address is never asked.
 		{[]string{"fleet", "--prometheus", "http://127.0.0.1:1", "--timeout", "0"}, []string{"--timeout 0s: want a time above 0"}},
 		{[]string{"fleet", "verdict", "--prometheus", "http://127.0.0.1:1", "--change", "net.backlog-drops", "--timeout", "-1s"}, []string{"--timeout -1s: want a time above 0"}},

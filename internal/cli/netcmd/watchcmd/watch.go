@@ -78,6 +78,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Interval <= 0 {
 		return clienv.Usage(fmt.Errorf("--interval must be positive, got %s", o.Interval))
 	}
+	if o.Duration < 0 || (o.Duration > 0 && o.Duration < o.Interval) {
+		return clienv.Usage(fmt.Errorf("--duration %s: no interval of %s would end in it: give at least --interval, or 0 to watch until interrupted", o.Duration, o.Interval))
+	}
 	if err := formats.Check(o.Format); err != nil {
 		return clienv.Usage(err)
 	}
@@ -98,8 +101,10 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	ctx, stop := clienv.Interruptible(ctx)
 	defer stop()
 	if o.Duration > 0 {
+		// Half an interval past the last tick due: the interval that ends
+		// at --duration is printed, not lost to the deadline it meets.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		ctx, cancel = context.WithTimeout(ctx, o.Duration/o.Interval*o.Interval+o.Interval/2)
 		defer cancel()
 	}
 	// ethtool and netlink counters only when the roots are this host's.
