@@ -54,7 +54,13 @@ func (f *Formats) AddFlag(fs *pflag.FlagSet, p *string) {
 		}
 	}
 	fs.StringVar(p, "format", f.Default, usage)
+	// What docs/cli.md's table of formats is generated from.
+	_ = fs.SetAnnotation("format", FormatsAnnotation, f.Names)
 }
+
+// FormatsAnnotation is the --format flag's annotation naming the formats
+// the command takes, in Names' order.
+const FormatsAnnotation = "slowpath_formats"
 
 // Check refuses a format the command does not take, naming those it does.
 func (f *Formats) Check(format string) error {
