@@ -13,7 +13,8 @@ import (
 )
 
 // TestREADMEQuickStart runs the README's quick start as written, from the
-// repository root: every ./slowpath line of its first code block, with the
+// repository root: every ./bin/slowpath line of its first code block (what
+// make build writes: the commands run in this process), with the
 // exit status its comment states ("exit N", else 0), and output on stdout.
 func TestREADMEQuickStart(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
@@ -33,7 +34,7 @@ func TestREADMEQuickStart(t *testing.T) {
 	for sc.Scan() {
 		line, comment, _ := strings.Cut(sc.Text(), "#")
 		args := strings.Fields(line)
-		if len(args) == 0 || args[0] != "./slowpath" {
+		if len(args) == 0 || args[0] != "./bin/slowpath" {
 			continue
 		}
 		want := 0
