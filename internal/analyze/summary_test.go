@@ -71,12 +71,24 @@ func TestGlossaryCoversReportTerms(t *testing.T) {
 	terms := map[string]bool{"unknown": true, "local SSD (queue/rotational says 1)": true, "Not collected": true}
 	fact := regexp.MustCompile(`fact\s+([a-z0-9-]+)`)
 	by := regexp.MustCompile(`\[encrypted by ([a-z-]+)\]`)
+	key := regexp.MustCompile(`\d+-bit key \(([a-z]+)\)`)
+	vmbus := regexp.MustCompile(`matches (\?0{8}-\d{4}-\*)`)
+	// Phrases of the text report a newcomer asked about (issue 44).
+	phrases := []string{"(root)", "(resource)", "documented as kB", "see the manifest"}
 	for _, h := range fixtureHosts(t, hostsDir) {
 		name := strings.TrimSuffix(filepath.Base(h), ".json")
 		out := textOf(t, name, report.Options{})
-		for _, re := range []*regexp.Regexp{fact, by} {
+		for _, re := range []*regexp.Regexp{fact, by, vmbus} {
 			for _, m := range re.FindAllStringSubmatch(out, -1) {
 				terms[m[1]] = true
+			}
+		}
+		for _, m := range key.FindAllStringSubmatch(out, -1) {
+			terms["`"+m[1]+"`"] = true
+		}
+		for _, p := range phrases {
+			if strings.Contains(out, p) {
+				terms[p] = true
 			}
 		}
 	}
