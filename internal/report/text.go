@@ -176,6 +176,10 @@ func writeFindingsText(t *textWriter, fs []check.Finding) {
 				t.commandLine("    ", line)
 			}
 		}
+		// What "see the kernel commit" in a summary points to.
+		for _, ref := range f.References {
+			t.printf("  see: %s\n", ref)
+		}
 	}
 }
 
