@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/analyze"
@@ -183,6 +184,11 @@ func writeFindingsText(t *textWriter, fs []check.Finding) {
 	}
 }
 
+// prose is a remediation line that is a sentence: a capitalised word
+// ("Confirm from the cluster:", "Longhorn formats ...") or a parenthesis.
+// udev rule lines (ACTION==...) and commands start otherwise.
+var prose = regexp.MustCompile(`^(\(|[A-Z][a-z]+[ ,:;'])`)
+
 // commandLine prints one remediation line. Remediations are mostly commands
 // to paste, and JSON keeps them whole, so a line too wide for the report is
 // continued with a backslash (the shell and udev rules both join such lines)
@@ -191,6 +197,17 @@ func writeFindingsText(t *textWriter, fs []check.Finding) {
 func (t *textWriter) commandLine(indent, s string) {
 	body := strings.TrimLeft(s, " ")
 	lead := indent + s[:len(s)-len(body)]
+	// A comment or a sentence is words, not a command: re-flowed, never
+	// continued with a backslash (one at the end of a shell comment does
+	// not join the next line to it).
+	switch {
+	case strings.HasPrefix(body, "# "):
+		t.wrapHanging(lead+"# ", lead+"# ", strings.TrimPrefix(body, "# "))
+		return
+	case prose.MatchString(body):
+		t.wrapHanging(lead, lead+"  ", body)
+		return
+	}
 	prefix := lead
 	for visibleLen(prefix)+visibleLen(body) > width {
 		cut := -1

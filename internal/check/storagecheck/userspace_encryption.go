@@ -90,7 +90,8 @@ func userspaceFinding(p storagemodel.Path, target, disk *storagemodel.Layer, cry
 			"pool encrypts, and what it costs, cannot be seen from this node.", p.Subject(), dev)
 		f.Remediation = "Confirm from the cluster:\n" +
 			"  kubectl get pv PV -o jsonpath='{.spec.csi.driver} {.spec.storageClassName}{\"\\n\"}'\n" +
-			"  kubectl get sc SC -o jsonpath='{.parameters.encrypted}{\"\\n\"}'      (\"true\": encrypted pools only)\n" +
+			"  # \"true\": encrypted pools only\n" +
+			"  kubectl get sc SC -o jsonpath='{.parameters.encrypted}{\"\\n\"}'\n" +
 			"  kubectl get diskpool -n NS POOL -o jsonpath='{.spec.encryptionConfig}'\n" +
 			"The cost of SPDK's crypto is in the io-engine's CPU on the pool's node (accel_sw: AES-XTS-128 only)."
 		f.References = []string{refMayastorEncryption}
@@ -103,7 +104,8 @@ func userspaceFinding(p storagemodel.Path, target, disk *storagemodel.Layer, cry
 			"Longhorn v2 encrypts with dm-crypt on the node (/dev/mapper/VOLUME-encrypted), %s; an SPDK target could also encrypt "+
 			"in user space, which the kernel cannot see.", p.Subject(), dev, here)
 		f.Remediation = "Confirm from the cluster (driver driver.longhorn.io):\n" +
-			"  kubectl get pv PV -o jsonpath='{.spec.csi.volumeAttributes}{\"\\n\"}'  (dataEngine, encrypted)\n" +
+			"  # the volume's dataEngine and encrypted:\n" +
+			"  kubectl get pv PV -o jsonpath='{.spec.csi.volumeAttributes}{\"\\n\"}'\n" +
 			"  kubectl -n longhorn-system get volumes.longhorn.io PV -o jsonpath='{.spec.dataEngine} {.spec.encrypted} {.spec.frontend}{\"\\n\"}'\n" +
 			"  kubectl get sc SC -o jsonpath='{.parameters.dataEngine} {.parameters.encrypted}{\"\\n\"}'\n" +
 			"Longhorn formats its LUKS2 volumes with no performance flags: see dmcrypt.workqueue for the mapping."
