@@ -114,6 +114,9 @@ func Shell(p *Plan) string {
 			b.WriteString("# runtime\n")
 		}
 		for _, s := range e.Steps {
+			if _, ok := s.Change.(Crypt); ok {
+				comment(&b, cryptPipeNote)
+			}
 			b.WriteString(StepCommand(s) + "\n")
 		}
 		for _, f := range e.Files {
@@ -150,6 +153,13 @@ func Shell(p *Plan) string {
 // name and options reach awk through the environment (ENVIRON, POSIX awk)
 // rather than -v, which would interpret backslash escapes in them; cat >
 // rather than mv keeps the file's owner and mode.
+// cryptPipeNote says, above dmsetup's reload, why a pipe that carries the
+// key is safe and what awk does to the table, for whoever reviews the plan.
+const cryptPipeNote = "The live table, key included, goes from dmsetup through awk to dmsetup\n" +
+	"by pipes only: nothing is written to disk or shown. awk adds the new flags'\n" +
+	"number to the count of optional parameters (field 9, 0 when absent) and\n" +
+	"appends the flags; every other field passes unchanged."
+
 func crypttabEdit(f File) string {
 	t := quote.Shell(f.Path)
 	tn := quote.Shell(f.Path + ".new")

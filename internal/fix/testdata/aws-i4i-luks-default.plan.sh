@@ -9,6 +9,10 @@ set -eu
 # == dmcrypt.workqueue on /dev/mapper/scratch (warning)
 # expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme1n1 beneath and the cipher's 8.2µs)
 # runtime
+# The live table, key included, goes from dmsetup through awk to dmsetup
+# by pipes only: nothing is written to disk or shown. awk adds the new flags'
+# number to the count of optional parameters (field 9, 0 when absent) and
+# appends the flags; every other field passes unchanged.
 dmsetup table --showkeys -- scratch | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- scratch && dmsetup resume -- scratch
 # persistent, run by hand (it asks for the passphrase, key file or token, as open does):
 #   cryptsetup refresh --perf-no_read_workqueue --perf-no_write_workqueue --persistent -- scratch

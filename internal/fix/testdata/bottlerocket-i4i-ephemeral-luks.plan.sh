@@ -10,12 +10,20 @@ set -eu
 # expected gain: 97% (17.5ms of each I/O's 18ms at dm-0 is waiting beyond the 450µs at nvme2n1 beneath and the cipher's 8.2µs)
 # Not applicable here: partly: the flags of EPHEMERAL-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
 # runtime
+# The live table, key included, goes from dmsetup through awk to dmsetup
+# by pipes only: nothing is written to disk or shown. awk adds the new flags'
+# number to the count of optional parameters (field 9, 0 when absent) and
+# appends the flags; every other field passes unchanged.
 dmsetup table --showkeys -- EPHEMERAL-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- EPHEMERAL-DATA && dmsetup resume -- EPHEMERAL-DATA
 # checked on the snapshot: after this change the finding is gone
 
 # == dmcrypt.workqueue on /dev/mapper/BOTTLEROCKET-DATA (warning)
 # Not applicable here: partly: the flags of BOTTLEROCKET-DATA cannot be kept on Bottlerocket: no setting passes them, bootstrap commands run apiclient only, and cryptsetup refresh --persistent needs the volume key, which Bottlerocket seals in the TPM; the runtime change holds until the next boot
 # runtime
+# The live table, key included, goes from dmsetup through awk to dmsetup
+# by pipes only: nothing is written to disk or shown. awk adds the new flags'
+# number to the count of optional parameters (field 9, 0 when absent) and
+# appends the flags; every other field passes unchanged.
 dmsetup table --showkeys -- BOTTLEROCKET-DATA | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+2; for(i=10;i<=NF;i++) s=s" "$i; print s" no_read_workqueue no_write_workqueue"}' | dmsetup reload -- BOTTLEROCKET-DATA && dmsetup resume -- BOTTLEROCKET-DATA
 # checked on the snapshot: after this change the finding is gone
 

@@ -16,6 +16,10 @@ set -eu
 
 # == dmcrypt.same-cpu-crypt on /dev/mapper/pgram (info)
 # runtime
+# The live table, key included, goes from dmsetup through awk to dmsetup
+# by pipes only: nothing is written to disk or shown. awk adds the new flags'
+# number to the count of optional parameters (field 9, 0 when absent) and
+# appends the flags; every other field passes unchanged.
 dmsetup table --showkeys -- pgram | awk '{n=($9==""?0:$9); s=$1; for(i=2;i<=8;i++) s=s" "$i; s=s" "n+1; for(i=10;i<=NF;i++) s=s" "$i; print s" same_cpu_crypt"}' | dmsetup reload -- pgram && dmsetup resume -- pgram
 # persistent, run by hand (it asks for the passphrase, key file or token, as open does):
 #   cryptsetup refresh --perf-same_cpu_crypt --persistent -- pgram
