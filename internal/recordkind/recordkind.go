@@ -104,10 +104,8 @@ func (e Envelope) What() string {
 		return "a command's JSON output (doctor, fix, compare or another --format json), not a file slowpath reads back"
 	case e.Algorithm != nil && e.PerCore != nil:
 		return "the cipher's limit (slowpath lab crypto-limit --format json)"
-	case e.Records != nil && e.Kernel != nil:
-		return "a slowpath drop recording (net drops --record)"
-	case e.BootID != nil && e.Changes != nil:
-		return "a slowpath fix state"
+	case e.unkinded() != "":
+		return "a slowpath " + names[e.unkinded()]
 	}
 	return ""
 }
@@ -123,7 +121,7 @@ func (e Envelope) Check(want string, current int, legacy bool) error {
 		name = want
 	}
 	what := e.What()
-	if legacy && e.Kind == nil && e.SchemaVersion == nil && (what == "" || what == legacyWhat(want)) {
+	if legacy && e.Kind == nil && e.SchemaVersion == nil && (what == "" || e.unkinded() == want) {
 		return nil
 	}
 	if e.Kind == nil || *e.Kind != want {
@@ -145,15 +143,16 @@ func (e Envelope) Check(want string, current int, legacy bool) error {
 	return nil
 }
 
-// legacyWhat is what What says of a file of kind want written before it
-// carried its kind.
-func legacyWhat(want string) string {
-	switch want {
-	case Drops:
-		return Envelope{Records: json.RawMessage("[]"), Kernel: json.RawMessage("{}")}.What()
-	case FixState:
-		s := ""
-		return Envelope{BootID: &s, Changes: json.RawMessage("[]")}.What()
+// unkinded is the kind of a file written before its kind was, known by
+// its fields: a drop recording or a fix state; "" for any other.
+func (e Envelope) unkinded() string {
+	switch {
+	case e.Kind != nil:
+		return ""
+	case e.Records != nil && e.Kernel != nil:
+		return Drops
+	case e.BootID != nil && e.Changes != nil:
+		return FixState
 	}
 	return ""
 }
