@@ -55,3 +55,33 @@ func TestCheck(t *testing.T) {
 		t.Errorf("header of version 3: %v", err)
 	}
 }
+
+// FuzzEnvelope: any document is described and checked without a panic,
+// and a document Check accepts as a kind says that kind, or (legacy) says
+// no other.
+func FuzzEnvelope(f *testing.F) {
+	for _, s := range []string{`{"kind":"slowpath-drops","schema_version":1}`, `{"records":[],"kernel":{}}`, `{"boot_id":"","changes":[]}`,
+		`{"manifest":{"format_version":1}}`, `{"format_version":1}`, `{"algorithm":"xts(aes)","bytes_per_sec_per_core":1}`, "\x1f\x8b", `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = Describe(b)
+		e, err := Read(b)
+		if err != nil {
+			return
+		}
+		for _, want := range []string{BenchResult, Capture, FixState, Drops} {
+			for _, legacy := range []bool{false, true} {
+				if e.Check(want, 1, legacy) != nil {
+					continue
+				}
+				if e.Kind != nil && *e.Kind != want {
+					t.Fatalf("%s accepted as %s", b, want)
+				}
+				if e.Kind == nil && (!legacy || (e.unkinded() != "" && e.unkinded() != want)) {
+					t.Fatalf("%s accepted as %s (legacy %v)", b, want, legacy)
+				}
+			}
+		}
+	})
+}
