@@ -33,6 +33,7 @@ type Snapshot struct {
 	Storage  *Storage `json:"storage,omitempty"`
 	Cloud    *Cloud   `json:"cloud,omitempty"`
 	Net      *Net     `json:"net,omitempty"`
+	Engines  *Engines `json:"engines,omitempty"`
 }
 
 // Manifest describes a snapshot: its format, origin and what is missing.
