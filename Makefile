@@ -74,7 +74,7 @@ prep:
 # test/vm/kernels, or one: make vm KERNEL=5.10. One scenario:
 # make vm KERNEL=6.12 RUN=TestBacklogDrop
 vm: deps-test
-	SLOWPATH_VM_KERNEL='$(KERNEL)' SLOWPATH_STRICT=1 $(GO) test -count=1 -v -timeout 25m -run '$(or $(RUN),.)' ./test/vm
+	SLOWPATH_VM_KERNEL='$(KERNEL)' SLOWPATH_STRICT=1 $(GO) test -count=1 -v -parallel 64 -timeout 25m -run '$(or $(RUN),.)' ./test/vm
 
 # Rewrites test/vm/kernels/*.pin to what their suites list today (the lab
 # already takes the newest of a pin's series when the archive moved on, and

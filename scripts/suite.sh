@@ -3,8 +3,9 @@
 # every package, then every fuzz target (scripts/fuzz.sh, FUZZTIME each),
 # under SLOWPATH_STRICT=1.
 #
-# test/vm, the longest package (about 15 minutes of qemu boots, two at a
-# time, each on one core), starts first and runs in the background; lint
+# test/vm, the longest package (about 40 minutes of qemu boots, two at a
+# time, each on one core, the longest first: test/vm/gate.go, which needs
+# -parallel above the number of tests), starts first and runs in the background; lint
 # and the release (make lint release), the other packages, then the fuzz
 # targets, run beside it and fill the time its lab setup spends fetching
 # kernel packages and their tests spend waiting (Prometheus scrapes, fio
@@ -25,7 +26,7 @@ stamp() { echo "== suite +$(($(date +%s) - start))s: $*"; }
 export SLOWPATH_STRICT=1
 
 stamp "go test ./test/vm, in the background (its output follows when it ends)"
-SLOWPATH_VM_SUMMARY=$summary go test -count=1 -timeout 40m ./test/vm >"$vmlog" 2>&1 &
+SLOWPATH_VM_SUMMARY=$summary go test -count=1 -parallel 64 -timeout 40m ./test/vm >"$vmlog" 2>&1 &
 vm=$!
 trap 'kill "$vm" 2>/dev/null; wait "$vm" 2>/dev/null' INT TERM
 

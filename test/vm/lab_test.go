@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,12 +251,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// bootGate runs one VM per CPU, longest first (Gate).
+var bootGate = NewGate(runtime.GOMAXPROCS(0))
+
 // boot runs s and fails t when the VM did not complete, the scenario exited
 // non-zero, or it left a device behind. The console is printed on failure.
 func boot(t *testing.T, k *kernelLab, s Scenario) *Result {
 	t.Helper()
 	l := k.setupLab(t)
+	release := bootGate.Acquire(expectedBoot(t.Name(), k.Name))
 	res, err := l.Run(context.Background(), s)
+	release()
 	if res != nil {
 		summary.boot(k.Name, t.Name(), res.Duration)
 		t.Logf("vm: %s booted %s and ran in %v (TCG: functional evidence, not performance)", s.Name, k.Name, res.Duration.Round(time.Millisecond))
