@@ -57,7 +57,10 @@ type Metric struct {
 	// nothing before changes by 0 if nothing after either, else by +Inf or
 	// -Inf: the U test ranks it beyond every finite change.
 	Relative bool
-	Nodes    []Node
+	// Nodes are the group's nodes; one without values (NaN before and
+	// after) is listed too, so that a set of nodes without data is told
+	// from a group without such nodes (too few for the test).
+	Nodes []Node
 }
 
 // MetricResult is one metric's test.
@@ -66,12 +69,19 @@ type MetricResult struct {
 	Role               string
 	Canaries, Controls int
 	// CanaryChange and ControlChange are the median per-node change (after
-	// minus before) of each set; Effect is their difference, the
-	// difference in differences.
+	// minus before) of each set, NaN for a set without values; Effect is
+	// their difference, the difference in differences (NaN unless both).
 	CanaryChange, ControlChange, Effect float64
 	Comparison                          stats.Comparison
-	// AdjustedP: fixed sequence over the primaries, P itself for a guard.
+	// AdjustedP: fixed sequence over the primaries, P itself for a guard;
+	// NaN for a primary after one that stopped the sequence (not
+	// significant, or not testable): it was not tested.
 	AdjustedP float64
+	// NoData says which nodes had no values although the group has them
+	// ("any node of the group", "the canaries", "the other nodes"); "" when
+	// both sets have values, or when a set is empty because the group has
+	// no such nodes (too few nodes, not missing data).
+	NoData string
 	// Change is "better", "worse" or "" (not significant, or not tested).
 	Change string
 }
@@ -116,13 +126,21 @@ func Decide(group string, metrics []Metric, alpha float64) (Verdict, error) {
 		}
 		v.Metrics = append(v.Metrics, r)
 	}
+	stopped := false
 	for i, p := range stats.FixedSequence(primaryP) {
-		v.Metrics[primaryAt[i]].AdjustedP = p
+		r := &v.Metrics[primaryAt[i]]
+		if stopped {
+			// The fixed sequence looks at a primary only once every earlier
+			// one was significant; its p is not a test of anything.
+			continue
+		}
+		r.AdjustedP = p
+		stopped = !testable(r.Comparison) || p > alpha
 	}
-	var worse, untested []string
+	var worse, noData, tooFew []string
 	for i := range v.Metrics {
 		r := &v.Metrics[i]
-		if r.Comparison.Verdict != stats.TooFewRuns && r.Comparison.Verdict != stats.NoData && r.AdjustedP <= alpha {
+		if testable(r.Comparison) && r.AdjustedP <= alpha {
 			// The direction the test saw: U above half the pairs means the
 			// canaries' changes were the larger ones.
 			r.Change = direction(r.Comparison.U-float64(r.Canaries*r.Controls)/2, metrics[i].HigherIsBetter)
@@ -130,20 +148,30 @@ func Decide(group string, metrics []Metric, alpha float64) (Verdict, error) {
 		if r.Change == "worse" {
 			worse = append(worse, r.Metric)
 		}
-		if r.Comparison.Verdict == stats.TooFewRuns || r.Comparison.Verdict == stats.NoData {
+		switch {
+		case r.NoData != "":
+			noData = append(noData, fmt.Sprintf("%s has no values on %s", r.Metric, r.NoData))
+		case !testable(r.Comparison):
 			need := needCanaries(r.Controls, alpha)
-			if len(untested) == 0 {
+			if len(tooFew) == 0 {
 				v.NeedCanaries = need
 			}
-			untested = append(untested, fmt.Sprintf("%s: %d canaries and %d others, which needs %s", r.Metric, r.Canaries, r.Controls, needText(need)))
+			tooFew = append(tooFew, fmt.Sprintf("%s: %d canaries and %d others, which needs %s", r.Metric, r.Canaries, r.Controls, needText(need)))
 		}
 	}
 	first := v.Metrics[primaryAt[0]]
 	switch {
 	case len(worse) > 0:
 		v.Outcome, v.Reason = Rollback, "significantly worse on the canaries: "+strings.Join(worse, ", ")
-	case len(untested) > 0:
-		v.Outcome, v.Reason = Hold, fmt.Sprintf("too few nodes for a verdict at alpha %g: %s", alpha, strings.Join(untested, "; "))
+	case len(noData) > 0 || len(tooFew) > 0:
+		var why []string
+		if len(noData) > 0 {
+			why = append(why, "no data: "+strings.Join(noData, ", "))
+		}
+		if len(tooFew) > 0 {
+			why = append(why, fmt.Sprintf("too few nodes for a verdict at alpha %g: %s", alpha, strings.Join(tooFew, "; ")))
+		}
+		v.Outcome, v.Reason = Hold, strings.Join(why, "; ")
 	case first.Change == "better":
 		v.Outcome, v.Reason = Promote, fmt.Sprintf("%s significantly better on the canaries, no guard worse", first.Metric)
 	default:
@@ -157,12 +185,18 @@ func Decide(group string, metrics []Metric, alpha float64) (Verdict, error) {
 func test(m Metric, alpha float64) (MetricResult, error) {
 	r := MetricResult{Metric: m.Name, Role: m.Role, AdjustedP: math.NaN()}
 	var canary, control []float64
+	var canaryNodes, controlNodes int
 	seen := map[string]bool{}
 	for _, n := range m.Nodes {
 		if seen[n.Name] {
 			return r, fmt.Errorf("metric %q: node %q twice", m.Name, n.Name)
 		}
 		seen[n.Name] = true
+		if n.Canary {
+			canaryNodes++
+		} else {
+			controlNodes++
+		}
 		d := change(n, m.Relative)
 		if math.IsNaN(d) {
 			continue
@@ -175,14 +209,35 @@ func test(m Metric, alpha float64) (MetricResult, error) {
 	}
 	r.Canaries, r.Controls = len(canary), len(control)
 	r.Comparison = stats.Compare(canary, control, alpha)
+	// A set without values has no median: NaN, not a change of 0.
+	r.CanaryChange, r.ControlChange, r.Effect = math.NaN(), math.NaN(), math.NaN()
+	if len(canary) > 0 {
+		r.CanaryChange = stats.Median(canary)
+	}
+	if len(control) > 0 {
+		r.ControlChange = stats.Median(control)
+	}
 	if len(canary) > 0 && len(control) > 0 {
-		r.CanaryChange, r.ControlChange = stats.Median(canary), stats.Median(control)
 		r.Effect = r.CanaryChange - r.ControlChange
+	}
+	switch {
+	case len(canary) == 0 && len(control) == 0:
+		r.NoData = "any node of the group"
+	case len(canary) == 0 && canaryNodes > 0:
+		r.NoData = "the canaries"
+	case len(control) == 0 && controlNodes > 0:
+		r.NoData = "the other nodes"
 	}
 	if m.Role == RoleGuard {
 		r.AdjustedP = r.Comparison.P
 	}
 	return r, nil
+}
+
+// testable says whether a comparison could be significant: both sets
+// have values, enough of them to reach alpha.
+func testable(c stats.Comparison) bool {
+	return c.Verdict != stats.TooFewRuns && c.Verdict != stats.NoData
 }
 
 // change is a node's after against its before; NaN when either is not a

@@ -232,3 +232,78 @@ func TestRelativeChange(t *testing.T) {
 		t.Errorf("absolute changes overlap, yet %+v", v.Metrics[0])
 	}
 }
+
+// TestNoData: a series without values on a set of the group's nodes holds
+// the group for no data, with no change, effect or canaries needed; a
+// group whose nodes are all canaries is too few nodes, not missing data.
+func TestNoData(t *testing.T) {
+	nan := math.NaN()
+	rng := rand.New(rand.NewPCG(1, 2))
+	drops := group(rng, "drops", RolePrimary, false, 5, 10, 0, -40, 2)
+	blank := func(m Metric, canaries, others bool) Metric {
+		m.Nodes = append([]Node(nil), m.Nodes...)
+		for i, n := range m.Nodes {
+			if n.Canary && canaries || !n.Canary && others {
+				m.Nodes[i].Before, m.Nodes[i].After = nan, nan
+			}
+		}
+		return m
+	}
+	allCanaries := group(rng, "docs", RoleGuard, true, 5, 0, 0, 0, 2)
+	for _, tc := range []struct {
+		name             string
+		guard            Metric
+		reason           string
+		canaries, others bool // the guard's medians that are numbers
+		need             int
+	}{
+		{"nowhere", blank(group(rng, "docs", RoleGuard, true, 5, 10, 0, 0, 2), true, true), "no data: docs has no values on any node of the group", false, false, 0},
+		{"not on the canaries", blank(group(rng, "docs", RoleGuard, true, 5, 10, 0, 0, 2), true, false), "no data: docs has no values on the canaries", false, true, 0},
+		{"not on the others", blank(group(rng, "docs", RoleGuard, true, 5, 10, 0, 0, 2), false, true), "no data: docs has no values on the other nodes", true, false, 0},
+		{"no node listed", Metric{Name: "docs", Role: RoleGuard}, "no data: docs has no values on any node of the group", false, false, 0},
+		{"every node a canary", allCanaries, "too few nodes for a verdict at alpha 0.05: docs: 5 canaries and 0 others, which needs more than 50", true, false, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := Decide("g", []Metric{drops, tc.guard}, 0.05)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := v.Metrics[1]
+			if v.Outcome != Hold || !strings.Contains(v.Reason, tc.reason) || v.NeedCanaries != tc.need {
+				t.Errorf("%s (%s), need %d; want hold with %q, need %d", v.Outcome, v.Reason, v.NeedCanaries, tc.reason, tc.need)
+			}
+			if math.IsNaN(g.CanaryChange) == tc.canaries || math.IsNaN(g.ControlChange) == tc.others || !math.IsNaN(g.Effect) || g.Change != "" {
+				t.Errorf("no-data guard: canaries %v others %v effect %v change %q", g.CanaryChange, g.ControlChange, g.Effect, g.Change)
+			}
+		})
+	}
+}
+
+// TestFixedSequenceStops: a primary after one that was not significant is
+// not tested (AdjustedP NaN, no change), however small its own p; one
+// after a significant primary is tested.
+func TestFixedSequenceStops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	flat := group(rng, "latency", RolePrimary, false, 5, 10, 0, 0, 2)
+	better := group(rng, "drops", RolePrimary, false, 5, 10, 0, -40, 2)
+	v, err := Decide("g", []Metric{flat, better}, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := v.Metrics[1]; !math.IsNaN(r.AdjustedP) || r.Change != "" || r.Comparison.P > 0.05 {
+		t.Errorf("after a primary that stopped the sequence: adjusted p %v, change %q, p %v; want NaN, none, and a p that alone would be significant", r.AdjustedP, r.Change, r.Comparison.P)
+	}
+	if v.Outcome != Hold || !strings.Contains(v.Reason, "no significant change of latency") {
+		t.Errorf("%s: %s", v.Outcome, v.Reason)
+	}
+	v, err = Decide("g", []Metric{better, flat}, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := v.Metrics[1]; math.IsNaN(r.AdjustedP) || r.AdjustedP < r.Comparison.P {
+		t.Errorf("after a significant primary: adjusted p %v (p %v), want the larger of both primaries' p", r.AdjustedP, r.Comparison.P)
+	}
+	if v.Outcome != Promote {
+		t.Errorf("%s: %s", v.Outcome, v.Reason)
+	}
+}

@@ -118,8 +118,9 @@ type Cell struct {
 	// a primary row, Holm's of a secondary one, P itself for a guard; set
 	// when Comparison could reach a verdict.
 	AdjustedP *float64 `json:"p_adjusted,omitempty"`
-	// Verdict is the comparison's verdict after the adjustment: significant
-	// when AdjustedP is at most alpha.
+	// Verdict is the cell's one verdict, after the adjustment: significant
+	// when AdjustedP is at most alpha; the raw test's too few runs or no
+	// data where no adjustment could be made. Set whenever Comparison is.
 	Verdict *stats.Verdict `json:"verdict,omitempty"`
 	// Change is "better", "worse" or "" (not significant after the
 	// adjustment, no direction, or first side).
@@ -218,8 +219,10 @@ type Result struct {
 // JSONVersion is the version of Result's JSON shape. 2: rows carry a role,
 // cells an adjusted p and verdict, the result per-side verdicts on the
 // primary metrics; the evidence inside runs (within_run, ci "bootstrap")
-// is gone.
-const JSONVersion = 2
+// is gone. 3: a cell has one verdict, its own; comparison has no raw
+// verdict beside it (a significant raw test beside "too few runs" after
+// Holm read as two answers).
+const JSONVersion = 3
 
 // metricRank orders rows as the incident tables did: throughput, bandwidth,
 // latency percentiles (low to high), index loads and slow loads, CPU, then
@@ -470,6 +473,12 @@ func undecidable(r *Result, i, family int) {
 			continue
 		}
 		_, ok := testable(c)
+		if !ok {
+			// Not adjusted: the raw test's too few runs or no data is the
+			// cell's verdict (JSON has no other).
+			raw := c.Comparison.Verdict
+			c.Verdict = &raw
+		}
 		switch {
 		case !ok && row.Role == RoleSecondary:
 			c.RunsToDecide = runsFor(r.Alpha / float64(max(all, 1)))

@@ -31,6 +31,10 @@ type Options struct {
 	// By groups the nodes (a label of their series: instance_type, a node
 	// pool); NodeLabel names a node in every series, the user's own too.
 	By, NodeLabel string
+	// ByGiven says the user named By: when no node has it, that is a
+	// mistyped label (an error naming the labels there are), where the
+	// default only puts every node in one group.
+	ByGiven bool
 	// Window is each side's length; the window after starts RateInterval
 	// after the last canary changed, so no rate in it reaches back before
 	// the change.
@@ -185,6 +189,9 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 		return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", nodes.Unnamed[0], o.NodeLabel)
 	}
 	groupOf, members := nodes.Group, nodes.Members
+	if _, none := members[""]; o.ByGiven && none && len(members) == 1 {
+		return nil, fmt.Errorf("--by %s: no node's slowpath_node_info has the label %s; labels it has: %s", o.By, o.By, strings.Join(labelNames(info), ", "))
+	}
 	canaries, err := changeTimes(ctx, a, o, groupOf)
 	if err != nil {
 		return nil, err
@@ -251,9 +258,10 @@ func changeTimes(ctx context.Context, a v1.API, o Options, groupOf map[string]st
 }
 
 // decideGroup reads the windows of one group and decides it. A series
-// whose values name no node of slowpath_node_info at all names nodes
-// another way: an error, not a hold everywhere; one without values for
-// this group's nodes holds it (no data), and the other groups go on.
+// without values, or whose values name no node of slowpath_node_info at
+// all (it names nodes another way), is an error, not a hold everywhere;
+// one without values for this group's nodes holds it (no data), and the
+// other groups go on.
 func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes []string, changed map[string]Span, groupOf map[string]string) (Group, error) {
 	g := Group{Value: value, Nodes: len(nodes), Metrics: []Metric{}, Actions: []Action{}, Others: []string{}}
 	canaries := map[string]bool{}
@@ -296,7 +304,13 @@ func decideGroup(ctx context.Context, a v1.API, o Options, value string, nodes [
 			return g, err
 		}
 		named := keys(before, after)
-		if len(named) > 0 && !slices.ContainsFunc(named, func(n string) bool { _, ok := groupOf[n]; return ok }) {
+		if len(named) == 0 {
+			// No node of the fleet has it: a query that names nothing (a
+			// wrong metric or label), not a group without the service.
+			return g, fmt.Errorf("series %s: no values for any node in the windows before and after %s's change (%s to %s): run its query in Prometheus (%s)",
+				s.Name, GroupName(o.By, value), g.Before.From.Format(time.RFC3339), g.After.To.Format(time.RFC3339), s.Expr)
+		}
+		if !slices.ContainsFunc(named, func(n string) bool { _, ok := groupOf[n]; return ok }) {
 			return g, fmt.Errorf("series %s: none of its series names a node of slowpath_node_info by %s (it has e.g. %s=%q): every series must name nodes the same way, see --node-label",
 				s.Name, o.NodeLabel, o.NodeLabel, named[0])
 		}
@@ -318,11 +332,10 @@ func Decide(g *Group, nodes []string, canaries map[string]bool, series []Series,
 		w := windows[i]
 		m := canary.Metric{Name: s.Name, Role: s.Role, HigherIsBetter: s.Better == Higher, Relative: true}
 		for _, n := range nodes {
+			// A node without values on either side is listed too: the
+			// canary package tells missing data from too few nodes by it.
 			b, okb := w.Before[n]
 			f, oka := w.After[n]
-			if !okb && !oka {
-				continue
-			}
 			nan := math.NaN()
 			if !okb {
 				b = nan
@@ -379,6 +392,9 @@ func metricOf(s Series, r canary.MetricResult, m canary.Metric) Metric {
 		out.AdjustedP = &p
 	}
 	for _, n := range m.Nodes {
+		if math.IsNaN(n.Before) && math.IsNaN(n.After) {
+			continue // no value in either window: not a node of this series
+		}
 		out.Nodes = append(out.Nodes, Node{Name: n.Name, Canary: n.Canary, Before: finite(n.Before), After: finite(n.After)})
 	}
 	return out
@@ -397,6 +413,21 @@ func keys(ms ...map[string]float64) []string {
 	for _, m := range ms {
 		for k := range m {
 			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// labelNames are the label names of the series in vec, sorted, without
+// the metric name.
+func labelNames(vec model.Vector) []string {
+	var out []string
+	for _, smp := range vec {
+		for l := range smp.Metric {
+			if l != model.MetricNameLabel {
+				out = append(out, string(l))
+			}
 		}
 	}
 	slices.Sort(out)

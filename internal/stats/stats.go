@@ -72,8 +72,11 @@ type Comparison struct {
 	P     float64 `json:"p"`
 	Alpha float64 `json:"alpha"`
 	// MinP is the smallest p-value samples of these sizes can produce.
-	MinP    float64 `json:"min_p"`
-	Verdict Verdict `json:"verdict"`
+	MinP float64 `json:"min_p"`
+	// Verdict is the raw test's. It is not in the JSON: a caller that
+	// corrects for several tests prints its own verdict beside these
+	// numbers (compare's cell), and two verdicts could disagree.
+	Verdict Verdict `json:"-"`
 }
 
 // Compare tests whether runs a and b differ in location at level alpha.

@@ -38,8 +38,9 @@ type Options struct {
 	Runtime     time.Duration
 	SlowLoad    time.Duration
 	Output      string
-	// Format is text (the summary) or json (the result on stdout, as -o
-	// writes it, with format_version first).
+	// Format is text (the summary), markdown (the summary as Markdown) or
+	// json (the result on stdout, as -o writes it, with format_version
+	// first).
 	Format   string
 	Interval time.Duration
 	Cloud    cloud.Options
@@ -112,8 +113,8 @@ Exit status: 0 done, 2 usage or runtime error or interrupted.`,
 }
 
 // formats are bench's --format values.
-var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text",
-	Notes: map[string]string{"text": "a summary", "json": "the result, as -o writes it; the summary goes to stderr"},
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Notes: map[string]string{"text": "a summary", "json": "the result, as -o writes it; the summary goes to stderr", "markdown": "the summary as Markdown tables"},
 	Also:  []string{""}} // "": text
 
 // validate checks everything that needs no host access.
@@ -194,7 +195,11 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if toStdout {
 		summary, tabs = env.Stderr, true
 	}
-	_ = benchreport.WriteSummary(summary, res, benchreport.SummaryOptions{Tabs: tabs})
+	if o.Format == "markdown" {
+		_ = benchreport.WriteMarkdown(summary, res)
+	} else {
+		_ = benchreport.WriteSummary(summary, res, benchreport.SummaryOptions{Tabs: tabs})
+	}
 	if o.Output != "" && o.Output != stdfile.Dash {
 		if werr := benchresult.WriteFile(o.Output, res); werr != nil {
 			return werr

@@ -336,6 +336,26 @@ func interruptBench(t *testing.T, bin string, sig syscall.Signal, wait time.Dura
 	return true
 }
 
+// TestMarkdown: --format markdown prints the summary of a real run as
+// Markdown on stdout, the figures a table; -o still writes the result.
+func TestMarkdown(t *testing.T) {
+	testenv.RequireTool(t, "fio", "fio")
+	if testing.Short() {
+		t.Skip("real fio runs")
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := run(t, "bench", "telemetry-ingest", "--dir", t.TempDir(), "--scale", "0.05", "--runtime", "1s", "--format", "markdown", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if !strings.HasPrefix(stdout, "**telemetry-ingest** on `") || !strings.Contains(stdout, "| phase | figure | value |\n|---|---|---|\n") {
+		t.Errorf("--format markdown:\n%s", stdout)
+	}
+	if _, err := benchresult.ReadFile(out); err != nil {
+		t.Errorf("-o with --format markdown: %v", err)
+	}
+}
+
 // TestExport writes a reproduction and runs its script with sh on a tmp
 // directory: fio results appear and the script cleans up.
 func TestExport(t *testing.T) {

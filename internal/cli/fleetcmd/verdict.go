@@ -44,6 +44,9 @@ type VerdictOptions struct {
 	// Now is the evaluation time; time.Now when nil.
 	Now func() time.Time
 
+	// ByGiven is set when --by was on the command line (not its default).
+	ByGiven bool
+
 	series    []fleetverdict.Series
 	canary    fix.Canary
 	changedAt time.Time
@@ -103,6 +106,9 @@ Exit status: 0, or 1 when --fail-on rollback (a group rolls back) or
 			func(ctx context.Context) error { return RunVerdict(ctx, env, o) }),
 	}
 	f := cmd.Flags()
+	// A --by typed on the command line must name a label some node has; the
+	// default may be absent (a fleet outside a cloud: one group).
+	cmd.PreRun = func(*cobra.Command, []string) { o.ByGiven = f.Changed("by") }
 	f.StringVar(&o.Prometheus, "prometheus", "", "Prometheus base `URL` (http://host:9090)")
 	f.StringVar(&o.Change, "change", "", "the change: the check `ID` whose fix the canaries run (slowpath_fix_applied{id})")
 	f.StringVar(&o.By, "by", "instance_type", "group nodes by this Prometheus `LABEL`")
@@ -185,7 +191,7 @@ func (o *VerdictOptions) validate() error {
 }
 
 func (o *VerdictOptions) verdictOptions(now time.Time) fleetverdict.Options {
-	return fleetverdict.Options{Change: o.Change, By: o.By, NodeLabel: o.NodeLabel, Window: o.Window, RateInterval: o.Rate,
+	return fleetverdict.Options{Change: o.Change, By: o.By, ByGiven: o.ByGiven, NodeLabel: o.NodeLabel, Window: o.Window, RateInterval: o.Rate,
 		Alpha: o.Alpha, Series: o.series, ChangedAt: o.changedAt, Now: now}
 }
 

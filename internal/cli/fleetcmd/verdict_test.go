@@ -186,6 +186,10 @@ func TestFleetVerdict(t *testing.T) {
 		{[]string{"--by", "node_pool", "--node-label", "pod"}, `has no label "pod"`},
 		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "all=sum(rate(indexed_docs_total[1m]))"}, `has no label "node": aggregate per node`},
 		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "up=up"}, `has more than one series: aggregate per node`},
+		// A query no node answers is a mistake in it, not a group to hold.
+		{[]string{"--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--metric", "nothing=sum by (node) (rate(no_such_total[3s]))"}, "series nothing: no values for any node in the windows before and after pool-a's change"},
+		// A --by typed wrong names the labels there are.
+		{[]string{"--by", "nodepool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s"}, "--by nodepool: no node's slowpath_node_info has the label nodepool; labels it has: "},
 	} {
 		var out bytes.Buffer
 		err := execVerdict(&out, nil, append(append([]string(nil), base...), tc.args...)...)
@@ -193,6 +197,59 @@ func TestFleetVerdict(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
 		}
 	}
+	var byErr bytes.Buffer
+	if err := execVerdict(&byErr, nil, append(append([]string(nil), base...), "--by", "nodepool")...); err == nil || !strings.Contains(err.Error(), "node, node_pool") {
+		t.Errorf("--by nodepool: %v, want the labels there are, node_pool among them", err)
+	}
+	// The default --by, instance_type, which these nodes lack: one group
+	// of every node, as before.
+	all := verdict(t, append(append([]string(nil), base...), "--node-label", "node", "--window", "6s", "--rate-interval", "3s", "--format", "json")...)
+	if len(all.Groups) != 1 || all.Groups[0].Value != "" || all.Groups[0].Nodes != 24 || len(all.Groups[0].Canaries) != 10 {
+		t.Errorf("default --by on a fleet without instance_type: %+v", all.Groups)
+	}
+
+	// A primary after one that is not significant is not tested, and a
+	// series only pool-a has holds the other pools for no data.
+	seqArgs := append(append([]string(nil), base...), "--by", "node_pool", "--node-label", "node", "--window", "6s", "--rate-interval", "3s",
+		"--finding-series=false", "--metric", "flat,primary=max by (node) (slowpath_node_info)",
+		"--metric", `drops,lower,primary=sum by (node) (rate(slowpath_net_drops_total{layer="backlog"}[$__rate_interval]))`,
+		"--metric", `docs_a=sum by (node) (rate(indexed_docs_total{node_pool="pool-a"}[$__rate_interval]))`)
+	seq := verdict(t, append(seqArgs, "--format", "json")...)
+	for _, g := range seq.Groups {
+		if len(g.Metrics) != 3 {
+			t.Fatalf("%s: %d series, want 3", g.Value, len(g.Metrics))
+		}
+		if d := g.Metrics[1]; d.AdjustedP != nil || d.Change != "" {
+			t.Errorf("%s drops after a flat primary: adjusted p %v, change %q; want null and none", g.Value, d.AdjustedP, d.Change)
+		}
+		docs := g.Metrics[2]
+		if g.Value == "pool-a" {
+			if docs.Test == "no data" || docs.Effect == nil || g.Outcome != "hold" || !strings.Contains(g.Reason, "no significant change of flat") {
+				t.Errorf("pool-a: %s (%s); docs_a %s effect %v", g.Outcome, g.Reason, docs.Test, docs.Effect)
+			}
+			continue
+		}
+		// pool-c's reason goes on with too few nodes for flat (3 canaries).
+		if g.Outcome != "hold" || !strings.Contains(g.Reason, "no data: docs_a has no values on any node of the group") || g.NeedCanaries != map[string]int{"pool-b": 0, "pool-c": 3}[g.Value] ||
+			docs.Test != "no data" || docs.CanaryChange != nil || docs.ControlChange != nil || docs.Effect != nil || len(docs.Nodes) != 0 {
+			t.Errorf("%s: %s (%s, need %d); docs_a %s canaries %v others %v effect %v, %d nodes", g.Value, g.Outcome, g.Reason, g.NeedCanaries,
+				docs.Test, docs.CanaryChange, docs.ControlChange, docs.Effect, len(docs.Nodes))
+		}
+	}
+	seqText := string(runVerdict(t, nil, append(seqArgs, "--format", "text")...))
+	if !strings.Contains(seqText, "not tested: an earlier primary was not significant") {
+		t.Errorf("text of a stopped sequence and a series without data:\n%s", seqText)
+	}
+	var dashes int
+	for _, line := range strings.Split(seqText, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "docs_a" && strings.Join(f[len(f)-6:], " ") == "- - - - no data" {
+			dashes++
+		}
+	}
+	if dashes != 2 {
+		t.Errorf("%d docs_a rows of dashes and no data, want pool-b's and pool-c's:\n%s", dashes, seqText)
+	}
+
 	var none bytes.Buffer
 	if err := execVerdict(&none, nil, "--prometheus", prom.URL, "--change", "net.ring-undersized", "--by", "node_pool", "--node-label", "node"); err == nil || !strings.Contains(err.Error(), "no node runs net.ring-undersized") {
 		t.Errorf("a change no node runs: %v", err)

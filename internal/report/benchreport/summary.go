@@ -91,27 +91,17 @@ func writeFidelity(w io.Writer, f *benchresult.Fidelity) {
 	fmt.Fprintf(w, "fidelity (%s replay; block requests on %s, capture vs replay):\n", f.Mode, f.Capture.Device)
 	if f.Replay != nil {
 		for _, d := range replay.Differences(f.Capture, *f.Replay) {
-			rel := "-"
-			if !math.IsNaN(d.Relative) {
-				rel = fmt.Sprintf("%+.1f%%", d.Relative*100)
-			}
-			cv, rv := benchresult.FormatValue(d.Capture, d.Unit), benchresult.FormatValue(d.Replay, d.Unit)
-			if d.Unit == benchresult.UnitFraction {
-				cv, rv = fmt.Sprintf("%.3f", d.Capture), fmt.Sprintf("%.3f", d.Replay)
-			}
-			fmt.Fprintf(w, "  %-22s %14s %14s %8s\n", d.Name, cv, rv, rel)
+			name, cv, rv, rel := fidelityRow(d)
+			fmt.Fprintf(w, "  %-22s %14s %14s %8s\n", name, cv, rv, rel)
 		}
 		if f.Mode == string(replay.Span) {
-			fmt.Fprintf(w, "  (a span replay repeats the threads busy at the capture's end for as long as they were busy: its counts and shares are its own, the mix following the replay's speed as the service's would)\n")
+			fmt.Fprintf(w, "  (%s)\n", spanNote)
 		}
 	} else {
-		c := f.Capture
-		fmt.Fprintf(w, "  capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s\n", c.IOs, units.Size(c.Bytes),
-			c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, benchresult.FormatValue(float64(c.P50NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(c.P99NS), benchresult.UnitNanoseconds))
+		fmt.Fprintf(w, "  %s\n", captureLine(f.Capture))
 	}
 	if t := f.Timing; t != nil {
-		fmt.Fprintf(w, "  schedule: %d operations issued late by p50 %s, p99 %s, max %s\n", t.Ops, benchresult.FormatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
-			benchresult.FormatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
+		fmt.Fprintf(w, "  %s\n", timingLine(t))
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Skipped)) {
 		fmt.Fprintf(w, "  not replayed: %d %s\n", f.Skipped[k], k)
@@ -119,6 +109,35 @@ func writeFidelity(w io.Writer, f *benchresult.Fidelity) {
 	for _, p := range f.Problems {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
+}
+
+// spanNote says what a span replay's figures are.
+const spanNote = "a span replay repeats the threads busy at the capture's end for as long as they were busy: its counts and shares are its own, the mix following the replay's speed as the service's would"
+
+// fidelityRow is one figure of the capture against the replay: its name,
+// both values and the change.
+func fidelityRow(d replay.Difference) (name, capture, replayed, change string) {
+	change = "-"
+	if !math.IsNaN(d.Relative) {
+		change = fmt.Sprintf("%+.1f%%", d.Relative*100)
+	}
+	capture, replayed = benchresult.FormatValue(d.Capture, d.Unit), benchresult.FormatValue(d.Replay, d.Unit)
+	if d.Unit == benchresult.UnitFraction {
+		capture, replayed = fmt.Sprintf("%.3f", d.Capture), fmt.Sprintf("%.3f", d.Replay)
+	}
+	return d.Name, capture, replayed, change
+}
+
+// captureLine is the capture's block requests, for a replay without its own.
+func captureLine(c benchresult.BlockTrace) string {
+	return fmt.Sprintf("capture: %d requests, %s, %d reads / %d writes / %d flushes, %.0f IOPS, p50 %s p99 %s", c.IOs, units.Size(c.Bytes),
+		c.ReadIOs, c.WriteIOs, c.FlushIOs, c.IOPS, benchresult.FormatValue(float64(c.P50NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(c.P99NS), benchresult.UnitNanoseconds))
+}
+
+// timingLine is how late the replay issued its operations.
+func timingLine(t *benchresult.ReplayTiming) string {
+	return fmt.Sprintf("schedule: %d operations issued late by p50 %s, p99 %s, max %s", t.Ops, benchresult.FormatValue(float64(t.LateP50NS), benchresult.UnitNanoseconds),
+		benchresult.FormatValue(float64(t.LateP99NS), benchresult.UnitNanoseconds), benchresult.FormatValue(float64(t.LateMaxNS), benchresult.UnitNanoseconds))
 }
 
 // pathLine is a storage path's layers, top first: "filesystem ext4 →

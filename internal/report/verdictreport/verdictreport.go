@@ -132,7 +132,8 @@ func verdictText(m fleetverdict.Metric) string {
 	case m.Change != "":
 		return m.Change
 	case m.AdjustedP == nil && m.Role == "primary":
-		return "not tested (an earlier primary was not significant)"
+		// The fixed sequence stopped before it: its p tests nothing.
+		return "not tested: an earlier primary was not significant"
 	case m.Test == "significant":
 		return "no significant difference"
 	}

@@ -61,3 +61,40 @@ func TestWriteHostileLabels(t *testing.T) {
 		t.Errorf("text does not give the span of change times:\n%s", text.String())
 	}
 }
+
+// TestWriteNoDataAndNotTested: a series without values prints dashes and
+// "no data", not changes of 0.0%; a primary the fixed sequence did not
+// reach prints no p and says it was not tested.
+func TestWriteNoDataAndNotTested(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	p := 1.0
+	r := &fleetverdict.Report{Change: "net.backlog-drops", By: "node_pool", Window: "30m", Alpha: 0.05, Groups: []fleetverdict.Group{
+		{Value: "pool-b", Nodes: 8, Canaries: []string{"b0"}, Outcome: canary.Hold, Reason: "no data: docs has no values on any node of the group", FirstChange: at, LastChange: at,
+			Metrics: []fleetverdict.Metric{
+				{Name: "flat", Role: canary.RolePrimary, Better: fleetverdict.Higher, CanaryChange: f(0), ControlChange: f(0), Effect: f(0), P: 1, AdjustedP: &p, Test: "no significant difference"},
+				{Name: "drops", Role: canary.RolePrimary, Better: fleetverdict.Lower, CanaryChange: f(-0.9), ControlChange: f(0), Effect: f(-0.9), P: 0.029, Test: "significant"},
+				{Name: "docs", Role: canary.RoleGuard, Better: fleetverdict.Higher, P: 1, AdjustedP: &p, Test: "no data"}}},
+	}}
+	var text, md bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = strings.Join(f, " ")
+		}
+	}
+	if want := "docs guard higher 0 0 - - - - no data"; rows["docs"] != want {
+		t.Errorf("docs row %q, want %q", rows["docs"], want)
+	}
+	if want := "drops primary lower 0 0 -90.0% 0.0% -90.0 pts - not tested: an earlier primary was not significant"; rows["drops"] != want {
+		t.Errorf("drops row %q, want %q", rows["drops"], want)
+	}
+	if !strings.Contains(md.String(), "| docs | guard | - | - | - | - | no data |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
