@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/slowpath/slowpath/internal/safetext"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -110,8 +111,8 @@ func (b *builder) engineLayers(paths []Path) {
 				dev, where = s.Dev, s.Path
 			}
 			if dev == "" {
-				b.problem(fmt.Sprintf("engine %s: %s encrypts %s, whose device is unknown: its encryption layer is not counted",
-					engineWho(e), s.Setting, orUnknown(where)))
+				b.problem(safetext.Clean(fmt.Sprintf("engine %s: %s encrypts %s, whose device is unknown: its encryption layer is not counted",
+					engineWho(e), s.Setting, orUnknown(where))))
 				continue
 			}
 			g := groups[dev]
@@ -139,9 +140,9 @@ func (b *builder) engineLayers(paths []Path) {
 				if isVirtualMajMin(dev) {
 					why = "a filesystem without a block device (overlay, tmpfs)"
 				}
-				b.problem(fmt.Sprintf("engine %s: %s is on device %s, %s: its encryption layer is not counted",
+				b.problem(safetext.Clean(fmt.Sprintf("engine %s: %s is on device %s, %s: its encryption layer is not counted",
 					engineWho(snapshot.Engine{Engine: pr.Engine, PID: pr.PID, Comm: pr.Comm, Container: pr.Container}),
-					orUnknown(pr.Path), dev, why))
+					orUnknown(pr.Path), dev, why)))
 			}
 			continue
 		}
@@ -174,8 +175,9 @@ func engineLayer(procs []EngineProcess) Layer {
 		}
 		notes = append(notes, note)
 	}
-	return Layer{Kind: LayerEngine, Name: strings.Join(names, " + "), Encrypted: true, EncryptedBy: ByServiceCPU,
-		Engines: procs, Note: strings.Join(notes, "; ")}
+	// Comm and paths are the host's data: cleaned where they become text.
+	return Layer{Kind: LayerEngine, Name: safetext.Clean(strings.Join(names, " + ")), Encrypted: true, EncryptedBy: ByServiceCPU,
+		Engines: procs, Note: safetext.Clean(strings.Join(notes, "; "))}
 }
 
 // pathOfFilesystem finds the mounted path whose filesystem is dev.
