@@ -82,7 +82,7 @@ func TestEngineEncryptionFinding(t *testing.T) {
 func evidenceText(f check.Finding) string {
 	var b strings.Builder
 	for _, e := range f.Evidence {
-		b.WriteString(e.Source + " " + e.Key + ": " + e.Observed + " | ")
+		b.WriteString(e.Source + " " + e.Key + ": " + e.Observed + " (expected " + e.Expected + ") | ")
 	}
 	return b.String()
 }
