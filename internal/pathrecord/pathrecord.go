@@ -63,6 +63,7 @@ type EngineProcess struct {
 	PID       int                         `json:"pid"`
 	Comm      string                      `json:"comm"`
 	Container string                      `json:"container,omitempty"`
+	DataDir   string                      `json:"data_dir,omitempty"`
 	Path      string                      `json:"path,omitempty"`
 	Settings  []snapshot.EngineEncryption `json:"settings"`
 }

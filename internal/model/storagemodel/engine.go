@@ -27,6 +27,8 @@ type EngineProcess struct {
 	PID       int    `json:"pid"`
 	Comm      string `json:"comm"`
 	Container string `json:"container,omitempty"`
+	// DataDir is the engine's data directory as the process sees it.
+	DataDir string `json:"data_dir,omitempty"`
 	// Path is the directory the settings apply to, as the process sees
 	// it: its data directory, or a setting's own path (a ClickHouse
 	// encrypted disk).
@@ -118,7 +120,7 @@ func (b *builder) engineLayers(paths []Path) {
 			g := groups[dev]
 			if g == nil {
 				g = &EngineProcess{Engine: e.Engine, Product: e.Product, PID: e.PID, Comm: e.Comm,
-					Container: e.Container, Path: where}
+					Container: e.Container, DataDir: e.DataDir, Path: where}
 				groups[dev] = g
 				order = append(order, dev)
 			}
@@ -137,8 +139,11 @@ func (b *builder) engineLayers(paths []Path) {
 		if i < 0 {
 			for _, pr := range procs {
 				why := "no storage path holds it"
-				if isVirtualMajMin(dev) {
-					why = "a filesystem without a block device (overlay, tmpfs)"
+				if ms := b.mounts[dev]; len(ms) > 0 && isVirtualMajMin(dev) {
+					why = fmt.Sprintf("the %s filesystem at %s, which the storage model does not follow to a block device",
+						orUnknown(ms[0].FSType), ms[0].MountPoint)
+				} else if isVirtualMajMin(dev) {
+					why = "a filesystem without a block device (overlay, tmpfs, a btrfs subvolume)"
 				}
 				b.problem(safetext.Clean(fmt.Sprintf("engine %s: %s is on device %s, %s: its encryption layer is not counted",
 					engineWho(snapshot.Engine{Engine: pr.Engine, PID: pr.PID, Comm: pr.Comm, Container: pr.Container}),

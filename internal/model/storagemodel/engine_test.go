@@ -94,6 +94,18 @@ func TestEngineWithoutPathIsAProblem(t *testing.T) {
 	}
 }
 
+// A data dir on a mounted filesystem the model does not follow (overlay)
+// names that filesystem.
+func TestEngineOnOverlayNamesIt(t *testing.T) {
+	s := engineHost(mariadb("0:52", true))
+	s.Storage.Mounts = append(s.Storage.Mounts, snapshot.Mount{MountID: 9, MajorMinor: "0:52", Root: "/", MountPoint: "/run/containerd/x/rootfs",
+		FSType: "overlay", Source: "overlay"})
+	m := Build(s)
+	if want := "the overlay filesystem at /run/containerd/x/rootfs, which the storage model does not follow"; !strings.Contains(strings.Join(m.Problems, "\n"), want) {
+		t.Errorf("problems %v, want %q", m.Problems, want)
+	}
+}
+
 func TestEngineEncryptionOffAddsNoLayer(t *testing.T) {
 	m := Build(engineHost(mariadb("253:0", false),
 		snapshot.Engine{Engine: snapshot.EnginePostgreSQL, PID: 900, Comm: "postgres", DataDir: "/var/lib/mysql/pg", DataDev: "253:0"}))
@@ -124,7 +136,7 @@ func TestEngineInContainerAndOwnPath(t *testing.T) {
 	if l.Kind != LayerEngine || l.Name != "ClickHouse encrypted disk + MariaDB InnoDB" || len(l.Engines) != 2 {
 		t.Fatalf("top layer %+v", l)
 	}
-	if l.Engines[0].Path != "/var/lib/clickhouse/enc/" || l.Engines[0].Container != "containerd 5f1c0a" {
+	if l.Engines[0].Path != "/var/lib/clickhouse/enc/" || l.Engines[0].DataDir != "/var/lib/clickhouse" || l.Engines[0].Container != "containerd 5f1c0a" {
 		t.Errorf("clickhouse %+v", l.Engines[0])
 	}
 	if p.EncryptionLayers != 2 {
