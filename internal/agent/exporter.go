@@ -19,6 +19,7 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/model/netmodel"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/safetext"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -49,8 +50,11 @@ var (
 		"Layers of a path that may encrypt but cannot be seen from inside the machine (EBS, persistent disks).",
 		[]string{"mountpoint", "device"}, nil)
 	descLayer = prometheus.NewDesc(ns+"_storage_encryption_layer",
-		"One encrypting layer of a path (1), with where its encryption runs: kernel-cpu, hypervisor-host, drive, cloud-storage-service.",
+		"One encrypting layer of a path (1), with where its encryption runs: service-cpu, kernel-cpu, hypervisor-host, drive, cloud-storage-service.",
 		[]string{"mountpoint", "device", "depth", "kind", "name", "encrypted_by"}, nil)
+	descEngine = prometheus.NewDesc(ns+"_storage_engine_encryption",
+		"A database engine's own encryption setting that is on, on the path holding its data (1): the engine layer, which runs in the service's threads (service-cpu).",
+		[]string{"mountpoint", "engine", "setting"}, nil)
 	descCryptFlag = prometheus.NewDesc(ns+"_dmcrypt_flag",
 		"A dm-crypt mapping's optional flag: 1 set, 0 not set.",
 		[]string{"device", "name", "flag"}, nil)
@@ -99,7 +103,7 @@ type Exporter struct {
 
 // Describe sends every fixed descriptor.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer,
+	for _, d := range []*prometheus.Desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer, descEngine,
 		descCryptFlag, descCryptSector, descRing, descRingMax, descDrops, descAggregate, descSqueeze, descSysctl,
 		descFixApplied, descSuccess, descDuration, descErrors} {
 		ch <- d
@@ -287,7 +291,8 @@ func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
 			}
 			lseen[lk] = true
 			ch <- prometheus.MustNewConstMetric(descLayer, prometheus.GaugeValue, 1,
-				k.mp, k.dev, strconv.Itoa(l.Depth), l.Kind, l.Name, l.EncryptedBy)
+				k.mp, k.dev, strconv.Itoa(l.Depth), l.Kind, safetext.Clean(l.Name), l.EncryptedBy)
+			emitEngine(ch, k.mp, l)
 		}
 	}
 	devs := make([]string, 0, len(crypts))
@@ -309,6 +314,31 @@ func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
 			sector = 512 // the kernel's default when the table names none
 		}
 		ch <- prometheus.MustNewConstMetric(descCryptSector, prometheus.GaugeValue, float64(sector), d, l.Name)
+	}
+}
+
+// maxEngineSeries bounds the engine settings exported per path: an engine
+// has a handful (MariaDB's tables, log, temporary files, binary log); more
+// is a malformed snapshot, not more to watch.
+const maxEngineSeries = 32
+
+// emitEngine exports the settings of an engine layer that encrypt, one
+// series each, labelled by the engine's name (the snapshot's constant, not
+// the product) so the series stay few.
+func emitEngine(ch chan<- prometheus.Metric, mp string, l *storagemodel.Layer) {
+	if l.Kind != storagemodel.LayerEngine {
+		return
+	}
+	seen := map[[2]string]bool{}
+	for _, e := range l.Engines {
+		for _, s := range e.Settings {
+			k := [2]string{safetext.Clean(e.Engine), safetext.Clean(s.Setting)}
+			if seen[k] || len(seen) >= maxEngineSeries {
+				continue
+			}
+			seen[k] = true
+			ch <- prometheus.MustNewConstMetric(descEngine, prometheus.GaugeValue, 1, mp, k[0], k[1])
+		}
 	}
 }
 

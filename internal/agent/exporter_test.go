@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -57,7 +58,8 @@ func Scrape(t testing.TB, e prometheus.Collector) []byte {
 // TestScrapeGolden renders the fixture hosts of the fleet test, and the
 // network fixtures, as metrics and compares them with golden files.
 func TestScrapeGolden(t *testing.T) {
-	for _, name := range []string{"azure-e16dv5-eah", "aws-i4i-luks-default", "aws-i4i-luks-unprivileged", "plain-host", "net-aws-ena", "baremetal-crypt-on-crypt-loop"} {
+	for _, name := range []string{"azure-e16dv5-eah", "aws-i4i-luks-default", "aws-i4i-luks-unprivileged", "plain-host", "net-aws-ena", "baremetal-crypt-on-crypt-loop",
+		"aws-i4i-mariadb-luks"} {
 		t.Run(name, func(t *testing.T) {
 			got := Scrape(t, &Exporter{Source: &Fixed{S: load(t, name)}})
 			golden.Compare(t, filepath.Join("testdata", name+".prom"), got)
@@ -262,5 +264,22 @@ slowpath_fix_applied{id="net.ring-undersized",key="ring eth0 rx",subject="eth0",
 	probs, err := testutil.CollectAndLint(e, "slowpath_fix_applied")
 	if err != nil || len(probs) != 0 {
 		t.Errorf("lint: %v %+v", err, probs)
+	}
+}
+
+// TestEngineSeriesBounded: an engine's settings are series, cleaned and at
+// most maxEngineSeries a path, whatever the snapshot lists.
+func TestEngineSeriesBounded(t *testing.T) {
+	s := load(t, "aws-i4i-mariadb-luks")
+	e := &s.Engines.Processes[0]
+	for i := range 100 {
+		e.Encryption = append(e.Encryption, snapshot.EngineEncryption{Setting: fmt.Sprintf("x_%d\x1b[2J", i), Value: "ON", Enabled: true})
+	}
+	got := string(Scrape(t, &Exporter{Source: &Fixed{S: s}}))
+	if n := strings.Count(got, "slowpath_storage_engine_encryption{"); n != maxEngineSeries {
+		t.Errorf("%d engine series, want %d", n, maxEngineSeries)
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Error("a control character reached a label")
 	}
 }

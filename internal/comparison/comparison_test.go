@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/units"
 )
@@ -147,6 +148,32 @@ func TestStorageFacts(t *testing.T) {
 		"dm-crypt data":     "aes-xts-plain64, flags: same_cpu_crypt sector_size:4096",
 		"encryption layers": "1: dm-crypt (kernel-cpu)",
 		"devices":           "disk nvme0n1",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// An engine layer is named in the layer list and its settings are a fact,
+// so none / engine / LUKS / both differ where they should.
+func TestStorageFactsEngine(t *testing.T) {
+	p := storagemodel.Path{MountPoint: "/srv/bench", EncryptionLayers: 2, Layers: []storagemodel.Layer{
+		{Kind: storagemodel.LayerEngine, Name: "MariaDB InnoDB", Encrypted: true, EncryptedBy: storagemodel.ByServiceCPU,
+			Engines: []storagemodel.EngineProcess{{Engine: "mariadb", PID: 7, Comm: "mariadbd", Settings: []snapshot.EngineEncryption{
+				{Setting: "innodb_encrypt_tables", Value: "ON", Enabled: true}, {Setting: "innodb_encrypt_log", Value: "ON", Enabled: true}}}}},
+		{Kind: storagemodel.LayerFilesystem, Name: "/srv/bench", FSType: "ext4", Depth: 1},
+		{Kind: storagemodel.LayerDMCrypt, Name: "bench", Depth: 2, Encrypted: true, EncryptedBy: "kernel-cpu", Crypt: &storagemodel.Crypt{CipherSpec: "aes-xts-plain64", SectorSize: 4096}},
+		{Kind: storagemodel.LayerDisk, Name: "vdb", Depth: 3},
+	}}
+	got := map[string]string{}
+	for _, f := range StorageFacts(p) {
+		got[f.Key] = f.Value
+	}
+	for k, v := range map[string]string{
+		"encryption layers": "2: MariaDB InnoDB (service-cpu), dm-crypt (kernel-cpu)",
+		"engine encryption": "MariaDB InnoDB: innodb_encrypt_tables=ON innodb_encrypt_log=ON",
+		"filesystem":        "ext4",
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)

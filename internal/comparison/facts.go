@@ -5,17 +5,24 @@ import (
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/safetext"
 )
 
 // StorageFacts turns the doctor model of a target's storage path into the
 // facts a comparison lists when they differ: filesystem, encryption layers
-// and where each runs, dm-crypt cipher, sector size and flags, the
+// and where each runs, a database engine's own encryption settings, dm-crypt cipher, sector size and flags, the
 // scheduler of each disk, and the cloud disk.
 func StorageFacts(p storagemodel.Path) []Fact {
 	var out []Fact
 	add := func(k, v string) { out = append(out, Fact{Key: k, Value: v}) }
 	var enc []string
 	for _, l := range p.EncryptionChain() {
+		if l.Kind == storagemodel.LayerEngine {
+			// The database's own encryption, named: the four-way table
+			// (none, engine, LUKS, both) tells its sides apart by it.
+			enc = append(enc, fmt.Sprintf("%s (%s)", l.Name, l.EncryptedBy))
+			continue
+		}
 		enc = append(enc, fmt.Sprintf("%s (%s)", l.Kind, l.EncryptedBy))
 	}
 	n := fmt.Sprint(p.EncryptionLayers)
@@ -40,6 +47,14 @@ func StorageFacts(p storagemodel.Path) []Fact {
 			add("dm-crypt "+l.Name, fmt.Sprintf("%s, flags: %s", c.CipherSpec, flags))
 		case l.Kind == storagemodel.LayerCloud && l.Cloud != nil:
 			add("cloud disk", l.Cloud.Provider+" "+l.Cloud.Role)
+		case l.Kind == storagemodel.LayerEngine:
+			var set []string
+			for _, e := range l.Engines {
+				for _, st := range e.Settings {
+					set = append(set, st.Setting+"="+st.Value)
+				}
+			}
+			add("engine encryption", safetext.Clean(l.Name+": "+strings.Join(set, " ")))
 		}
 		if l.Queue != nil && l.Queue.Scheduler != "" && (l.Kind == storagemodel.LayerDisk || strings.HasPrefix(l.Kind, "dm-")) {
 			sched = append(sched, l.Name+" "+l.Queue.Scheduler)

@@ -25,8 +25,8 @@ type Path struct {
 }
 
 // Layer is one layer of a path. Kind is filesystem, fscrypt, dm-crypt,
-// loop, md, partition, disk, zram, ram, cloud-disk, missing, userspace or
-// dm-<target>.
+// loop, md, partition, disk, zram, ram, cloud-disk, missing, userspace,
+// engine or dm-<target>.
 type Layer struct {
 	Kind              string `json:"kind"`
 	Name              string `json:"name"`
@@ -51,7 +51,21 @@ type Layer struct {
 	Queue         *snapshot.Queue      `json:"queue,omitempty"`
 	Ident         *snapshot.Identity   `json:"identity,omitempty"`
 	Cloud         *CloudDisk           `json:"cloud,omitempty"`
+	Engines       []EngineProcess      `json:"engines,omitempty"`
 	Note          string               `json:"note,omitempty"`
+}
+
+// EngineProcess is a database process encrypting its own files on the
+// path (an engine layer's).
+type EngineProcess struct {
+	Engine    string                      `json:"engine"`
+	Product   string                      `json:"product,omitempty"`
+	PID       int                         `json:"pid"`
+	Comm      string                      `json:"comm"`
+	Container string                      `json:"container,omitempty"`
+	DataDir   string                      `json:"data_dir,omitempty"`
+	Path      string                      `json:"path,omitempty"`
+	Settings  []snapshot.EngineEncryption `json:"settings"`
 }
 
 // Crypt is a dm-crypt table line with the key reduced to its size.

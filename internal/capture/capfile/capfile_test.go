@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slowpath/slowpath/internal/pathrecord"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 func sampleOps() []Op {
@@ -425,5 +426,30 @@ func TestManifestValidate(t *testing.T) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// An engine layer keeps which engine encrypts with which settings, not the
+// directories, configuration files or containers it names.
+func TestRedactEngineLayer(t *testing.T) {
+	p := RedactPath(pathrecord.Path{MountPoint: "/var/lib/mysql", Layers: []pathrecord.Layer{
+		{Kind: "engine", Name: "MariaDB InnoDB", Encrypted: true, EncryptedBy: "service-cpu",
+			Note: "mariadbd (pid 7) encrypts tables of /var/lib/mysql in its own threads",
+			Engines: []pathrecord.EngineProcess{{Engine: "mariadb", PID: 7, Comm: "mariadbd", Container: "containerd 5f1c",
+				DataDir: "/var/lib/mysql", Path: "/var/lib/mysql", Settings: []snapshot.EngineEncryption{
+					{Setting: "innodb_encrypt_tables", Value: "ON", Enabled: true, Source: "/etc/mysql/secret.cnf"},
+					{Setting: "x", Value: "/srv/keys", Enabled: true, Source: "command line", Path: "/srv/enc", Dev: "253:1"}}}}},
+		{Kind: "filesystem", Name: "/var/lib/mysql", FSType: "xfs", Depth: 1},
+	}})
+	if err := checkRedacted(p); err != nil {
+		t.Fatal(err)
+	}
+	e := p.Layers[0].Engines[0]
+	if e.Engine != "mariadb" || e.Comm != "mariadbd" || e.Settings[0].Setting != "innodb_encrypt_tables" || e.Settings[0].Value != "ON" ||
+		e.Settings[1].Source != "command line" || e.Settings[1].Dev != "253:1" {
+		t.Errorf("redacted too much: %+v", e)
+	}
+	if p.Layers[0].Note != "(redacted: names a path)" {
+		t.Errorf("note %q", p.Layers[0].Note)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/pathrecord"
 	"github.com/slowpath/slowpath/internal/recordkind"
+	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
 // Kind is "kind" of every manifest.
@@ -234,9 +235,33 @@ func RedactPath(p pathrecord.Path) *pathrecord.Path {
 		l.BackingFile = ""
 		l.Note = redactText(l.Note)
 		l.Name = redactText(l.Name)
+		l.Engines = redactEngines(l.Engines)
 		out.Layers[i] = l
 	}
 	return &out
+}
+
+// redactEngines keeps what an engine layer's processes are and which
+// settings encrypt, without the directories, files and containers they
+// name.
+func redactEngines(es []pathrecord.EngineProcess) []pathrecord.EngineProcess {
+	if es == nil {
+		return nil
+	}
+	out := make([]pathrecord.EngineProcess, len(es))
+	for i, e := range es {
+		e.DataDir, e.Path, e.Container = "", "", ""
+		e.Comm = redactText(e.Comm)
+		sets := make([]snapshot.EngineEncryption, len(e.Settings))
+		for j, st := range e.Settings {
+			st.Source, st.Path = redactText(st.Source), ""
+			st.Value = redactText(st.Value)
+			sets[j] = st
+		}
+		e.Settings = sets
+		out[i] = e
+	}
+	return out
 }
 
 // redactText drops a text that may name a path.
@@ -259,6 +284,16 @@ func checkRedacted(p *pathrecord.Path) error {
 	for _, l := range p.Layers {
 		if l.BackingFile != "" || strings.Contains(l.Name, "/") || strings.Contains(l.Note, "/") {
 			return fmt.Errorf("layer %s names a path", l.Kind)
+		}
+		for _, e := range l.Engines {
+			if e.DataDir != "" || e.Path != "" || e.Container != "" || strings.Contains(e.Comm, "/") {
+				return fmt.Errorf("engine layer %s names a path or container", l.Name)
+			}
+			for _, st := range e.Settings {
+				if st.Path != "" || strings.Contains(st.Source, "/") || strings.Contains(st.Value, "/") {
+					return fmt.Errorf("engine layer %s: setting %s names a path", l.Name, st.Setting)
+				}
+			}
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/slowpath/slowpath/internal/model/cryptotax"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/quote"
+	"github.com/slowpath/slowpath/internal/safetext"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/units"
 )
@@ -56,7 +57,7 @@ func runTax(in *check.Input) []check.Finding {
 			continue
 		}
 		seen[t.top.Name] = true
-		out = append(out, t.judge(in, devs, countersOf(in.Snapshot.Storage)))
+		out = append(out, t.withEngine(in, t.judge(in, devs, countersOf(in.Snapshot.Storage))))
 	}
 	return out
 }
@@ -389,4 +390,46 @@ func devicesByName(st *snapshot.Storage) map[string]*snapshot.BlockDevice {
 		devs[d.Name] = d
 	}
 	return devs
+}
+
+// withEngine adds to a judged finding the engine layer of its path, when
+// it has one: a database encrypting its own pages does so in its own
+// threads before the block layer sees them, so its cipher is not in the
+// awaits judged here, its CPU is the service's and not kcryptd's, and no
+// dm-crypt flag moves or removes it. Its cost is the cipher figure's per
+// GiB, the same as a dm-crypt layer's (cryptotax.SplitCPU).
+func (t taxSpan) withEngine(in *check.Input, f check.Finding) check.Finding {
+	engines := serviceLayers(t.path.EncryptionChain())
+	if len(engines) == 0 {
+		return f
+	}
+	l := engines[0]
+	var procs []string
+	for _, e := range l.Engines {
+		procs = append(procs, fmt.Sprintf("%s, pid %d", e.Comm, e.PID))
+	}
+	obs := fmt.Sprintf("encrypts in the service's own threads (%s) before the block layer sees the data: "+
+		"not in these awaits, and its CPU is the service's, not kcryptd's", strings.Join(procs, "; "))
+	if h := in.Snapshot.Host; h != nil && h.Cipher != nil {
+		split, err := cryptotax.SplitCPU(cryptotax.Limit{BytesPerSecPerCore: h.Cipher.BytesPerSecPerCore}, len(t.crypts), len(engines))
+		if err == nil {
+			var parts []string
+			for _, s := range split {
+				who := "the service"
+				if s.PaidBy == cryptotax.PaidByKernel {
+					who = "the kernel (dm-crypt)"
+				}
+				parts = append(parts, fmt.Sprintf("%s %.2f CPU-s per GiB moved", who, s.CPUPerGiB))
+			}
+			obs += "; at this CPU's cipher figure: " + strings.Join(parts, ", ")
+		}
+	}
+	f.Evidence = append(f.Evidence, check.Evidence{Source: "storage model", Key: "engine layer " + l.Name, Observed: safetext.Clean(obs),
+		Expected: "no dm-crypt flag (no_read_workqueue, no_write_workqueue, same_cpu_crypt, submit_from_crypt_cpus) removes it"})
+	if f.Status == check.Fail {
+		f.Remediation += fmt.Sprintf("\n%s also encrypts this path, in the service's own threads: that\n"+
+			"CPU is the service's, not kcryptd's, and the dm-crypt flags above cannot\n"+
+			"remove it; only turning the engine's encryption off does.", safetext.Clean(l.Name))
+	}
+	return f
 }

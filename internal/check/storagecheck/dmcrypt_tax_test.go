@@ -295,3 +295,32 @@ func TestTaxInferredFromUUID(t *testing.T) {
 		})
 	}
 }
+
+// TestTaxEngineLayer: on a path whose database encrypts its own pages,
+// dmcrypt.tax judges dm-crypt's span alone (the engine's cipher is not in
+// the awaits) and says the engine's CPU is the service's, which no dm-crypt
+// flag removes; a path without an engine says nothing of one.
+func TestTaxEngineLayer(t *testing.T) {
+	f := find(fixtureFindings(t, "aws-i4i-mariadb-luks"), "dmcrypt.tax", "/dev/mapper/mysql")
+	if f == nil || f.Status != check.Fail {
+		t.Fatalf("no failing dmcrypt.tax on mysql: %+v", f)
+	}
+	ev := evidenceText(*f)
+	for _, want := range []string{"engine layer MariaDB InnoDB", "(mariadbd, pid 1873)", "its CPU is the service's, not kcryptd's",
+		"the service 0.54 CPU-s per GiB moved, the kernel (dm-crypt) 0.54 CPU-s per GiB moved", "same_cpu_crypt"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence does not say %q:\n%s", want, ev)
+		}
+	}
+	if !strings.Contains(f.Remediation, "the dm-crypt flags above cannot\nremove it") {
+		t.Errorf("remediation:\n%s", f.Remediation)
+	}
+	// The expected figure is dm-crypt's one layer, as without the engine.
+	if !strings.Contains(ev, "x 1 layer(s)") {
+		t.Errorf("expected tax counts the engine's layer:\n%s", ev)
+	}
+	plain := find(fixtureFindings(t, "aws-i4i-luks-default"), "dmcrypt.tax", "/dev/mapper/scratch")
+	if plain == nil || strings.Contains(evidenceText(*plain)+plain.Remediation, "engine") {
+		t.Errorf("engine named where there is none: %+v", plain)
+	}
+}

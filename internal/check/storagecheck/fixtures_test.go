@@ -133,6 +133,15 @@ func TestFixtureAcceptance(t *testing.T) {
 		{"longhorn-v2-mayastor-nvmf", "storage.stacked-encryption", "/mnt/reports", check.Pass, 0},
 		{"longhorn-v2-mayastor-nvmf", "dmcrypt.workqueue", "/dev/mapper/pgdata-encrypted", check.Fail, check.Warning},
 		{"plain-host", "storage.userspace-encryption", "storage", check.Pass, 0},
+		// Issue 42: MariaDB's own encryption over LUKS over the instance
+		// store is three layers, the engine's on this CPU; a PostgreSQL
+		// without pg_tde is found and encrypts nothing itself.
+		{"aws-i4i-mariadb-luks", "storage.stacked-encryption", "/var/lib/mysql", check.Fail, check.Warning},
+		{"aws-i4i-mariadb-luks", "storage.engine-encryption", "mariadb /var/lib/mysql", check.Fail, check.Info},
+		{"aws-i4i-mariadb-luks", "dmcrypt.tax", "/dev/mapper/mysql", check.Fail, check.Warning},
+		{"aws-r6i-postgresql-luks", "storage.engine-encryption", "postgresql /var/lib/postgresql/15/main", check.Pass, 0},
+		{"aws-r6i-postgresql-luks", "storage.stacked-encryption", "/var/lib/postgresql", check.Unknown, check.Info},
+		{"plain-host", "storage.engine-encryption", "engines", check.Pass, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture+"/"+tt.id+"/"+tt.subject, func(t *testing.T) {
@@ -180,7 +189,8 @@ func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 	fixtures := []string{"azure-e16dv5-eah", "azure-e16dv5-noeah", "azure-e16dv5-eah-luks", "aws-i4i-luks-default", "aws-r6i-ebs-luks-tuned",
 		"baremetal-crypt-on-crypt-loop", "plain-host", "kvm-qemu64-ramdisk-crypt-5.4",
 		"azure-e16dv5-gen2-eah", "azure-e16dv5-eah-sizeonly", "azure-d16aldsv6-nvme-eah", "gcp-n1-localssd-luks", "gcp-c3-nvme-pd-luks",
-		"bottlerocket-i4i-ephemeral-luks", "talos-luks-default", "talos-luks-flags", "longhorn-v2-mayastor-nvmf"}
+		"bottlerocket-i4i-ephemeral-luks", "talos-luks-default", "talos-luks-flags", "longhorn-v2-mayastor-nvmf",
+		"aws-i4i-mariadb-luks", "aws-r6i-postgresql-luks"}
 	fires := map[string]int{}
 	silent := map[string]int{}
 	for _, name := range fixtures {
@@ -194,7 +204,7 @@ func TestEveryStorageCheckFiresSomewhere(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"storage.stacked-encryption", "dmcrypt.workqueue", "dmcrypt.sector-size",
-		"crypto.no-aes-acceleration", "dmcrypt.same-cpu-crypt", "dmcrypt.scheduler", "dmcrypt.tax"} {
+		"crypto.no-aes-acceleration", "dmcrypt.same-cpu-crypt", "dmcrypt.scheduler", "dmcrypt.tax", "storage.engine-encryption"} {
 		if fires[id] == 0 || silent[id] == 0 {
 			t.Errorf("%s fires on %d fixtures and is silent on %d; want at least one of each", id, fires[id], silent[id])
 		}

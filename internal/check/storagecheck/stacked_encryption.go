@@ -79,9 +79,9 @@ func stackedFinding(in *check.Input, p storagemodel.Path, subject string, requir
 	var lastID storagemodel.DiskIdentity
 	lastLayer := 0
 	for _, l := range chain {
-		where = append(where, l.Kind+" ("+l.EncryptedBy+")")
+		where = append(where, layerWhere(l))
 		lastLayer = len(ev)
-		ev = append(ev, layerEvidence(l))
+		ev = append(ev, layerEvidences(l)...)
 		if e, ok := identityEvidence(l, &lastID); ok {
 			ev = append(ev, e)
 		}
@@ -99,8 +99,9 @@ func stackedFinding(in *check.Input, p storagemodel.Path, subject string, requir
 			f.References = append(f.References, l.Cloud.Source)
 		}
 	}
+	f.References = append(f.References, engineRefs(chain)...)
 	f.Remediation = stackedRemediation(chain, subject)
-	if platformOf(in) == check.PlatformBottlerocket {
+	if platformOf(in) == check.PlatformBottlerocket && len(serviceLayers(chain)) == 0 {
 		if k := kernelLayers(chain); len(k) > 0 && len(k) < len(chain) {
 			f.Remediation = reflow(bottlerocketStack(k, subject), 72)
 			f.References = append(f.References, refBottlerocketStorage, refBottlerocketEph)
@@ -133,6 +134,9 @@ func stackCost(chain []storagemodel.Layer) string {
 		}
 	}
 	s := "Every block is encrypted and decrypted once per layer."
+	if svc := len(serviceLayers(chain)); svc > 0 {
+		return s + serviceCost(k, len(chain)-svc-k)
+	}
 	switch {
 	case k == len(chain):
 		s += fmt.Sprintf(" All %d run on this machine's CPUs: each costs CPU time and dm-crypt queueing "+
@@ -159,6 +163,9 @@ func stackedRemediation(chain []storagemodel.Layer, subject string) string {
 		} else {
 			platform = append(platform, l)
 		}
+	}
+	if len(serviceLayers(chain)) > 0 {
+		return engineRemediation(chain, subject)
 	}
 	var b strings.Builder
 	switch {
@@ -201,7 +208,7 @@ func possibleStackFinding(p storagemodel.Path, subject string) check.Finding {
 	var unread []storagemodel.Layer
 	for _, l := range p.Layers {
 		if l.Encrypted {
-			ev = append(ev, layerEvidence(l))
+			ev = append(ev, layerEvidences(l)...)
 		}
 		if !l.EncryptionUnknown {
 			continue
@@ -353,4 +360,37 @@ func kernelLayers(chain []storagemodel.Layer) []storagemodel.Layer {
 		}
 	}
 	return out
+}
+
+// serviceLayers are the layers of chain that encrypt in a service's own
+// threads (a database engine's encryption of its files).
+func serviceLayers(chain []storagemodel.Layer) []storagemodel.Layer {
+	var out []storagemodel.Layer
+	for _, l := range chain {
+		if l.EncryptedBy == storagemodel.ByServiceCPU {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// serviceCost is stackCost's sentence for a stack with an engine layer
+// (one per path: the model makes the engines on a filesystem one layer),
+// kernel layers in the kernel on this machine's CPUs, the rest outside.
+func serviceCost(kernel, rest int) string {
+	s := " The engine's layer runs in the database's own threads on this machine's CPUs: CPU time the service pays " +
+		"on every page it writes or reads from disk, which no dm-crypt flag removes."
+	switch {
+	case kernel == 1:
+		s += " One more runs in the kernel on the same CPUs (CPU time and dm-crypt queueing on every I/O)."
+	case kernel > 1:
+		s += fmt.Sprintf(" %d more run in the kernel on the same CPUs (CPU time and dm-crypt queueing on every I/O).", kernel)
+	}
+	switch {
+	case rest == 1:
+		s += " One adds latency on the host or drive."
+	case rest > 1:
+		s += fmt.Sprintf(" %d add latency on the host or drive.", rest)
+	}
+	return s + " Each layer protects against its own threat; against one threat, one layer is enough."
 }

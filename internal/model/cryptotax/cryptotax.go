@@ -203,3 +203,46 @@ func (t Tax) Line() string {
 	}
 	return fmt.Sprintf("%s %v/IO, observed %s%v/IO (%.1fx): %s", cipher, t.ExpectedPerIO, sign, t.ObservedPerIO, t.Ratio, t.Verdict)
 }
+
+// Who pays the cipher's CPU.
+const (
+	// PaidByKernel: dm-crypt and fscrypt encrypt in the kernel, in
+	// kcryptd workqueues or the submitting thread, and the dm-crypt flags
+	// (no_read_workqueue, no_write_workqueue, same_cpu_crypt,
+	// submit_from_crypt_cpus) move where that runs.
+	PaidByKernel = "kernel"
+	// PaidByService: a database engine encrypts its own pages in its own
+	// threads before the kernel sees them; no dm-crypt flag moves or
+	// removes that CPU, and it is not in the block devices' awaits.
+	PaidByService = "service"
+)
+
+// Share is the cipher's CPU per GiB moved that one payer carries.
+type Share struct {
+	PaidBy    string  `json:"paid_by"` // PaidByKernel or PaidByService
+	Layers    int     `json:"layers"`
+	CPUPerGiB float64 `json:"cpu_s_per_gib"`
+}
+
+// SplitCPU divides what the cipher costs per GiB moved through a path
+// between the kernel's layers and the service's (an engine layer), each at
+// the same cost per byte: l is the kernel's AES-XTS, and an engine's AES
+// (CBC, CTR or GCM through OpenSSL's AES-NI code) is taken to cost about
+// as much, an estimate and no more. A payer with no layer is left out.
+func SplitCPU(l Limit, kernelLayers, serviceLayers int) ([]Share, error) {
+	if !(l.BytesPerSecPerCore > 0) {
+		return nil, fmt.Errorf("no cipher throughput (run slowpath lab crypto-limit)")
+	}
+	if kernelLayers < 0 || serviceLayers < 0 {
+		return nil, fmt.Errorf("negative layer count (%d kernel, %d service)", kernelLayers, serviceLayers)
+	}
+	var out []Share
+	for _, s := range []Share{{PaidBy: PaidByService, Layers: serviceLayers}, {PaidBy: PaidByKernel, Layers: kernelLayers}} {
+		if s.Layers == 0 {
+			continue
+		}
+		s.CPUPerGiB = float64(s.Layers) * (1 << 30) / l.BytesPerSecPerCore
+		out = append(out, s)
+	}
+	return out, nil
+}

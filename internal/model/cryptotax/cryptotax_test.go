@@ -175,3 +175,26 @@ func TestLineSign(t *testing.T) {
 		}
 	}
 }
+
+// An engine layer's cipher is the service's, counted at the same cost per
+// byte as the kernel's; a payer without layers is not listed.
+func TestSplitCPU(t *testing.T) {
+	l := Limit{BytesPerSecPerCore: 1 << 30}
+	got, err := SplitCPU(l, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Share{{PaidBy: PaidByService, Layers: 1, CPUPerGiB: 1}, {PaidBy: PaidByKernel, Layers: 2, CPUPerGiB: 2}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("SplitCPU = %+v, want %+v", got, want)
+	}
+	if got, _ := SplitCPU(l, 1, 0); len(got) != 1 || got[0].PaidBy != PaidByKernel {
+		t.Errorf("kernel only: %+v", got)
+	}
+	if _, err := SplitCPU(Limit{}, 1, 1); err == nil {
+		t.Error("no cipher figure: no error")
+	}
+	if _, err := SplitCPU(l, -1, 1); err == nil {
+		t.Error("negative layers: no error")
+	}
+}

@@ -61,6 +61,8 @@ const (
 	LayerRAM        = "ram"
 	LayerCloud      = "cloud-disk"
 	LayerMissing    = "missing"
+	// LayerEngine (engine.go) is a database engine encrypting its own
+	// files above the filesystem.
 	// LayerUserspace is a block device served by a process (an NVMe over
 	// Fabrics target, a ublk server) that may encrypt out of the kernel's
 	// sight; see userspace.go.
@@ -73,8 +75,8 @@ type Layer struct {
 	Kind      string `json:"kind"` // see the Layer constants; dm targets are dm-<type>
 	Name      string `json:"name"`
 	Encrypted bool   `json:"encrypted"`
-	// EncryptedBy says where encryption of this layer runs: "kernel-cpu",
-	// "hypervisor-host", "drive", "cloud-storage-service".
+	// EncryptedBy says where encryption of this layer runs: "service-cpu",
+	// "kernel-cpu", "hypervisor-host", "drive", "cloud-storage-service".
 	EncryptedBy string `json:"encrypted_by,omitempty"`
 	// EncryptionUnknown is set when the layer may encrypt but this cannot be
 	// seen from inside the machine (Note says how to find out).
@@ -104,7 +106,9 @@ type Layer struct {
 	Queue         *snapshot.Queue    `json:"queue,omitempty"`
 	Ident         *snapshot.Identity `json:"identity,omitempty"`
 	Cloud         *CloudDisk         `json:"cloud,omitempty"`
-	Note          string             `json:"note,omitempty"`
+	// Engines are the database processes of an engine layer (engine.go).
+	Engines []EngineProcess `json:"engines,omitempty"`
+	Note    string          `json:"note,omitempty"`
 }
 
 // NonRotational reports whether the layer's queue says it is solid state or
@@ -150,6 +154,7 @@ func Build(s *snapshot.Snapshot) *Model {
 	mounted := map[string]bool{}
 	m.Paths = append(m.Paths, b.mountedPaths(mounted)...)
 	m.Paths = append(m.Paths, b.unmountedPaths(mounted)...)
+	b.engineLayers(m.Paths)
 	sort.SliceStable(m.Paths, func(i, j int) bool {
 		a, c := m.Paths[i], m.Paths[j]
 		if (a.MountPoint == "") != (c.MountPoint == "") {

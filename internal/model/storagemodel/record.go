@@ -2,8 +2,8 @@ package storagemodel
 
 import "github.com/slowpath/slowpath/internal/pathrecord"
 
-// Record is p as the files slowpath writes keep it. Crypt, InferredCrypt
-// and DiskIdentity convert as types, so a field added to one of them here
+// Record is p as the files slowpath writes keep it. Crypt, InferredCrypt,
+// EngineProcess and DiskIdentity convert as types, so a field added to one of them here
 // fails to compile until the record has it; Path, Layer and CloudDisk are
 // copied field by field, held to the record by TestRecordHasEveryField.
 func (p *Path) Record() *pathrecord.Path {
@@ -33,6 +33,12 @@ func (p *Path) Record() *pathrecord.Path {
 		if l.InferredCrypt != nil {
 			ic := pathrecord.InferredCrypt(*l.InferredCrypt)
 			r.Layers[i].InferredCrypt = &ic
+		}
+		if l.Engines != nil {
+			r.Layers[i].Engines = make([]pathrecord.EngineProcess, len(l.Engines))
+			for j, e := range l.Engines {
+				r.Layers[i].Engines[j] = pathrecord.EngineProcess(e)
+			}
 		}
 		if c := l.Cloud; c != nil {
 			r.Layers[i].Cloud = &pathrecord.CloudDisk{
@@ -77,6 +83,12 @@ func FromRecord(r *pathrecord.Path) *Path {
 		if l.InferredCrypt != nil {
 			ic := InferredCrypt(*l.InferredCrypt)
 			p.Layers[i].InferredCrypt = &ic
+		}
+		if l.Engines != nil {
+			p.Layers[i].Engines = make([]EngineProcess, len(l.Engines))
+			for j, e := range l.Engines {
+				p.Layers[i].Engines[j] = EngineProcess(e)
+			}
 		}
 		if c := l.Cloud; c != nil {
 			p.Layers[i].Cloud = &CloudDisk{
