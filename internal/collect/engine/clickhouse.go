@@ -49,7 +49,7 @@ type chConf struct {
 // clickHouseDiskSetting is the fuzzers' oracle: a disk setting's name.
 func clickHouseDiskSetting(name string) bool {
 	rest, ok := strings.CutPrefix(name, clickHouseDisks)
-	return ok && rest != "" && !strings.ContainsAny(rest, ". \t")
+	return ok && len(rest) <= 128 && isWord(rest)
 }
 
 // parseClickHouseXML reads a configuration file's top-level <path> and
@@ -200,8 +200,8 @@ func collectClickHouse(r *reader, argv []string) {
 			continue
 		}
 		setting := clickHouseDisks + name
-		if !clickHouseDiskSetting(setting) || len(setting) > 256 || r.value(setting, setting) != setting {
-			r.note("an encrypted disk's name is not one word: not recorded")
+		if !clickHouseDiskSetting(setting) {
+			r.note("an encrypted disk's name is not a word of letters, digits, '-' and '_': not recorded")
 			continue
 		}
 		enc := snapshot.EngineEncryption{Setting: setting, Value: "encrypted", Enabled: true, Source: sources[name],

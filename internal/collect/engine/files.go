@@ -229,12 +229,23 @@ func (r *reader) emit(table []setting, m map[string]found, keyManager, cipher st
 	}
 }
 
-// cipher keeps a cipher name only when it is one short word.
+// cipher keeps a cipher name only when it is one short word of letters,
+// digits, '-' and '_' (AES256-CBC, AES_128_CTR).
 func (r *reader) cipher(c string) string {
-	if c == "" || len(c) > 64 || safetext.Check(c, 64, false) != nil || bytes.ContainsAny([]byte(c), " \t") {
+	if c == "" || len(c) > 64 || !isWord(c) {
 		return ""
 	}
 	return c
+}
+
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Sources that are not files (EngineEncryption.Source).

@@ -28,11 +28,11 @@ const (
 
 // mongoConf is what the collector takes from mongod.conf.
 type mongoConf struct {
-	dbPath       string
-	enable       *found
-	cipher       string
-	keyFile      bool
-	kmip, vault  bool
+	dbPath      string
+	enable      *found
+	cipher      string
+	keyFile     bool
+	kmip, vault bool
 }
 
 // parseMongoYAML reads mongod.conf; an error says only where, never what

@@ -63,6 +63,9 @@ func listProcesses(fs hostfs.FS) ([]process, error) {
 
 // candidate is a cheap first test on comm, before the command line is read.
 func candidate(comm string) bool {
+	if len(comm) > 15 {
+		return false // not a comm the kernel gives (TASK_COMM_LEN 16)
+	}
 	switch comm {
 	case "mariadbd", "mysqld", "postgres", "postmaster", "mongod", "cockroach":
 		return true
