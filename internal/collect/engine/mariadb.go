@@ -130,17 +130,28 @@ func collectMyCnfEngine(r *reader, argv []string) {
 			}
 		}
 	}
+	// The data directory is known once the command line is read; MySQL's
+	// persisted variables, in it, come after the option files.
+	datadir := o.datadir
 	for _, kv := range cmd {
-		o.set(kv[0], kv[1], srcCommandLine)
+		if kv[0] == "datadir" {
+			datadir = found{kv[1], srcCommandLine}
+		}
 	}
-
-	if o.datadir.value != "" {
-		if p, ok := r.abs(o.datadir.value, ""); ok {
+	if datadir.value != "" {
+		if p, ok := r.abs(datadir.value, ""); ok {
 			r.e.DataDir = p
 		}
 	} else {
 		r.e.DataDir = "/var/lib/mysql" // both servers' compiled-in default on Linux packages
 	}
+	if f, ok := o.settings["persisted_globals_load"]; r.e.Engine == snapshot.EngineMySQL && r.e.DataDir != "" && !noDefaults && (!ok || myBool(f.value)) {
+		r.readPersisted(o)
+	}
+	for _, kv := range cmd {
+		o.set(kv[0], kv[1], srcCommandLine)
+	}
+
 	km := ""
 	if r.e.Engine == snapshot.EngineMariaDB {
 		km = mariadbKeyManager(o)

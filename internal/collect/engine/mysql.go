@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/snapshot"
@@ -92,4 +93,47 @@ func (r *reader) readManifest(p string, global bool) string {
 		}
 	}
 	return keyringKind(m.Components)
+}
+
+// readPersisted applies the settings SET PERSIST wrote to mysqld-auto.cnf
+// in the data directory, which the server reads "after all other option
+// files" (https://dev.mysql.com/doc/refman/8.4/en/persisted-system-variables.html):
+// JSON whose sections (mysql_server in version 1; mysql_static_variables,
+// mysql_dynamic_variables and others in version 2) map a variable to
+// {"Value": ...}. Only the settings the collector knows are taken;
+// mysql_sensitive_dynamic_variables hold encrypted values and are skipped.
+func (r *reader) readPersisted(o *myOptions) {
+	p, ok := r.abs("mysqld-auto.cnf", r.e.DataDir)
+	if !ok {
+		return
+	}
+	b, ok := r.read(p, true)
+	if !ok {
+		return
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		r.note("%s is not the JSON of persisted variables", show(p))
+		return
+	}
+	type variable struct {
+		Value *string `json:"Value"`
+	}
+	for section, raw := range doc {
+		if !strings.HasPrefix(section, "mysql_") || strings.Contains(section, "sensitive") {
+			continue
+		}
+		var vars map[string]json.RawMessage
+		if json.Unmarshal(raw, &vars) != nil {
+			continue
+		}
+		for name, v := range vars {
+			var x variable
+			if !slices.ContainsFunc(mysqlSettings, func(s setting) bool { return s.name == name }) ||
+				json.Unmarshal(v, &x) != nil || x.Value == nil {
+				continue
+			}
+			o.set(name, *x.Value, p)
+		}
+	}
 }
