@@ -33,6 +33,7 @@ const (
 	maxFiles     = 64  // configuration files read per process
 	maxDepth     = 8   // include nesting
 	maxNotes     = 32  // notes per process
+	maxSettings  = 64  // encryption settings per process (ClickHouse disks, CockroachDB stores)
 	maxShown     = 200 // bytes of a path or value repeated in a note
 )
 
@@ -93,6 +94,10 @@ func collectEngine(r *reader, argv []string) {
 		} else if p == r.e.DataDir {
 			r.e.Encryption[i].Path = ""
 		}
+	}
+	if n := len(r.e.Encryption); n > maxSettings {
+		r.e.Encryption = r.e.Encryption[:maxSettings]
+		r.note("%d encryption settings: the first %d are recorded", n, maxSettings)
 	}
 	if r.dropped > 0 {
 		r.e.Notes = append(r.e.Notes, fmt.Sprintf("%d more notes not recorded", r.dropped))

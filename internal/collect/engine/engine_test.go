@@ -265,3 +265,22 @@ func TestReadsOnlyBelowRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestManySettingsAreBounded: a configuration with more encrypted disks
+// than a snapshot takes is cut, with a note, and still validates.
+func TestManySettingsAreBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<clickhouse><storage_configuration><disks>")
+	for i := range 100 {
+		fmt.Fprintf(&b, "<d%d><type>encrypted</type></d%d>", i, i)
+	}
+	b.WriteString("</disks></storage_configuration></clickhouse>")
+	e := snapshot.Engine{Engine: snapshot.EngineClickHouse, PID: 1, Comm: "clickhouse-serv"}
+	r := &reader{files: memFiles{"/etc/clickhouse-server/config.xml": []byte(b.String())}, e: &e}
+	collectEngine(r, []string{"clickhouse-server"})
+	s := &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion},
+		Engines: &snapshot.Engines{Processes: []snapshot.Engine{e}}}
+	if err := s.Validate(); err != nil || len(e.Encryption) != maxSettings || len(e.Notes) != 1 {
+		t.Errorf("%d settings, notes %q: %v", len(e.Encryption), e.Notes, err)
+	}
+}

@@ -142,6 +142,7 @@ func FuzzCockroachFlag(f *testing.F) {
 	f.Add("path=/mnt/data1,key=/keys/aes-128.key,old-key=plain", "path=/mnt/data1")
 	f.Add("key=plain,old-key=plain", "type=mem,size=1GiB")
 	f.Add(",,=,path=", "")
+	f.Add(strings.Repeat("path=/a,key=/k,", 3), "/s")
 	f.Fuzz(func(t *testing.T, enc, store string) {
 		for _, argv := range [][]string{
 			{"cockroach", "start", "--store=" + store, "--enterprise-encryption=" + enc + ",key=/" + sentinel + ",old-key=/" + sentinel},
