@@ -284,3 +284,18 @@ func TestManySettingsAreBounded(t *testing.T) {
 		t.Errorf("%d settings, notes %q: %v", len(e.Encryption), e.Notes, err)
 	}
 }
+
+// TestMongoYAMLAliasBomb: a mongod.conf of nested aliases (a "billion
+// laughs") is refused quickly, not expanded.
+func TestMongoYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		fmt.Fprintf(&b, "%s: &%s [%s]\n", n, n, strings.TrimSuffix(strings.Repeat("*"+prev+",", 9), ","))
+		prev = n
+	}
+	if _, err := parseMongoYAML([]byte(b.String())); err == nil {
+		t.Error("a billion laughs was expanded")
+	}
+}
