@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,12 +95,29 @@ func (f FS) ReadRootDir(rel string) ([]os.DirEntry, error) {
 // ReadRootFile does for the root filesystem: a container's configuration
 // is read from the container, and no link in it leads out. Files over
 // 1 MiB are an error wrapping EFBIG; anything but a regular file, EINVAL.
+//
+// The file is first opened with O_PATH and opened for reading only when
+// it is a regular file, through /proc/self/fd (the same inode, no race):
+// opening a device has effects of its own (/dev/watchdog arms the
+// watchdog), and a configuration file is data someone else wrote.
 func ReadFileBelow(root, p string) ([]byte, error) {
-	file, err := openBelow(root, p, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK)
+	pf, err := openBelow(root, p, unix.O_PATH)
 	if err != nil {
 		return nil, err
 	}
-	return readBounded(file)
+	defer pf.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(pf.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: pf.Name(), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &fs.PathError{Op: "read", Path: pf.Name(), Err: unix.EINVAL}
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(pf.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: pf.Name(), Err: err}
+	}
+	return readBounded(os.NewFile(uintptr(fd), pf.Name()))
 }
 
 // ReadDirBelow lists the directory p below root, resolved as ReadFileBelow.

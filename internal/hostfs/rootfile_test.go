@@ -103,6 +103,19 @@ func TestReadFileBelowStaysInRoot(t *testing.T) {
 	if _, err := ReadFileBelow(root, "/etc/fifo"); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("a FIFO: %v, want EINVAL (not a regular file)", err)
 	}
+	// A device is refused before it is opened: opening /dev/null (1:3)
+	// does nothing, but /dev/watchdog's open arms the watchdog.
+	if os.Geteuid() == 0 {
+		if err := unix.Mknod(filepath.Join(root, "etc/dev"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFileBelow(root, "/etc/dev"); !errors.Is(err, unix.EINVAL) {
+			t.Errorf("a character device: %v, want EINVAL", err)
+		}
+	}
+	if b, err := ReadFileBelow(root, "/etc/my.cnf"); err != nil || string(b) != "[mysqld]\n" {
+		t.Errorf("a regular file: %q, %v", b, err)
+	}
 	if names, err := ReadDirBelow(root, "/etc/conf.d"); err != nil || len(names) != 0 {
 		t.Errorf("ReadDirBelow = %v, %v", names, err)
 	}
