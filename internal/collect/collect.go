@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slowpath/slowpath/internal/collect/cloud"
+	"github.com/slowpath/slowpath/internal/collect/engine"
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/network"
 	"github.com/slowpath/slowpath/internal/collect/storage"
@@ -109,6 +110,11 @@ var registry = []Collector{
 			return true
 		},
 		OK: func(s *snapshot.Snapshot) bool { return s.Cloud == nil || s.Cloud.MetadataError == "" }},
+	// Database servers and their own encryption: files of each
+	// process's root, read through /proc like the rest.
+	{Name: "engine",
+		Collect: func(_ context.Context, o *Options, s *snapshot.Snapshot) bool { engine.Collect(o.FS, s); return true },
+		OK:      func(s *snapshot.Snapshot) bool { return s.Engines != nil }},
 	{Name: "net", Apart: true,
 		Collect: func(ctx context.Context, o *Options, s *snapshot.Snapshot) bool {
 			network.Collect(ctx, o.FS, o.Net, s)

@@ -15,7 +15,7 @@ import (
 // the registry's order, and says how it fared; the cipher runs only when
 // it is to measure (a figure given is taken as is, off takes none).
 func TestCollectRunsTheRegistry(t *testing.T) {
-	if got, want := Names(), []string{"host", "storage", "cipher", "cloud", "net"}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{"host", "storage", "cipher", "cloud", "engine", "net"}; !slices.Equal(got, want) {
 		t.Fatalf("registry %v, want %v", got, want)
 	}
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -25,9 +25,9 @@ func TestCollectRunsTheRegistry(t *testing.T) {
 		runs   []string
 		given  bool
 	}{
-		{"measure", Cipher{}, []string{"host", "storage", "cipher", "cloud", "net"}, false},
-		{"given", Cipher{BytesPerSec: 2.5e9, What: "given in the test"}, []string{"host", "storage", "cloud", "net"}, true},
-		{"off", Cipher{Off: true}, []string{"host", "storage", "cloud", "net"}, false},
+		{"measure", Cipher{}, []string{"host", "storage", "cipher", "cloud", "engine", "net"}, false},
+		{"given", Cipher{BytesPerSec: 2.5e9, What: "given in the test"}, []string{"host", "storage", "cloud", "engine", "net"}, true},
+		{"off", Cipher{Off: true}, []string{"host", "storage", "cloud", "engine", "net"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := hostfs.New(t.TempDir()).WithLiveSources(hostfs.LiveOff)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,14 +20,25 @@ const maxRootFile = 1 << 20
 // link to /usr/lib/os-release, which must mean /host/usr/lib/os-release,
 // never slowpath's own. Magic links (/proc/self/root) are refused.
 func (f FS) openInRoot(rel string, flags int) (*os.File, error) {
-	full := f.RootPath(rel)
-	root, err := unix.Open(f.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return openBelow(f.Root, rel, flags|unix.O_RDONLY|unix.O_NOCTTY)
+}
+
+// openBelow opens rel below the directory root with links resolved inside
+// it. root itself may be a magic link (/proc/PID/root): opening it is
+// ordinary resolution, only the walk below it is confined.
+func openBelow(root, rel string, flags int) (*os.File, error) {
+	full := filepath.Join(root, rel)
+	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: f.Root, Err: err}
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	defer unix.Close(root)
-	fd, err := unix.Openat2(root, filepath.Clean("/" + rel)[1:], &unix.OpenHow{
-		Flags:   uint64(flags | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY),
+	defer unix.Close(rfd)
+	name := filepath.Clean("/" + rel)[1:]
+	if name == "" {
+		name = "."
+	}
+	fd, err := unix.Openat2(rfd, name, &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_CLOEXEC),
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
@@ -43,6 +55,12 @@ func (f FS) ReadRootFile(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readBounded(file)
+}
+
+// readBounded reads a regular file whole, at most maxRootFile bytes, and
+// closes it.
+func readBounded(file *os.File) ([]byte, error) {
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
@@ -70,4 +88,59 @@ func (f FS) ReadRootDir(rel string) ([]os.DirEntry, error) {
 	}
 	defer dir.Close()
 	return dir.ReadDir(-1)
+}
+
+// ReadFileBelow reads the file at path p as seen from the directory root
+// (another process's root, /proc/PID/root), links resolved inside root, as
+// ReadRootFile does for the root filesystem: a container's configuration
+// is read from the container, and no link in it leads out. Files over
+// 1 MiB are an error wrapping EFBIG; anything but a regular file, EINVAL.
+//
+// The file is first opened with O_PATH and opened for reading only when
+// it is a regular file, through /proc/self/fd (the same inode, no race):
+// opening a device has effects of its own (/dev/watchdog arms the
+// watchdog), and a configuration file is data someone else wrote.
+func ReadFileBelow(root, p string) ([]byte, error) {
+	pf, err := openBelow(root, p, unix.O_PATH)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(pf.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: pf.Name(), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &fs.PathError{Op: "read", Path: pf.Name(), Err: unix.EINVAL}
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(pf.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: pf.Name(), Err: err}
+	}
+	return readBounded(os.NewFile(uintptr(fd), pf.Name()))
+}
+
+// ReadDirBelow lists the directory p below root, resolved as ReadFileBelow.
+func ReadDirBelow(root, p string) ([]os.DirEntry, error) {
+	dir, err := openBelow(root, p, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return dir.ReadDir(-1)
+}
+
+// StatBelow stats p below root, resolved as ReadFileBelow, without opening
+// it for reading (O_PATH): a data directory's filesystem is its st_dev.
+func StatBelow(root, p string) (*unix.Stat_t, error) {
+	file, err := openBelow(root, p, unix.O_PATH)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: file.Name(), Err: err}
+	}
+	return &st, nil
 }

@@ -101,6 +101,7 @@ func (s *Snapshot) Validate() error {
 		func() error { return validateStorage(s.Storage) },
 		func() error { return ValidateCloud("cloud", s.Cloud) },
 		func() error { return validateNet(s.Net) },
+		func() error { return validateEngines(s.Engines) },
 	} {
 		if err := f(); err != nil {
 			return err

@@ -113,6 +113,27 @@ func checkInvariants(s *Snapshot) string {
 			return "kernel release " + showString(h.KernelRelease)
 		}
 	}
+	if e := s.Engines; e != nil {
+		absPath := func(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p && noControl(p) }
+		for _, p := range e.Processes {
+			if p.PID <= 0 || p.Comm == "" || len(p.Comm) > 15 || !noControl(p.Comm) {
+				return "engine pid/comm " + showString(p.Comm)
+			}
+			if p.DataDir != "" && !absPath(p.DataDir) || p.DataDev != "" && !majMinRE.MatchString(p.DataDev) {
+				return "engine data dir " + showString(p.DataDir) + " dev " + showString(p.DataDev)
+			}
+			for _, f := range p.ConfigFiles {
+				if !absPath(f) {
+					return "engine config file " + showString(f)
+				}
+			}
+			for _, x := range p.Encryption {
+				if x.Setting == "" || strings.ContainsAny(x.Setting, " \t\n") || !noControl(x.Value) || x.Path != "" && !absPath(x.Path) {
+					return "engine setting " + showString(x.Setting)
+				}
+			}
+		}
+	}
 	if c := s.Cloud; c != nil && c.Provider != "azure" && c.Provider != "aws" && c.Provider != "gcp" {
 		return "cloud provider " + showString(c.Provider)
 	}

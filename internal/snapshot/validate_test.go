@@ -58,6 +58,11 @@ func validBase() *Snapshot {
 		},
 		Cloud: &Cloud{Provider: "aws", DetectedBy: "dmi", InstanceType: "i4i.2xlarge", Region: "eu-west-1",
 			AWS: &AWSMeta{InstanceType: "i4i.2xlarge", BlockDeviceMapping: map[string]string{"ami": "/dev/xvda"}}},
+		Engines: &Engines{Processes: []Engine{{Engine: EngineMariaDB, PID: 812, Comm: "mariadbd", DataDir: "/var/lib/mysql",
+			DataDev: "253:0", ConfigFiles: []string{"/etc/mysql/my.cnf", "/etc/mysql/mariadb.conf.d/50-server.cnf"},
+			Encryption: []EngineEncryption{{Setting: "innodb_encrypt_tables", Value: "FORCE", Enabled: true,
+				Source: "/etc/mysql/mariadb.conf.d/50-server.cnf", Covers: []string{CoversTables}, KeyManager: KeyManagerKeyfile, Cipher: "AES_CTR"}},
+			Notes: []string{"pg_tde is loaded"}}}},
 		Net: &Net{
 			Interfaces: []NetInterface{
 				{Name: "eth0", Ifindex: 2, Iflink: 2, MTU: 9001, OperState: "up", SpeedMbps: &speed,
@@ -273,6 +278,13 @@ func TestValidateRules(t *testing.T) {
 		sysctlValueRow("vm.dirty_ratio", []int64{math.MinInt32, 20}, []int64{math.MinInt32 - 1}),
 	)
 
+	checkRules(t, rules)
+}
+
+// checkRules applies each rule to a fresh validBase: every good value
+// validates, every bad one fails naming its path and source.
+func checkRules(t *testing.T, rules []rule) {
+	t.Helper()
 	for _, ru := range rules {
 		for i, set := range ru.good {
 			s := validBase()
