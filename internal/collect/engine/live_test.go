@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -14,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/collect/storage"
 	"github.com/slowpath/slowpath/internal/hostfs"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/testing/loopfs"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
@@ -136,6 +139,32 @@ func TestLiveMariaDBEncrypted(t *testing.T) {
 			t.Errorf("snapshot carries %q", s)
 		}
 	}
+	engineLayerOn(t, mnt, e)
+}
+
+// engineLayerOn collects this host's storage beside e and checks that the
+// storage model counts e's encryption as the top layer of the path
+// mounted at mnt, and as its only encryption layer (a loop device on
+// this host's disk: nothing below encrypts).
+func engineLayerOn(t *testing.T, mnt string, e snapshot.Engine) {
+	t.Helper()
+	s := &snapshot.Snapshot{Manifest: snapshot.Manifest{FormatVersion: snapshot.FormatVersion},
+		Engines: &snapshot.Engines{Processes: []snapshot.Engine{e}}}
+	storage.Collect(context.Background(), hostfs.Default(), s)
+	m := storagemodel.Build(s)
+	for _, p := range m.Paths {
+		if p.MountPoint != mnt {
+			continue
+		}
+		if len(p.Layers) == 0 || p.Layers[0].Kind != storagemodel.LayerEngine || p.Layers[0].EncryptedBy != storagemodel.ByServiceCPU {
+			t.Fatalf("path %s: top layer %+v, want the engine's (service-cpu)", mnt, p.Layers)
+		}
+		if p.EncryptionLayers != 1 {
+			t.Errorf("path %s: %d encryption layers, want 1 (the engine's)", mnt, p.EncryptionLayers)
+		}
+		return
+	}
+	t.Fatalf("no storage path mounted at %s; problems: %v", mnt, m.Problems)
 }
 
 // TestLivePostgresPlain starts a PostgreSQL 15 without pg_tde as user
