@@ -10,6 +10,7 @@
 package profile
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/indexload"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -60,6 +62,10 @@ type Plan struct {
 	// Recorder, when set, records the block trace of a replay (the
 	// replay's fidelity); the caller sets it before Run.
 	Recorder BlockRecorder
+	// Engine is the database server a database profile ran and the
+	// encryption it did of its own files (pgbench, mariadb-oltp); nil
+	// for the fio profiles.
+	Engine   *snapshot.Engine
 	kind     Profile
 	loader   bool // the index loader runs: LoadTimes
 	slowLoad time.Duration
@@ -79,6 +85,9 @@ type PhasePlan struct {
 	// captured schedule (timed) or by fio with JobFile (as fast as
 	// possible).
 	Replay *ReplayPhase
+	// Native, when set, is the phase: slowpath's own code in pdir (the
+	// database profiles: a server, its load and its clients).
+	Native func(ctx context.Context, pdir string, h Hooks) (benchresult.Phase, error)
 	logs   []string // fio log prefixes written by the job file
 }
 

@@ -1,12 +1,14 @@
 package profile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
@@ -200,6 +202,27 @@ func Resolve(arg string) (Arg, error) {
 		return r.resolve(arg)
 	}
 	return Arg{Name: arg}, nil
+}
+
+// toolChecker is a profile that runs programs other than fio (the
+// database profiles): CheckTools asks it.
+type toolChecker interface {
+	checkTools(name string) error
+}
+
+// CheckTools checks, before anything runs, that the programs profile name
+// runs are installed: fio for a job-file profile (fio.Version), a
+// database profile's server and client. An unknown name wraps ErrUnknown.
+func CheckTools(ctx context.Context, name string) error {
+	p, ok := Lookup(name)
+	if !ok {
+		return unknown(name)
+	}
+	if c, ok := p.(toolChecker); ok {
+		return c.checkTools(name)
+	}
+	_, err := fio.Version(ctx)
+	return err
 }
 
 // ErrUnknown is wrapped by New for a profile name it does not know.
