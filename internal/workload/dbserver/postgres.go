@@ -39,7 +39,7 @@ type Postgres struct {
 }
 
 // StartPostgres creates a cluster in phaseDir/pgdata and starts it on a
-// unix socket only (listen_addresses=''), as the postgres user when we
+// unix socket only (listen_addresses=”), as the postgres user when we
 // are root. On an error nothing is left running; Close removes what
 // was made.
 func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error) {
