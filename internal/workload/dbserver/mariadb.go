@@ -118,6 +118,7 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 			"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
 	}
 	extra := filepath.Join(phaseDir, "init.sql")
+	m.cleanup = append(m.cleanup, func() error { return removeIfThere(extra) })
 	if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
 		return m, err
 	}
@@ -131,7 +132,9 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 	if err := runTool(install); err != nil {
 		return m, err
 	}
-	srv, err := start(a.command(ctx, mariadbd, common...), filepath.Join(phaseDir, "mariadbd.out"), syscall.SIGTERM)
+	out := filepath.Join(phaseDir, "mariadbd.out")
+	m.cleanup = append(m.cleanup, func() error { return removeIfThere(out) })
+	srv, err := start(a.command(ctx, mariadbd, common...), out, syscall.SIGTERM)
 	if err != nil {
 		return m, err
 	}

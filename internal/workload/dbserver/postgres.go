@@ -78,7 +78,9 @@ func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error
 	}
 	cmd := a.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
 		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
-	srv, err := start(cmd, filepath.Join(phaseDir, "postgres.log"), syscall.SIGINT) // SIGINT: fast shutdown
+	logPath := filepath.Join(phaseDir, "postgres.log")
+	pg.cleanup = append(pg.cleanup, func() error { return removeIfThere(logPath) })
+	srv, err := start(cmd, logPath, syscall.SIGINT) // SIGINT: fast shutdown
 	if err != nil {
 		return pg, err
 	}

@@ -259,5 +259,13 @@ func socketDir(a Account, phaseDir, sockName string) (string, func() error, erro
 	if err := a.mkdirFor(d); err != nil {
 		return "", nil, err
 	}
-	return d, func() error { return nil }, nil
+	return d, func() error { return os.RemoveAll(d) }, nil
+}
+
+// removeIfThere removes a file that may not have been made yet.
+func removeIfThere(p string) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
