@@ -135,7 +135,7 @@ func (o *Options) validate() error {
 		return clienv.Usage(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
 	}
 	if !known(o.Profile) {
-		return clienv.Usage(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
+		return clienv.Usage(profile.Unknown(o.Profile))
 	}
 	switch {
 	case o.Dir == "" && o.Device == "":

@@ -140,6 +140,18 @@ func New(name string, p Params) (*Plan, error) {
 	return pl, nil
 }
 
+// Native reports whether a phase of the plan is slowpath's own code
+// rather than fio (the database profiles): bench export cannot write it
+// as fio job files.
+func (pl *Plan) Native() bool {
+	for _, ph := range pl.Phases {
+		if ph.Native != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Figures derives the headline figures (docs/bench.md lists them).
 func (pl *Plan) Figures(phases []benchresult.Phase, lt *benchresult.LoadTimes) []benchresult.Figure {
 	return pl.kind.Figures(phases, lt)

@@ -196,7 +196,7 @@ type argResolver interface {
 func Resolve(arg string) (Arg, error) {
 	p, ok := Lookup(arg)
 	if !ok {
-		return Arg{}, fmt.Errorf("%w %q: use one of %s", ErrUnknown, arg, strings.Join(Names(), ", "))
+		return Arg{}, unknown(arg)
 	}
 	if r, ok := p.(argResolver); ok {
 		return r.resolve(arg)
@@ -227,6 +227,10 @@ func CheckTools(ctx context.Context, name string) error {
 
 // ErrUnknown is wrapped by New for a profile name it does not know.
 var ErrUnknown = errors.New("unknown profile")
+
+// Unknown is the error for a name no profile plans (wrapping ErrUnknown):
+// the members of the family its prefix names, or every profile.
+func Unknown(name string) error { return unknown(name) }
 
 // unknown is New's error for a name no profile plans: the members of the
 // family its prefix names, or every profile.
