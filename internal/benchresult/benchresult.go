@@ -108,6 +108,12 @@ type Result struct {
 	// Fidelity is set for a replay of a capture (replay:DIR): how its
 	// block-level requests compare with the capture's (docs/replay.md).
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
+	// Engine is the throwaway database server a database profile ran
+	// (pgbench, mariadb-oltp) and every encryption setting it ran with,
+	// in the snapshot's terms (docs/snapshot.md, engines): the engine
+	// layer of the run's data path, which the target's storage path
+	// cannot show. Its PID is 0: the process is gone.
+	Engine *snapshot.Engine `json:"engine,omitempty"`
 }
 
 // Parameters are the inputs of the run, enough to repeat it.
@@ -167,7 +173,8 @@ type Figure struct {
 // Phase is one workload of the profile.
 type Phase struct {
 	Name string `json:"name"` // e.g. "pair", "direct-4k", "commit-1", "ingest"
-	// Engine is "fio" or "native" (slowpath's own Go code).
+	// Engine is "fio", "native" (slowpath's own Go code), or the
+	// database client of a database profile ("pgbench", "sysbench").
 	Engine string `json:"engine"`
 	// StartNS is the phase's start as an offset from Result.Started, so
 	// phase timelines line up with WhereTime samples.
@@ -178,6 +185,11 @@ type Phase struct {
 	Partial bool `json:"partial,omitempty"`
 	// JobFile is the fio job file this phase ran, verbatim (fio phases).
 	JobFile string `json:"job_file,omitempty"`
+	// ServiceCPUNS is the CPU time of the database server's processes
+	// (utime+stime of its process tree, reaped backends included) during
+	// the phase's timed run: the service's own threads, where an engine's
+	// encryption runs (database profiles; 0 when not measured).
+	ServiceCPUNS int64 `json:"service_cpu_ns,omitempty"`
 	// Streams are the phase's measured I/O streams.
 	Streams []Stream `json:"streams"`
 }
@@ -187,9 +199,10 @@ type Phase struct {
 // writing, "loader" loading, "ingest" checkpointing.
 type Stream struct {
 	Name string `json:"name"` // the fio job name or native stream name
-	// Op is "read", "write", "load", "commit", "append", "checkpoint" or
+	// Op is "read", "write", "load", "commit", "append", "checkpoint",
 	// "sync": fio's fsync/fdatasync calls, which are the commits of
-	// db-commit and the checkpoints of telemetry-ingest.
+	// db-commit and the checkpoints of telemetry-ingest, or a database
+	// client's "transaction" and "query".
 	Op          string  `json:"op"`
 	Jobs        int     `json:"jobs,omitempty"` // threads/processes in the group
 	Ops         uint64  `json:"ops"`            // completed operations (fio total_ios)

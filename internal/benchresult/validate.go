@@ -143,6 +143,23 @@ func (r *Result) validateStrings() error {
 			return bad(fmt.Sprintf("figures[%d].better", i), f.Better, errors.New("want higher, lower or empty"))
 		}
 	}
+	if e := r.Engine; e != nil {
+		// Names that become report cells and facts: labels; values are
+		// text, checked below with the rest.
+		if err := ValidLabel(e.Engine); err != nil {
+			return bad("engine.engine", e.Engine, err)
+		}
+		for i, x := range e.Encryption {
+			if err := ValidLabel(x.Setting); err != nil {
+				return bad(fmt.Sprintf("engine.encryption[%d].setting", i), x.Setting, err)
+			}
+			for _, c := range x.Covers {
+				if err := ValidLabel(c); err != nil {
+					return bad(fmt.Sprintf("engine.encryption[%d].covers", i), c, err)
+				}
+			}
+		}
+	}
 	for i, p := range r.Phases {
 		if err := ValidLabel(p.Name); err != nil {
 			return bad(fmt.Sprintf("phases[%d].name", i), p.Name, err)

@@ -43,6 +43,20 @@ func TestHostileStrings(t *testing.T) {
 		{"problem", func(r *Result) { r.Environment.Problems = []string{"a\x00b"} }, "environment.problems[0]"},
 		{"storage layer", func(r *Result) { r.Environment.Target.Storage.Layers[1].Name = "data\nx" }, "environment.target.storage"},
 		{"summary", func(r *Result) { r.WhereTime.Summary = "a\u2028b" }, "where_time.summary"},
+		{"engine", func(r *Result) {
+			r.Engine = &snapshot.Engine{Engine: "mariadb", Comm: "mariadbd", Encryption: []snapshot.EngineEncryption{
+				{Setting: "innodb_encrypt_tables", Value: "ON", Enabled: true, Covers: []string{"tables"}, KeyManager: "keyfile"}}}
+		}, ""},
+		{"engine name", func(r *Result) { r.Engine = &snapshot.Engine{Engine: "<b>maria</b>"} }, "engine.engine"},
+		{"engine setting", func(r *Result) {
+			r.Engine = &snapshot.Engine{Engine: "mariadb", Encryption: []snapshot.EngineEncryption{{Setting: "a b", Value: "ON"}}}
+		}, "engine.encryption[0].setting"},
+		{"engine covers", func(r *Result) {
+			r.Engine = &snapshot.Engine{Engine: "mariadb", Encryption: []snapshot.EngineEncryption{{Setting: "x", Covers: []string{"a|b"}}}}
+		}, "engine.encryption[0].covers"},
+		{"engine value", func(r *Result) {
+			r.Engine = &snapshot.Engine{Engine: "mariadb", Encryption: []snapshot.EngineEncryption{{Setting: "x", Value: "ON\n| y |"}}}
+		}, "engine.encryption[0].value"},
 		{"long", func(r *Result) { r.Environment.FioVersion = strings.Repeat("x", 5000) }, "environment.fio_version"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

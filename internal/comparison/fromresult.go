@@ -3,6 +3,7 @@ package comparison
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
+	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/stats"
 	"github.com/slowpath/slowpath/internal/units"
 )
@@ -287,5 +289,48 @@ func resultFacts(r *benchresult.Result) []Fact {
 			add("filesystem", t.FSType)
 		}
 	}
-	return out
+	return EngineFacts(out, r.Engine)
+}
+
+// EngineFacts adds a database profile's engine to facts: its encryption
+// settings ("engine"), and its encryption as the top layer of "encryption
+// layers", above the storage path's, so each side of a none / engine /
+// LUKS / both comparison names its layers. The engine's runs in the
+// service's own threads on this machine's CPUs.
+func EngineFacts(facts []Fact, e *snapshot.Engine) []Fact {
+	if e == nil {
+		return facts
+	}
+	var on, set []string
+	for _, x := range e.Encryption {
+		set = append(set, x.Setting+"="+x.Value)
+		if x.Enabled {
+			on = append(on, x.Covers...)
+		}
+	}
+	v := e.Engine + ": no encryption settings"
+	if len(set) > 0 {
+		v = e.Engine + ": " + strings.Join(set, ", ")
+	}
+	facts = append(facts, Fact{Key: "engine", Value: v})
+	if len(on) == 0 {
+		return facts
+	}
+	layer := fmt.Sprintf("engine %s (%s; service CPU)", e.Engine, strings.Join(slices.Compact(on), " "))
+	for i, f := range facts {
+		if f.Key != "encryption layers" {
+			continue
+		}
+		n, rest, _ := strings.Cut(f.Value, ":")
+		k, err := strconv.Atoi(n)
+		if err != nil {
+			break
+		}
+		facts[i].Value = fmt.Sprintf("%d: %s", k+1, layer)
+		if rest = strings.TrimSpace(rest); rest != "" {
+			facts[i].Value += ", " + rest
+		}
+		return facts
+	}
+	return append(facts, Fact{Key: "encryption layers", Value: "1: " + layer})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/slowpath/slowpath/internal/collect/host"
 	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/model/storagemodel"
-	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
@@ -33,8 +32,10 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if err != nil {
 		return nil, err
 	}
-	if _, err := fio.Version(ctx); err != nil {
-		return nil, err // fio not found: apt-get install fio
+	// fio, or a database profile's server and client: named before
+	// anything runs.
+	if err := profile.CheckTools(ctx, w.Profile); err != nil {
+		return nil, err
 	}
 	tg, err := prepareTarget(env.FS, t)
 	if err != nil {
@@ -59,7 +60,10 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	}
 	envFacts := environment(ctx, env.FS, env.Cloud, tg)
 	start := time.Now()
-	res := &benchresult.Result{SlowpathVersion: env.Version, Profile: w.Profile, Started: start.UTC(), Environment: envFacts,
+	// The plan's name: a family member that runs a variant of a profile
+	// (mariadb-oltp:encrypted) names its results after the profile, so
+	// compare takes them as sides of one comparison.
+	res := &benchresult.Result{SlowpathVersion: env.Version, Profile: plan.Profile, Started: start.UTC(), Environment: envFacts,
 		Parameters: benchresult.Parameters{Scale: w.Scale, RuntimeNS: int64(w.Runtime), Target: tg.given, TargetKind: tg.kind,
 			Settings: plan.Settings}}
 	if plan.IndexLoads() {
@@ -68,6 +72,7 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if w.JobFile != nil {
 		res.Parameters.JobFile = string(w.JobFile)
 	}
+	res.Engine = plan.Engine
 
 	smp, err := sampler.Start(sampler.Options{FS: env.FS, Devices: tg.devices, Interval: w.Interval, Start: start})
 	if err != nil {
@@ -82,7 +87,8 @@ func RunWorkload(ctx context.Context, env Env, w Workload, t Target) (*benchresu
 	if h.Planned != nil {
 		h.Planned(plan)
 	}
-	phases, loads, runErr := plan.Run(ctx, tg.phaseDir, profile.Hooks{Start: start, FioStarted: smp.AddWorkload, FioExited: smp.AddWorkloadCPU, Phase: h.Phase})
+	phases, loads, runErr := plan.Run(ctx, tg.phaseDir, profile.Hooks{Start: start, FioStarted: smp.AddWorkload, FioExited: smp.AddWorkloadCPU, Phase: h.Phase,
+		ServiceCPU: func(pid int) (time.Duration, error) { return sampler.TreeCPU(env.FS, pid) }})
 	if h.Done != nil {
 		h.Done(runErr == nil)
 	}

@@ -75,6 +75,10 @@ Profiles:
                     per commit, 1 and N jobs
   telemetry-ingest  64 KiB appends with a checkpoint fsync every 8 MiB
   fio:FILE          any fio job file (relative paths), run and reported the same way
+  pgbench           a throwaway PostgreSQL 15 cluster on DIR under pgbench: tps,
+                    latency percentiles, the server's CPU per transaction
+  mariadb-oltp      a throwaway MariaDB server on DIR under sysbench oltp_read_write;
+                    mariadb-oltp:encrypted with MariaDB's own encryption on
   replay:DIR        a capture (slowpath capture) replayed on its captured schedule
                     by slowpath's own replayer (docs/replay.md)
   replay-afap:DIR   the same capture, each thread's operations back to back, by fio
@@ -132,7 +136,7 @@ func (o *Options) validate() error {
 		return clienv.Usage(fmt.Errorf("--interval %v: want at least 100ms", o.Interval))
 	}
 	if !known(o.Profile) {
-		return clienv.Usage(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
+		return clienv.Usage(profile.Unknown(o.Profile))
 	}
 	switch {
 	case o.Dir == "" && o.Device == "":

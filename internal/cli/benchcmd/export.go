@@ -59,7 +59,7 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		return clienv.Usage(fmt.Errorf("--runtime %v: want a positive duration", o.Runtime))
 	}
 	if !known(o.Profile) {
-		return clienv.Usage(fmt.Errorf("%w %q: use one of %s", profile.ErrUnknown, o.Profile, strings.Join(profile.Names(), ", ")))
+		return clienv.Usage(profile.Unknown(o.Profile))
 	}
 	w, err := experiment.ParseWorkload(o.Profile)
 	if err != nil {
@@ -85,6 +85,9 @@ func runExport(env *clienv.Env, o *ExportOptions) error {
 		JobFile: jobFile, NumCPU: runtime.NumCPU()})
 	if err != nil {
 		return clienv.Usage(err)
+	}
+	if plan.Native() {
+		return clienv.Usage(fmt.Errorf("bench export %s: this profile runs a database server and its client, not fio job files: run slowpath bench %s where you want it reproduced (docs/bench.md, Database profiles)", o.Profile, o.Profile))
 	}
 	var (
 		res      *benchresult.Result

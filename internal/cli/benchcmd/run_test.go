@@ -44,6 +44,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "search-index", "--device", "/dev/null", "--destroy-data"}, "needs a filesystem"},
 		{[]string{"bench", "fio:" + filepath.Join(dir, "missing.fio"), "--dir", dir}, "missing.fio"},
 		{[]string{"bench", "export", "nope", "-o", filepath.Join(dir, "x")}, "unknown profile"},
+		{[]string{"bench", "export", "pgbench", "-o", filepath.Join(dir, "x")}, "runs a database server and its client, not fio job files"},
+		{[]string{"bench", "mariadb-oltp:nope", "--dir", dir}, "the mariadb-oltp profiles are mariadb-oltp:encrypted"},
 		{[]string{"bench", "db-commit", "--dir", dir, "--cipher-limit", filepath.Join(dir, "nope.json")}, "--cipher-limit: open"},
 	} {
 		code, _, stderr := run(t, tt.args...)

@@ -14,7 +14,10 @@ type taskStat struct {
 	Comm  string
 	PPID  int
 	Ticks uint64 // utime + stime, in USER_HZ ticks
-	Start uint64 // starttime: tells a reused PID apart
+	// ChildTicks is cutime + cstime: the CPU of the task's children it
+	// has waited for (and theirs), in USER_HZ ticks.
+	ChildTicks uint64
+	Start      uint64 // starttime: tells a reused PID apart
 }
 
 // userHZ is the unit of utime/stime: USER_HZ, 100 on every Linux
@@ -38,7 +41,8 @@ func parseTaskStat(b []byte) (taskStat, error) {
 		return taskStat{}, fmt.Errorf("stat: bad pid %q", b[:open])
 	}
 	f := bytes.Fields(b[closeIdx+1:])
-	// After comm: state(3) ppid(4) ... utime(14) stime(15) ... starttime(22).
+	// After comm: state(3) ppid(4) ... utime(14) stime(15) cutime(16)
+	// cstime(17) ... starttime(22).
 	if len(f) < 20 {
 		return taskStat{}, fmt.Errorf("stat: %d fields after comm, want at least 20", len(f))
 	}
@@ -46,8 +50,13 @@ func parseTaskStat(b []byte) (taskStat, error) {
 	ut, err2 := strconv.ParseUint(string(f[11]), 10, 64)
 	st, err3 := strconv.ParseUint(string(f[12]), 10, 64)
 	start, err4 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	// cutime and cstime are signed in proc(5) (%ld), never negative in
+	// practice: a negative one counts as none.
+	cut, err5 := strconv.ParseInt(string(f[13]), 10, 64)
+	cst, err6 := strconv.ParseInt(string(f[14]), 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return taskStat{}, fmt.Errorf("stat: %w", err)
 	}
-	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), PPID: ppid, Ticks: ut + st, Start: start}, nil
+	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), PPID: ppid, Ticks: ut + st,
+		ChildTicks: uint64(max(cut, 0)) + uint64(max(cst, 0)), Start: start}, nil
 }

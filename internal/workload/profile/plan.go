@@ -10,6 +10,7 @@
 package profile
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/snapshot"
 	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/indexload"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -60,6 +62,10 @@ type Plan struct {
 	// Recorder, when set, records the block trace of a replay (the
 	// replay's fidelity); the caller sets it before Run.
 	Recorder BlockRecorder
+	// Engine is the database server a database profile ran and the
+	// encryption it did of its own files (pgbench, mariadb-oltp); nil
+	// for the fio profiles.
+	Engine   *snapshot.Engine
 	kind     Profile
 	loader   bool // the index loader runs: LoadTimes
 	slowLoad time.Duration
@@ -79,6 +85,9 @@ type PhasePlan struct {
 	// captured schedule (timed) or by fio with JobFile (as fast as
 	// possible).
 	Replay *ReplayPhase
+	// Native, when set, is the phase: slowpath's own code in pdir (the
+	// database profiles: a server, its load and its clients).
+	Native func(ctx context.Context, pdir string, h Hooks) (benchresult.Phase, error)
 	logs   []string // fio log prefixes written by the job file
 }
 
@@ -129,6 +138,18 @@ func New(name string, p Params) (*Plan, error) {
 	}
 	pl.kind = k
 	return pl, nil
+}
+
+// Native reports whether a phase of the plan is slowpath's own code
+// rather than fio (the database profiles): bench export cannot write it
+// as fio job files.
+func (pl *Plan) Native() bool {
+	for _, ph := range pl.Phases {
+		if ph.Native != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Figures derives the headline figures (docs/bench.md lists them).

@@ -1,12 +1,14 @@
 package profile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
+	"github.com/slowpath/slowpath/internal/workload/fio"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
@@ -194,7 +196,7 @@ type argResolver interface {
 func Resolve(arg string) (Arg, error) {
 	p, ok := Lookup(arg)
 	if !ok {
-		return Arg{}, fmt.Errorf("%w %q: use one of %s", ErrUnknown, arg, strings.Join(Names(), ", "))
+		return Arg{}, unknown(arg)
 	}
 	if r, ok := p.(argResolver); ok {
 		return r.resolve(arg)
@@ -202,8 +204,33 @@ func Resolve(arg string) (Arg, error) {
 	return Arg{Name: arg}, nil
 }
 
+// toolChecker is a profile that runs programs other than fio (the
+// database profiles): CheckTools asks it.
+type toolChecker interface {
+	checkTools(name string) error
+}
+
+// CheckTools checks, before anything runs, that the programs profile name
+// runs are installed: fio for a job-file profile (fio.Version), a
+// database profile's server and client. An unknown name wraps ErrUnknown.
+func CheckTools(ctx context.Context, name string) error {
+	p, ok := Lookup(name)
+	if !ok {
+		return unknown(name)
+	}
+	if c, ok := p.(toolChecker); ok {
+		return c.checkTools(name)
+	}
+	_, err := fio.Version(ctx)
+	return err
+}
+
 // ErrUnknown is wrapped by New for a profile name it does not know.
 var ErrUnknown = errors.New("unknown profile")
+
+// Unknown is the error for a name no profile plans (wrapping ErrUnknown):
+// the members of the family its prefix names, or every profile.
+func Unknown(name string) error { return unknown(name) }
 
 // unknown is New's error for a name no profile plans: the members of the
 // family its prefix names, or every profile.

@@ -14,12 +14,12 @@ import (
 // a family by its prefix only with an argument, and every profile's
 // results load (benchresult reads the same registry).
 func TestRegistry(t *testing.T) {
-	want := []string{"search-index", "db-commit", "telemetry-ingest", "fio:FILE", "replay:DIR", "replay-afap:DIR", "replay-span:DIR"}
+	want := []string{"search-index", "db-commit", "telemetry-ingest", "fio:FILE", "pgbench", "mariadb-oltp", "replay:DIR", "replay-afap:DIR", "replay-span:DIR"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 	for name, want := range map[string]string{"db-commit": "db-commit", "fio:x.fio": "fio:", "replay:cap": "replay:",
-		"replay-afap:cap": "replay-afap:", "lab:randrw-4k": "lab:randrw-4k", "fio:": "", "lab:": "", "lab:turbo": "", "replay": "", "": ""} {
+		"replay-afap:cap": "replay-afap:", "lab:randrw-4k": "lab:randrw-4k", "mariadb-oltp:encrypted": "mariadb-oltp:encrypted", "mariadb-oltp:x": "", "fio:": "", "lab:": "", "lab:turbo": "", "replay": "", "": ""} {
 		p, ok := Lookup(name)
 		switch {
 		case want == "" && ok:

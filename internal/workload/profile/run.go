@@ -23,6 +23,10 @@ type Hooks struct {
 	FioExited  func(pid int, cpu time.Duration)
 	// Start is the run's start: phase offsets and load times are from it.
 	Start time.Time
+	// ServiceCPU reads the CPU time a database server's process tree has
+	// used so far (sampler.TreeCPU); nil: the service's CPU is not
+	// measured.
+	ServiceCPU func(pid int) (time.Duration, error)
 }
 
 // Run runs every phase in order. On an error or a cancelled ctx it
@@ -64,6 +68,14 @@ func (pl *Plan) Run(ctx context.Context, dir string, h Hooks) ([]benchresult.Pha
 func (pl *Plan) runPhase(ctx context.Context, pp PhasePlan, pdir string, h Hooks) (benchresult.Phase, []benchresult.Load, error) {
 	if pp.Replay != nil {
 		ph, err := pl.runReplay(ctx, pp, pdir, h)
+		return ph, nil, err
+	}
+	if pp.Native != nil {
+		ph, err := pp.Native(ctx, pdir, h)
+		ph.Name = pp.Name
+		if ph.Streams == nil {
+			ph.Streams = []benchresult.Stream{}
+		}
 		return ph, nil, err
 	}
 	ph := benchresult.Phase{Name: pp.Name, Engine: "fio", JobFile: string(pp.JobFile), Streams: []benchresult.Stream{}}
