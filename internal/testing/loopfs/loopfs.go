@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func Attach(t testing.TB, file string, flags ...string) string {
 			return len(out) == 0
 		})
 		if len(out) != 0 {
-			t.Errorf("loop device still bound to %s: %s", file, out)
+			t.Errorf("loop device still bound to %s: %s%s", file, out, holders(dev))
 		}
 	})
 	return dev
@@ -183,4 +184,33 @@ func retryFor(d time.Duration, try func() bool) {
 	for deadline := time.Now().Add(d); !try() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// holders names the processes that keep dev alive, for the error when it
+// outlives its test: those with it open, and those whose mount namespace
+// still mounts it (a namespace copied while the test's filesystem was
+// mounted, as `ip netns exec`, podman or unshare copy them).
+func holders(dev string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		return ""
+	}
+	mm := fmt.Sprintf(" %d:%d ", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	var open, mounted []string
+	for _, p := range pids {
+		comm, _ := os.ReadFile(p + "/comm")
+		who := filepath.Base(p) + " (" + strings.TrimSpace(string(comm)) + ")"
+		if mi, err := os.ReadFile(p + "/mountinfo"); err == nil && strings.Contains(string(mi), mm) {
+			mounted = append(mounted, who)
+		}
+		fds, _ := filepath.Glob(p + "/fd/*")
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && l == dev {
+				open = append(open, who)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("; open in %v; mounted in the namespace of %v", open, mounted)
 }
