@@ -189,8 +189,10 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 		return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", nodes.Unnamed[0], o.NodeLabel)
 	}
 	groupOf, members := nodes.Group, nodes.Members
-	if _, none := members[""]; o.ByGiven && none && len(members) == 1 {
-		return nil, fmt.Errorf("--by %s: no node's slowpath_node_info has the label %s; labels it has: %s", o.By, o.By, strings.Join(labelNames(info), ", "))
+	if o.ByGiven {
+		if err := fleet.CheckBy(o.By, info); err != nil {
+			return nil, err
+		}
 	}
 	canaries, err := changeTimes(ctx, a, o, groupOf)
 	if err != nil {
@@ -413,21 +415,6 @@ func keys(ms ...map[string]float64) []string {
 	for _, m := range ms {
 		for k := range m {
 			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// labelNames are the label names of the series in vec, sorted, without
-// the metric name.
-func labelNames(vec model.Vector) []string {
-	var out []string
-	for _, smp := range vec {
-		for l := range smp.Metric {
-			if l != model.MetricNameLabel {
-				out = append(out, string(l))
-			}
 		}
 	}
 	slices.Sort(out)
