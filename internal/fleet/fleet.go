@@ -18,6 +18,9 @@ import (
 	"github.com/slowpath/slowpath/internal/check"
 )
 
+// FormatVersion is the format_version of Summary's JSON (docs/json.md).
+const FormatVersion = 1
+
 // Summary is the JSON form of `slowpath fleet` (docs/json.md).
 type Summary struct {
 	By     string  `json:"by"`

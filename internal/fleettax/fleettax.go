@@ -29,6 +29,9 @@ const (
 	IOsSeries    = "instance_mountpoint:slowpath_dmcrypt_ios:increase5m"
 )
 
+// FormatVersion is the format_version of Summary's JSON (docs/json.md).
+const FormatVersion = 1
+
 // Summary is the JSON form of `slowpath fleet --tax` (docs/json.md).
 type Summary struct {
 	By     string  `json:"by"`

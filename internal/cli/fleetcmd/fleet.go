@@ -6,7 +6,6 @@ package fleetcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -90,7 +89,7 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 		return err
 	}
 	if o.Format == "json" {
-		return writeJSON(env, s)
+		return clienv.EncodeJSON(env.Stdout, fleet.FormatVersion, s, true)
 	}
 	return fleetreport.WriteText(env.Stdout, s)
 }
@@ -102,17 +101,11 @@ func runTax(ctx context.Context, env *clienv.Env, o *Options, a v1.API) error {
 	}
 	switch o.Format {
 	case "json":
-		return writeJSON(env, s)
+		return clienv.EncodeJSON(env.Stdout, fleettax.FormatVersion, s, true)
 	case "markdown":
 		return taxreport.WriteMarkdown(env.Stdout, s)
 	}
 	return taxreport.WriteText(env.Stdout, s)
-}
-
-func writeJSON(env *clienv.Env, v any) error {
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // formats are fleet's --format values, markdown only with --tax.
