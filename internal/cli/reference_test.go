@@ -81,6 +81,16 @@ func reference(cmds []*cobra.Command) string {
 			}
 			w.Flush()
 		}
+		// Persistent flags of a parent (net's --path.*) work here too.
+		var inherited []string
+		c.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden {
+				inherited = append(inherited, table.Code("--"+f.Name))
+			}
+		})
+		if len(inherited) > 0 {
+			fmt.Fprintf(&b, "\nAlso takes %s, as `%s` does.\n", strings.Join(inherited, ", "), c.Parent().CommandPath())
+		}
 		for _, s := range c.Commands() {
 			walk(s)
 		}
