@@ -80,7 +80,11 @@ func TestFleet(t *testing.T) {
 	}
 
 	var s fleet.Summary
-	if err := json.Unmarshal(runFleet(t, "--prometheus", prom.URL, "--format", "json"), &s); err != nil {
+	js := runFleet(t, "--prometheus", prom.URL, "--format", "json")
+	if !bytes.HasPrefix(js, []byte("{\n  \"format_version\": 1,")) {
+		t.Errorf("fleet JSON does not start with format_version 1:\n%.200s", js)
+	}
+	if err := json.Unmarshal(js, &s); err != nil {
 		t.Fatal(err)
 	}
 	want := fleet.Summary{By: "instance_type", Groups: []fleet.Group{
