@@ -7,7 +7,9 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -15,6 +17,9 @@ import (
 
 	"github.com/slowpath/slowpath/internal/check"
 )
+
+// FormatVersion is the format_version of Summary's JSON (docs/json.md).
+const FormatVersion = 1
 
 // Summary is the JSON form of `slowpath fleet` (docs/json.md).
 type Summary struct {
@@ -53,8 +58,8 @@ func Vector(ctx context.Context, a v1.API, q string, at time.Time) (model.Vector
 }
 
 // Query reads every node's slowpath_node_info and firing findings and
-// groups them by the label by.
-func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
+// groups them by the label by; byGiven says the user named it (CheckBy).
+func Query(ctx context.Context, a v1.API, by string, byGiven bool, at time.Time) (*Summary, error) {
 	info, err := Vector(ctx, a, "slowpath_node_info", at)
 	if err != nil {
 		return nil, err
@@ -62,11 +67,38 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 	if len(info) == 0 {
 		return nil, fmt.Errorf("no slowpath_node_info series in Prometheus: is it scraping `slowpath agent` (see deploy/kubernetes/)?")
 	}
+	if byGiven {
+		if err := CheckBy(by, info); err != nil {
+			return nil, err
+		}
+	}
 	firing, err := Vector(ctx, a, "slowpath_finding == 1", at)
 	if err != nil {
 		return nil, err
 	}
 	return Summarize(by, info, firing), nil
+}
+
+// CheckBy refuses a --by the user typed that no node's info series has:
+// grouped by it, every node would fall in one group "" and a mistyped
+// label would read as a fleet without it. Only a --by given is checked;
+// the default (instance_type) may be absent, a fleet outside a cloud, and
+// then groups every node as one. fleet, fleet --tax and fleet verdict
+// share it.
+func CheckBy(by string, info model.Vector) error {
+	var labels []string
+	for _, smp := range info {
+		if _, ok := smp.Metric[model.LabelName(by)]; ok {
+			return nil
+		}
+		for l := range smp.Metric {
+			if l != model.MetricNameLabel {
+				labels = append(labels, string(l))
+			}
+		}
+	}
+	slices.Sort(labels)
+	return fmt.Errorf("--by %s: no node's slowpath_node_info has the label %s; labels it has: %s", by, by, strings.Join(slices.Compact(labels), ", "))
 }
 
 // NodeOptions say how GroupNodes names the nodes and groups them.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -27,6 +28,9 @@ const (
 	CipherSeries = "instance_mountpoint:slowpath_dmcrypt_cipher_seconds_per_io:rate5m"
 	IOsSeries    = "instance_mountpoint:slowpath_dmcrypt_ios:increase5m"
 )
+
+// FormatVersion is the format_version of Summary's JSON (docs/json.md).
+const FormatVersion = 1
 
 // Summary is the JSON form of `slowpath fleet --tax` (docs/json.md).
 type Summary struct {
@@ -83,7 +87,7 @@ func keyOf(m model.Metric) mountKey {
 // Query reads the recorded tax series at at and groups them by the label
 // by: a label of the series (a target label) or of the node's
 // slowpath_node_info.
-func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, error) {
+func Query(ctx context.Context, a v1.API, by string, byGiven bool, at time.Time) (*Summary, error) {
 	vecs := map[string]model.Vector{}
 	for _, q := range []string{RatioSeries, AddedSeries, CipherSeries, IOsSeries, "slowpath_node_info"} {
 		v, err := fleet.Vector(ctx, a, q, at)
@@ -91,6 +95,17 @@ func Query(ctx context.Context, a v1.API, by string, at time.Time) (*Summary, er
 			return nil, err
 		}
 		vecs[q] = v
+	}
+	// A --by given that neither a node's info series nor a tax series
+	// has is mistyped (the tax series' own labels group too).
+	onTax := slices.ContainsFunc(vecs[IOsSeries], func(s *model.Sample) bool {
+		_, ok := s.Metric[model.LabelName(by)]
+		return ok
+	})
+	if byGiven && !onTax && len(vecs["slowpath_node_info"]) > 0 {
+		if err := fleet.CheckBy(by, vecs["slowpath_node_info"]); err != nil {
+			return nil, err
+		}
 	}
 	if len(vecs[IOsSeries]) == 0 {
 		spans, err := fleet.Vector(ctx, a, "slowpath_dmcrypt_tax_span", at)

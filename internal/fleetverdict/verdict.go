@@ -23,6 +23,7 @@ import (
 
 	"github.com/slowpath/slowpath/internal/canary"
 	"github.com/slowpath/slowpath/internal/fleet"
+	"github.com/slowpath/slowpath/internal/stats"
 )
 
 // Options say which change to judge and how.
@@ -119,10 +120,24 @@ type Metric struct {
 	P             float64  `json:"p"`
 	// AdjustedP is null for a primary that the fixed sequence did not reach.
 	AdjustedP *float64 `json:"adjusted_p"`
-	Test      string   `json:"test"`   // significant, no significant difference, too few runs, no data
-	Change    string   `json:"change"` // better, worse or ""
-	Nodes     []Node   `json:"nodes"`
+	// Test is significant (after the fixed sequence for a primary: Change
+	// is then set), no significant difference, too few runs, no data, or
+	// NotTested.
+	Test   string `json:"test"`
+	Change string `json:"change"` // better, worse or ""
+	Nodes  []Node `json:"nodes"`
 }
+
+// FormatVersion is the format_version of Report's JSON (docs/json.md).
+// 2: Test is the one answer (NotTested, and no significant difference
+// after the fixed sequence), where 1, printed without format_version, gave
+// the raw test's verdict.
+const FormatVersion = 2
+
+// NotTested is a primary's Test when an earlier primary stopped the fixed
+// sequence (it was not significant, or could not be tested): its own p
+// tests nothing, and AdjustedP is null.
+const NotTested = "not tested"
 
 // Node is one node's means; null where its series had no value.
 type Node struct {
@@ -189,8 +204,10 @@ func Query(ctx context.Context, a v1.API, o Options) (*Report, error) {
 		return nil, fmt.Errorf("slowpath_node_info %s has no label %q: pass --node-label with the label that names a node in every series (docs/fleet.md, \"Canary verdicts\")", nodes.Unnamed[0], o.NodeLabel)
 	}
 	groupOf, members := nodes.Group, nodes.Members
-	if _, none := members[""]; o.ByGiven && none && len(members) == 1 {
-		return nil, fmt.Errorf("--by %s: no node's slowpath_node_info has the label %s; labels it has: %s", o.By, o.By, strings.Join(labelNames(info), ", "))
+	if o.ByGiven {
+		if err := fleet.CheckBy(o.By, info); err != nil {
+			return nil, err
+		}
 	}
 	canaries, err := changeTimes(ctx, a, o, groupOf)
 	if err != nil {
@@ -391,6 +408,14 @@ func metricOf(s Series, r canary.MetricResult, m canary.Metric) Metric {
 		p := r.AdjustedP
 		out.AdjustedP = &p
 	}
+	// test is the one answer, the one text prints: the raw test's
+	// verdict read beside adjusted_p null or above alpha was a second.
+	switch {
+	case out.AdjustedP == nil && s.Role == canary.RolePrimary:
+		out.Test = NotTested
+	case out.Test == stats.Significant.String() && r.Change == "":
+		out.Test = stats.NoDifference.String()
+	}
 	for _, n := range m.Nodes {
 		if math.IsNaN(n.Before) && math.IsNaN(n.After) {
 			continue // no value in either window: not a node of this series
@@ -413,21 +438,6 @@ func keys(ms ...map[string]float64) []string {
 	for _, m := range ms {
 		for k := range m {
 			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// labelNames are the label names of the series in vec, sorted, without
-// the metric name.
-func labelNames(vec model.Vector) []string {
-	var out []string
-	for _, smp := range vec {
-		for l := range smp.Metric {
-			if l != model.MetricNameLabel {
-				out = append(out, string(l))
-			}
 		}
 	}
 	slices.Sort(out)

@@ -6,7 +6,6 @@ package fleetcmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -29,6 +28,8 @@ type Options struct {
 	Format     string
 	Timeout    time.Duration
 	Tax        bool
+	// ByGiven is set when --by was on the command line (not its default).
+	ByGiven bool
 }
 
 // NewCmdFleet builds the command; runF replaces the action in tests.
@@ -59,6 +60,8 @@ and the nodes at both ends (docs/agent.md, "The encryption tax").
 			func(ctx context.Context) error { return run(ctx, env, o) }),
 	}
 	f := cmd.Flags()
+	// As fleet verdict's: a --by typed must name a label some node has.
+	cmd.PreRun = func(*cobra.Command, []string) { o.ByGiven = f.Changed("by") }
 	f.StringVar(&o.Prometheus, "prometheus", "", "Prometheus base `URL` (http://host:9090)")
 	f.StringVar(&o.By, "by", "instance_type", "group nodes by this `LABEL`")
 	formats.AddFlag(f, &o.Format)
@@ -81,34 +84,28 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if o.Tax {
 		return runTax(ctx, env, o, v1.NewAPI(client))
 	}
-	s, err := fleet.Query(ctx, v1.NewAPI(client), o.By, time.Now())
+	s, err := fleet.Query(ctx, v1.NewAPI(client), o.By, o.ByGiven, time.Now())
 	if err != nil {
 		return err
 	}
 	if o.Format == "json" {
-		return writeJSON(env, s)
+		return clienv.EncodeJSON(env.Stdout, fleet.FormatVersion, s, true)
 	}
 	return fleetreport.WriteText(env.Stdout, s)
 }
 
 func runTax(ctx context.Context, env *clienv.Env, o *Options, a v1.API) error {
-	s, err := fleettax.Query(ctx, a, o.By, time.Now())
+	s, err := fleettax.Query(ctx, a, o.By, o.ByGiven, time.Now())
 	if err != nil {
 		return err
 	}
 	switch o.Format {
 	case "json":
-		return writeJSON(env, s)
+		return clienv.EncodeJSON(env.Stdout, fleettax.FormatVersion, s, true)
 	case "markdown":
 		return taxreport.WriteMarkdown(env.Stdout, s)
 	}
 	return taxreport.WriteText(env.Stdout, s)
-}
-
-func writeJSON(env *clienv.Env, v any) error {
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // formats are fleet's --format values, markdown only with --tax.

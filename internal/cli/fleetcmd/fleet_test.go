@@ -62,8 +62,29 @@ func TestFleet(t *testing.T) {
 		})
 	}
 
+	// A --by typed wrong is refused naming the labels there are, with
+	// and without --tax, as fleet verdict refuses it; the default
+	// (instance_type, which plain-host lacks) still groups, below.
+	for _, args := range [][]string{{"--by", "nodepool"}, {"--tax", "--by", "nodepool"}} {
+		var out, errOut bytes.Buffer
+		cmd := fleetcmd.NewCmdFleet(&clienv.Env{Stdout: &out, Stderr: &errOut}, nil)
+		cmd.SetArgs(append([]string{"--prometheus", prom.URL}, args...))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.Execute()
+		var ee *clienv.ExitError
+		if !errors.As(err, &ee) || ee.Code != clienv.ExitUsage || out.Len() != 0 ||
+			!strings.Contains(err.Error(), "--by nodepool: no node's slowpath_node_info has the label nodepool; labels it has: ") ||
+			!strings.Contains(err.Error(), "instance_type, ") || !strings.Contains(err.Error(), "node_pool") {
+			t.Errorf("%v: %v (%d bytes out), want exit 2 naming the labels there are", args, err, out.Len())
+		}
+	}
+
 	var s fleet.Summary
-	if err := json.Unmarshal(runFleet(t, "--prometheus", prom.URL, "--format", "json"), &s); err != nil {
+	js := runFleet(t, "--prometheus", prom.URL, "--format", "json")
+	if !bytes.HasPrefix(js, []byte("{\n  \"format_version\": 1,")) {
+		t.Errorf("fleet JSON does not start with format_version 1:\n%.200s", js)
+	}
+	if err := json.Unmarshal(js, &s); err != nil {
 		t.Fatal(err)
 	}
 	want := fleet.Summary{By: "instance_type", Groups: []fleet.Group{

@@ -218,7 +218,7 @@ func RunVerdict(ctx context.Context, env *clienv.Env, o *VerdictOptions) error {
 	}
 	switch o.Format {
 	case "json":
-		err = writeJSON(env, r)
+		err = clienv.EncodeJSON(env.Stdout, fleetverdict.FormatVersion, r, true)
 	case "markdown":
 		err = verdictreport.WriteMarkdown(env.Stdout, r)
 	case "html":

@@ -219,8 +219,15 @@ func TestFleetVerdict(t *testing.T) {
 		if len(g.Metrics) != 3 {
 			t.Fatalf("%s: %d series, want 3", g.Value, len(g.Metrics))
 		}
-		if d := g.Metrics[1]; d.AdjustedP != nil || d.Change != "" {
-			t.Errorf("%s drops after a flat primary: adjusted p %v, change %q; want null and none", g.Value, d.AdjustedP, d.Change)
+		if d := g.Metrics[1]; d.AdjustedP != nil || d.Change != "" || d.Test != fleetverdict.NotTested {
+			t.Errorf("%s drops after a flat primary: adjusted p %v, change %q, test %q; want null, none and not tested", g.Value, d.AdjustedP, d.Change, d.Test)
+		}
+		// One answer: a test of significant is a change, and none is
+		// significant beside an adjusted p above alpha.
+		for _, m := range g.Metrics {
+			if (m.Test == "significant") != (m.Change != "") || m.AdjustedP != nil && *m.AdjustedP > seq.Alpha && m.Test == "significant" {
+				t.Errorf("%s %s: test %q, change %q, adjusted p %v", g.Value, m.Name, m.Test, m.Change, m.AdjustedP)
+			}
 		}
 		docs := g.Metrics[2]
 		if g.Value == "pool-a" {
@@ -235,6 +242,10 @@ func TestFleetVerdict(t *testing.T) {
 			t.Errorf("%s: %s (%s, need %d); docs_a %s canaries %v others %v effect %v, %d nodes", g.Value, g.Outcome, g.Reason, g.NeedCanaries,
 				docs.Test, docs.CanaryChange, docs.ControlChange, docs.Effect, len(docs.Nodes))
 		}
+	}
+	seqJSON := runVerdict(t, nil, append(seqArgs, "--format", "json")...)
+	if !bytes.HasPrefix(seqJSON, []byte("{\n  \"format_version\": 2,")) || !bytes.Contains(seqJSON, []byte(`"test": "not tested"`)) {
+		t.Errorf("JSON of a stopped sequence: want format_version 2 first and a primary not tested:\n%.400s", seqJSON)
 	}
 	seqText := string(runVerdict(t, nil, append(seqArgs, "--format", "text")...))
 	if !strings.Contains(seqText, "not tested: an earlier primary was not significant") {

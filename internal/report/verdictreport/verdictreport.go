@@ -131,11 +131,9 @@ func verdictText(m fleetverdict.Metric) string {
 	switch {
 	case m.Change != "":
 		return m.Change
-	case m.AdjustedP == nil && m.Role == "primary":
+	case m.Test == fleetverdict.NotTested:
 		// The fixed sequence stopped before it: its p tests nothing.
 		return "not tested: an earlier primary was not significant"
-	case m.Test == "significant":
-		return "no significant difference"
 	}
 	return m.Test
 }

@@ -72,7 +72,7 @@ func TestWriteNoDataAndNotTested(t *testing.T) {
 		{Value: "pool-b", Nodes: 8, Canaries: []string{"b0"}, Outcome: canary.Hold, Reason: "no data: docs has no values on any node of the group", FirstChange: at, LastChange: at,
 			Metrics: []fleetverdict.Metric{
 				{Name: "flat", Role: canary.RolePrimary, Better: fleetverdict.Higher, CanaryChange: f(0), ControlChange: f(0), Effect: f(0), P: 1, AdjustedP: &p, Test: "no significant difference"},
-				{Name: "drops", Role: canary.RolePrimary, Better: fleetverdict.Lower, CanaryChange: f(-0.9), ControlChange: f(0), Effect: f(-0.9), P: 0.029, Test: "significant"},
+				{Name: "drops", Role: canary.RolePrimary, Better: fleetverdict.Lower, CanaryChange: f(-0.9), ControlChange: f(0), Effect: f(-0.9), P: 0.029, Test: fleetverdict.NotTested},
 				{Name: "docs", Role: canary.RoleGuard, Better: fleetverdict.Higher, P: 1, AdjustedP: &p, Test: "no data"}}},
 	}}
 	var text, md bytes.Buffer
