@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes slowpath's release into OUT: static linux/amd64 and linux/arm64
-# binaries as tarballs (binary, LICENSE, README, man pages, completions,
-# the systemd unit), .deb and .rpm packages (nfpm), and sha256sums.txt.
+# binaries as tarballs (binary, LICENSE, LICENSES-THIRD-PARTY, README, man
+# pages, completions, the systemd unit and its arguments file), .deb and
+# .rpm packages (nfpm), and sha256sums.txt.
 #   scripts/release.sh OUT VERSION
 # LDFLAGS (the Makefile's version stamp) and SOURCE_DATE_EPOCH (default:
 # the commit's date) come from the environment; GOARCHES narrows the
