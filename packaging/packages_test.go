@@ -291,20 +291,37 @@ func checkRPM(t *testing.T, rpm, bin string) {
 		run(t, "shellcheck", "--shell=sh", filepath.Join(testenv.ModuleRoot(t), "packaging/rpm", s))
 	}
 
-	// rpmlint unpacks the payload with `rpm2cpio | cpio -id`, which follows
-	// absolute member names out of its directory: it runs in a throwaway
-	// root, with the filters packaging/rpmlintrc justifies.
+	// The payload's members are relative, as rpmbuild writes them, so
+	// `rpm2cpio | cpio -id` unpacks here, and rpm2cpio copies it whole
+	// (packaging/third_party/rpmpack).
+	archive := run(t, "rpm2cpio", rpm)
+	c := exec.Command("cpio", "--list", "--quiet")
+	c.Stdin = bytes.NewReader(archive)
+	members, err := c.Output()
+	if err != nil {
+		t.Fatalf("cpio --list: %v", err)
+	}
+	for _, m := range strings.Fields(string(members)) {
+		if !strings.HasPrefix(m, "./") {
+			t.Errorf(".rpm's payload names %s, not ./%s", m, strings.TrimPrefix(m, "/"))
+		}
+	}
+
+	// rpmlint unpacks the payload with `rpm2cpio | cpio -id`, which would
+	// follow an absolute member name out of its directory: it runs in a
+	// throwaway root all the same, with the filters packaging/rpmlintrc
+	// justifies.
 	r := newThrowaway(t)
-	r.put(t, rpm, "slowpath.rpm")
+	r.put(t, rpm, filepath.Base(rpm))
 	r.put(t, filepath.Join(testenv.ModuleRoot(t), "packaging/rpmlintrc"), "rpmlintrc")
-	if out, err := r.cmd("rpmlint", "--rpmlintrc", "/rpmlintrc", "/slowpath.rpm").CombinedOutput(); err != nil {
+	if out, err := r.cmd("rpmlint", "--rpmlintrc", "/rpmlintrc", "/"+filepath.Base(rpm)).CombinedOutput(); err != nil {
 		t.Errorf("rpmlint: %v\n%s", err, out)
 	}
 
 	// rpm installs it (Debian's rpm wants --force-debian, and its empty
 	// database provides nothing) and runs the scriptlets: the unit reads
 	// /etc/sysconfig, and erasing the package disables an enabled agent.
-	r.run(t, "rpm", "--install", "--nodeps", "--force-debian", "/slowpath.rpm")
+	r.run(t, "rpm", "--install", "--nodeps", "--force-debian", "/"+filepath.Base(rpm))
 	u := r.read(t, "/usr/lib/systemd/system/"+unit)
 	for _, want := range []string{"\nEnvironmentFile=-/etc/sysconfig/slowpath-agent\n", "\nExecStart=/usr/bin/slowpath agent "} {
 		if !bytes.Contains(u, []byte(want)) {
