@@ -153,3 +153,7 @@ tool (
 	github.com/goreleaser/nfpm/v2/cmd/nfpm
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+// nfpm's rpm writer, patched so the .rpm's payload names its files
+// ./usr/bin/... as rpmbuild does: packaging/third_party/rpmpack/README.md.
+replace github.com/google/rpmpack v0.7.1 => ./packaging/third_party/rpmpack

@@ -1,8 +1,9 @@
 // Package packaging_test checks what `make release` writes
 // (scripts/release.sh): the checksums, the static linux/amd64 and
-// linux/arm64 tarballs (the arm64 binary run under qemu-user-static), the
-// .deb installed into a throwaway root and passed by lintian, and the
-// systemd unit accepted by systemd-analyze verify.
+// linux/arm64 tarballs (the arm64 binary run under qemu-user-static) with
+// the licences of what each binary links, and (packages_test.go) the .deb
+// and the .rpm: lintian and rpmlint, their maintainer scripts run by dpkg
+// and rpm in a throwaway root, and the systemd unit of each.
 package packaging_test
 
 import (
@@ -56,9 +57,6 @@ func run(t *testing.T, name string, args ...string) []byte {
 func TestRelease(t *testing.T) {
 	testenv.RequireRoot(t)
 	qemu := testenv.RequireTool(t, "qemu-aarch64-static", "qemu-user-static")
-	dpkg := testenv.RequireTool(t, "dpkg", "dpkg")
-	lintian := testenv.RequireTool(t, "lintian", "lintian")
-	analyze := testenv.RequireTool(t, "systemd-analyze", "systemd")
 	sha256sum := testenv.RequireTool(t, "sha256sum", "coreutils")
 	dir := releaseDir(t)
 	fixture := filepath.Join(testenv.ModuleRoot(t), "testdata/hosts/azure-e16dv5-eah.json")
@@ -74,6 +72,7 @@ func TestRelease(t *testing.T) {
 		t.Errorf("sha256sum --check: %v\n%s", err, out)
 	}
 	var doctor = map[string][]byte{}
+	tarballs := t.TempDir()
 	for _, arch := range []string{"amd64", "arm64"} {
 		tgz := one(t, dir, "slowpath-*.linux-"+arch+".tar.gz")
 		deb := one(t, dir, "slowpath_*_"+arch+".deb")
@@ -86,15 +85,16 @@ func TestRelease(t *testing.T) {
 		if b, err := os.ReadFile(rpm); err != nil || !bytes.HasPrefix(b, []byte{0xed, 0xab, 0xee, 0xdb}) {
 			t.Errorf("%s is not an RPM (lead magic): %v", rpm, err)
 		}
-		x := t.TempDir()
+		x := tarballs
 		run(t, "tar", "-xzf", tgz, "-C", x)
-		top := one(t, x, "slowpath-*")
-		for _, f := range []string{"slowpath", "LICENSE", "README.md", "slowpath-agent.service", "man/man1/slowpath-agent.1.gz", "completions/slowpath.bash"} {
+		top := one(t, x, "slowpath-*.linux-"+arch)
+		for _, f := range []string{"slowpath", "LICENSE", "LICENSES-THIRD-PARTY", "README.md", "slowpath-agent.service", "slowpath-agent.default", "man/man1/slowpath-agent.1.gz", "completions/slowpath.bash"} {
 			if _, err := os.Stat(filepath.Join(top, f)); err != nil {
 				t.Errorf("%s: %v", filepath.Base(tgz), err)
 			}
 		}
 		bin := filepath.Join(top, "slowpath")
+		checkLicences(t, bin, filepath.Join(top, "LICENSES-THIRD-PARTY"))
 		if info := run(t, "file", bin); !bytes.Contains(info, []byte("statically linked")) {
 			t.Errorf("%s: %s", arch, info)
 		}
@@ -121,59 +121,8 @@ func TestRelease(t *testing.T) {
 		t.Errorf("doctor --from the same fixture differs between amd64 and arm64")
 	}
 
-	// The .deb: lintian finds no error, and it installs into a throwaway root.
-	deb := one(t, dir, "slowpath_*_amd64.deb")
-	start := time.Now()
-	if out, err := exec.Command(lintian, "--fail-on", "error", deb).CombinedOutput(); err != nil {
-		t.Errorf("lintian: %v\n%s", err, out)
-	}
-	t.Logf("lintian: %.1f s", time.Since(start).Seconds())
-	root := t.TempDir()
-	admin := filepath.Join(root, "var/lib/dpkg")
-	for _, d := range []string{"info", "updates"} {
-		if err := os.MkdirAll(filepath.Join(admin, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"status", "available"} {
-		if err := os.WriteFile(filepath.Join(admin, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, dpkg, "--root="+root, "--install", deb)
-	if st := run(t, dpkg, "--root="+root, "--status", "slowpath"); !bytes.Contains(st, []byte("Status: install ok installed")) {
-		t.Errorf("dpkg --status:\n%s", st)
-	}
-	for _, f := range []string{"usr/share/man/man1/slowpath.1.gz", "usr/share/man/man1/slowpath-agent.1.gz",
-		"usr/share/bash-completion/completions/slowpath", "usr/share/zsh/vendor-completions/_slowpath",
-		"usr/share/fish/vendor_completions.d/slowpath.fish", "etc/default/slowpath-agent", "usr/share/doc/slowpath/copyright"} {
-		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Errorf("installed package: %v", err)
-		}
-	}
-	if v := run(t, filepath.Join(root, "usr/bin/slowpath"), "version", "--format", "json"); !bytes.Contains(v, []byte(`"platform": "linux/amd64"`)) {
-		t.Errorf("installed slowpath version:\n%s", v)
-	}
-
-	// The unit as installed: systemd-analyze checks its directives and
-	// that ExecStart's binary is executable. It runs against this host's
-	// units (a throwaway root has no sysinit.target), so ExecStart names
-	// the binary where dpkg put it; nothing else is changed.
-	unit := filepath.Join(root, "lib/systemd/system/slowpath-agent.service")
-	u, err := os.ReadFile(unit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := filepath.Join(t.TempDir(), "slowpath-agent.service")
-	if err := os.WriteFile(check, bytes.ReplaceAll(u, []byte("ExecStart=/usr/bin/slowpath "), []byte("ExecStart="+filepath.Join(root, "usr/bin/slowpath")+" ")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(analyze, "verify", "--man=no", check).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
-	}
-	for _, want := range []string{"\nCapabilityBoundingSet=\n", "\nNoNewPrivileges=yes\n", "\nProtectSystem=strict\n", "\nExecStart=/usr/bin/slowpath agent "} {
-		if !bytes.Contains(u, []byte(want)) {
-			t.Errorf("unit lacks %q", strings.TrimSpace(want))
-		}
-	}
+	bin := filepath.Join(one(t, tarballs, "slowpath-*.linux-amd64"), "slowpath")
+	t.Run("tarball", func(t *testing.T) { checkTarball(t, filepath.Dir(bin)) })
+	t.Run("deb", func(t *testing.T) { checkDeb(t, one(t, dir, "slowpath_*_amd64.deb"), bin) })
+	t.Run("rpm", func(t *testing.T) { checkRPM(t, one(t, dir, "slowpath-*.x86_64.rpm"), bin) })
 }
