@@ -94,8 +94,8 @@ type Scenario struct {
 	SMP int
 	// Programs are host programs (or shared objects) only this scenario
 	// needs, added to its own archive with the libraries ldd resolves, as
-	// GuestTools are to the base: a database server is 40 MB that no
-	// other scenario should carry.
+	// GuestTools are to the base: a database server and its libraries
+	// are 60 MB that no other scenario should carry.
 	Programs []string
 	// Trees are host directories added whole to the scenario's archive
 	// (regular files and symlinks): a program's data files.
