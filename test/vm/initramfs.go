@@ -161,6 +161,44 @@ func addHostFile(entries map[string]cpioEntry, path, name string) error {
 	return nil
 }
 
+// addProgram copies a script as it is (its interpreter is busybox sh in
+// the guest) and a binary with its libraries.
+func addProgram(entries map[string]cpioEntry, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if bytes.HasPrefix(b, []byte("#!")) {
+		return addHostFile(entries, path, strings.TrimPrefix(path, "/"))
+	}
+	return addBinary(entries, path)
+}
+
+// addHostTree copies host directory dir whole, at its own path: regular
+// files with their modes, symlinks as symlinks.
+func addHostTree(entries map[string]cpioEntry, dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "/")
+		switch {
+		case d.IsDir():
+			addDir(entries, name)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			addDir(entries, filepath.Dir(name))
+			entries[name] = cpioEntry{Mode: cpioSymlink | 0o777, Data: []byte(target)}
+		case d.Type().IsRegular():
+			return addHostFile(entries, p, name)
+		}
+		return nil
+	})
+}
+
 // lddPath matches "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
 // "/lib64/ld-linux-x86-64.so.2 (0x...)".
 var lddPath = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)

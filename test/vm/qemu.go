@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,6 +92,16 @@ type Scenario struct {
 	// SMP is the number of vCPUs; 0 means 1. Two let a sender on one CPU
 	// outrun the receive backlog of the other (RPS).
 	SMP int
+	// Programs are host programs (or shared objects) only this scenario
+	// needs, added to its own archive with the libraries ldd resolves, as
+	// GuestTools are to the base: a database server and its libraries
+	// are 60 MB that no other scenario should carry.
+	Programs []string
+	// Trees are host directories added whole to the scenario's archive
+	// (regular files and symlinks): a program's data files.
+	Trees []string
+	// MemoryMiB is the guest's memory; 0 means 1536.
+	MemoryMiB int
 }
 
 // Result is what came back from the guest.
@@ -189,6 +200,9 @@ func (l *Lab) Run(ctx context.Context, s Scenario) (*Result, error) {
 		args = QemuCommand(l.Kernel.Image, initrd, Cmdline+" "+IcountParam, s.SMP, l.Kernel.CPU)
 		args = append(args, IcountArgs...)
 	}
+	if s.MemoryMiB > 0 {
+		args[slices.Index(args, "-m")+1] = strconv.Itoa(s.MemoryMiB)
+	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var console bytes.Buffer
 	cmd.Stdout = &console
@@ -242,6 +256,16 @@ func (l *Lab) initrd(s Scenario) (string, error) {
 		}
 	}
 	entries["scenario.sh"] = cpioEntry{Mode: cpioFile | 0o755, Data: []byte(l.toolFuncs() + s.Script)}
+	for _, p := range s.Programs {
+		if err := addProgram(entries, p); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range s.Trees {
+		if err := addHostTree(entries, d); err != nil {
+			return "", err
+		}
+	}
 	for p, b := range s.Files {
 		p = strings.TrimPrefix(filepath.Clean("/"+p), "/")
 		addDir(entries, filepath.Dir(p))

@@ -126,6 +126,11 @@ func (l *Lab) Mount(ctx context.Context, dev string, f Filesystem, side string) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return failed(err)
 	}
+	for _, d := range []string{filepath.Dir(StateDir), StateDir, mountRoot(l.ID)} {
+		if err := allowEnter(d); err != nil {
+			return failed(err)
+		}
+	}
 	args := f.Mkfs(dev)
 	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
 		return failed(fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out))))
@@ -140,6 +145,28 @@ func (l *Lab) Mount(ctx context.Context, dev string, f Filesystem, side string) 
 		l.forgetMount(dir)
 		return l.state.save()
 	}, nil
+}
+
+// allowEnter adds the search bits (enter, not list: 0700 becomes 0711)
+// to dir when it is a directory of this user: a database profile's server
+// runs as its engine's user (mysql, postgres), which must enter every
+// directory above the run's. That is the lab's state directory, its
+// parent (/run/slowpath, made 0700 by whichever of slowpath's labs ran
+// first) and the lab's mount root; the state files in them stay 0600.
+// A directory of another user is left alone: the server's own check
+// names it.
+func allowEnter(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("lab directory: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o011 == 0o011 {
+		return nil
+	}
+	if err := unix.Chmod(dir, st.Mode&0o7777|0o011); err != nil {
+		return fmt.Errorf("lab directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 func (l *Lab) forgetMount(dir string) {

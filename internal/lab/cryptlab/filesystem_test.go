@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,7 +109,19 @@ func TestMountOnLoop(t *testing.T) {
 			f := Filesystem{Type: typ}
 			testenv.RequireTool(t, f.Mkfs("")[0], f.Package())
 			dev := loopfs.Device(t, max(f.MinBytes(), 64<<20)+16<<20)
-			StateDir = loopfs.SharedArena(t, t.TempDir())
+			// The lab's directories as on a host: /run/slowpath/cryptlab,
+			// made 0700 by the lock (hostlock), below directories anyone
+			// can enter (the test's own temporary ones stand for /run).
+			tmp := t.TempDir()
+			for d := tmp; d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+				if err := os.Chmod(d, 0o711); err != nil {
+					t.Fatal(err)
+				}
+			}
+			StateDir = filepath.Join(loopfs.SharedArena(t, tmp), "slowpath", "cryptlab")
+			if err := os.MkdirAll(StateDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
 			l := &Lab{ID: map[string]string{"ext4": "e40000", "xfs": "f50000"}[typ], BackingPath: dev, log: t.Logf}
 			l.state = labState{PID: os.Getpid(), ID: l.ID}
 			if _, err := l.Mount(context.Background(), "/dev/vda", f, "plain"); err == nil || !strings.Contains(err.Error(), "not a device of lab") {
@@ -131,6 +144,7 @@ func TestMountOnLoop(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			checkServerReach(t, dir, l.ID)
 			if err := undo(); err != nil {
 				t.Fatal(err)
 			}
@@ -171,5 +185,44 @@ func TestMountOnLoop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkServerReach: a database server's user (nobody here, as mysql or
+// postgres in a run) can enter the lab's directories down to a mount and
+// write in a directory of its own there, as a database profile's server
+// does in its data directory; it cannot list the lab's directories, and
+// the state file stays unreadable. It fails without stopping the test,
+// so the mount is still undone.
+func checkServerReach(t *testing.T, mount, id string) {
+	t.Helper()
+	setpriv := testenv.RequireTool(t, "setpriv", "util-linux")
+	asNobody := func(args ...string) ([]byte, error) {
+		return exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, args...)...).CombinedOutput()
+	}
+	own := filepath.Join(mount, "server")
+	defer os.RemoveAll(own)
+	if err := errors.Join(os.Mkdir(own, 0o700), os.Chown(own, 65534, 65534)); err != nil {
+		t.Error(err)
+		return
+	}
+	if out, err := asNobody("touch", filepath.Join(own, "ibdata1")); err != nil {
+		t.Errorf("the server's user cannot write below the lab's mount %s: %v: %s", mount, err, out)
+	}
+	for _, d := range []string{filepath.Dir(StateDir), StateDir, filepath.Dir(mount)} {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if got := st.Mode().Perm(); got != 0o711 {
+			t.Errorf("%s: mode %o, want 711 (enter, not list)", d, got)
+		}
+		if out, err := asNobody("ls", d); err == nil {
+			t.Errorf("the server's user lists %s:\n%s", d, out)
+		}
+	}
+	if out, err := asNobody("cat", statePath(id)); err == nil {
+		t.Errorf("the server's user reads the state file: %s", out)
 	}
 }
