@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowpath/slowpath/internal/capture"
-	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/cli/clienv"
+	"github.com/slowpath/slowpath/internal/report/capturereport"
 	"github.com/slowpath/slowpath/internal/units"
 )
 
@@ -83,7 +83,8 @@ Needs root, or CAP_BPF and CAP_PERFMON, and kernel BTF. See docs/capture.md.`,
 }
 
 // formats are capture's --format values.
-var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text", Notes: map[string]string{"json": "the manifest"}}
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Notes: map[string]string{"json": "the manifest", "markdown": "the summary as a Markdown table, for a ticket"}}
 
 func (o *Options) validate() error {
 	if err := formats.Check(o.Format); err != nil {
@@ -168,31 +169,18 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	if res == nil {
 		return err
 	}
-	if o.Format == "json" {
+	var werr error
+	switch o.Format {
+	case "json":
 		// The manifest (kind, schema_version) after format_version.
-		if e := clienv.EncodeJSON(env.Stdout, 1, res.Manifest, true); e != nil {
-			return e
-		}
-	} else {
-		writeText(env, o.Output, res.Manifest)
+		werr = clienv.EncodeJSON(env.Stdout, 1, res.Manifest, true)
+	case "markdown":
+		werr = capturereport.WriteMarkdown(env.Stdout, o.Output, res.Manifest)
+	default:
+		werr = capturereport.WriteText(env.Stdout, o.Output, res.Manifest)
+	}
+	if werr != nil {
+		return werr
 	}
 	return err
-}
-
-func writeText(env *clienv.Env, dir string, m *capfile.Manifest) {
-	w := env.Stdout
-	fmt.Fprintf(w, "capture\t%s\n", dir)
-	fmt.Fprintf(w, "duration\t%v\n", time.Duration(m.DurationNS).Round(time.Millisecond))
-	fmt.Fprintf(w, "status\t%s\n", m.Status)
-	fmt.Fprintf(w, "file-level records\t%d (%d page-cache faults of mapped files, source %s)\n", m.Events.Ops, m.Events.Faults, m.Kernel.FaultSource)
-	fmt.Fprintf(w, "block records\t%d\n", m.Events.Block)
-	for _, d := range m.Devices {
-		fmt.Fprintf(w, "device\t%s (%s, %s)\n", d.Name, d.Kind, d.Source)
-	}
-	fmt.Fprintf(w, "files\t%d\n", len(m.Files))
-	fmt.Fprintf(w, "threads\t%d\n", len(m.Threads))
-	fmt.Fprintf(w, "dropped events\t%d\n", m.Events.Dropped)
-	if m.Events.Unmatched > 0 {
-		fmt.Fprintf(w, "requests not seen completing\t%d\n", m.Events.Unmatched)
-	}
 }

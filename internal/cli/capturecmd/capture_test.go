@@ -39,6 +39,8 @@ func TestFlags(t *testing.T) {
 			&Options{Duration: 5 * time.Second, PID: 42, Mount: "/srv", Output: "cap", MaxRecords: capture.DefaultMaxRecords, RingMiB: 16, Format: "json"}, ""},
 		{[]string{"-o", "cap", "--comm", "postgres", "--ring-size", "64", "--accept-drops", "--max-records", "1000"},
 			&Options{Duration: 60 * time.Second, Comm: "postgres", Mount: "/", Output: "cap", MaxRecords: 1000, RingMiB: 64, AcceptDrops: true, Format: "text"}, ""},
+		{[]string{"-o", "cap", "--format", "markdown"},
+			&Options{Duration: 60 * time.Second, Mount: "/", Output: "cap", MaxRecords: capture.DefaultMaxRecords, RingMiB: 16, Format: "markdown"}, ""},
 		{[]string{}, nil, `"output" not set`},
 		{[]string{"-o", "cap", "--pid", "1", "--comm", "x"}, nil, "none of the others can be"},
 		{[]string{"-o", "cap", "--format", "xml"}, nil, "unknown --format"},
@@ -160,6 +162,22 @@ func TestBlockOnlyJSON(t *testing.T) {
 	}
 	if m.Kind != capfile.Kind || !m.Filters.BlockOnly || m.DurationNS < uint64(time.Second) || len(m.Devices) == 0 || m.Path == nil {
 		t.Errorf("manifest: kind %q, filters %+v, duration %d, devices %+v", m.Kind, m.Filters, m.DurationNS, m.Devices)
+	}
+}
+
+// TestBlockOnlyMarkdown: --format markdown prints the summary of a real
+// capture as capturereport's table.
+func TestBlockOnlyMarkdown(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := filepath.Join(t.TempDir(), "cap")
+	code, out, errs := execute(t, "-o", dir, "--block-only", "--duration", "1s", "--format", "markdown", "--accept-drops")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"**slowpath capture** into `" + dir + "`\n\n| what | value |\n|---|---|\n| duration | ", "| status | complete |", "| block records | ", "| device | ", "| dropped events | "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }
 

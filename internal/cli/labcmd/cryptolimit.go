@@ -2,8 +2,6 @@ package labcmd
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +9,7 @@ import (
 	"github.com/slowpath/slowpath/internal/cli/clienv"
 	"github.com/slowpath/slowpath/internal/collect/cipherlimit"
 	"github.com/slowpath/slowpath/internal/lab/cryptbench"
-	"github.com/slowpath/slowpath/internal/units"
+	"github.com/slowpath/slowpath/internal/report/cipherreport"
 )
 
 // CryptoLimitOptions are the flags of `slowpath lab crypto-limit`.
@@ -55,7 +53,8 @@ that 'lab crypt' prints.`,
 
 // limitFormats are lab crypto-limit's --format values; its usage line has
 // no "output format:" opening.
-var limitFormats = clienv.Formats{Names: []string{"text", "json"}, Default: "text", Usage: "text or json"}
+var limitFormats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Usage: "text, json or markdown (the figures as a table, for a ticket)"}
 
 func runCryptoLimit(ctx context.Context, env *clienv.Env, o *CryptoLimitOptions) error {
 	figures := cryptbench.DetectFigures(env.FS, o.Emulated, o.IcountShift)
@@ -66,29 +65,8 @@ func runCryptoLimit(ctx context.Context, env *clienv.Env, o *CryptoLimitOptions)
 	if o.Format == "json" {
 		return (&cipherlimit.File{Result: r, Emulated: figures.Kind != "measured", Figures: figures.Kind, FiguresNote: figures.Label()}).Write(env.Stdout)
 	}
-	WriteLimit(env.Stdout, r, figures)
-	return nil
-}
-
-// WriteLimit prints a crypto-limit result.
-func WriteLimit(w io.Writer, r *cipherlimit.Result, figures cryptbench.Figures) {
-	fmt.Fprintf(w, "slowpath lab crypto-limit: %s, %d-bit key, %d-byte sectors\n", r.Algorithm, r.KeyBits, r.SectorSize)
-	if l := figures.Label(); l != "" {
-		fmt.Fprintf(w, "%s\n", l)
+	if o.Format == "markdown" {
+		return cipherreport.WriteMarkdown(env.Stdout, r, figures)
 	}
-	if r.Kernel != nil {
-		fmt.Fprintf(w, "kernel implementation:  %s (module %s, priority %d): what dm-crypt uses\n", r.Kernel.Driver, r.Kernel.Module, r.Kernel.Priority)
-	} else {
-		fmt.Fprintf(w, "kernel implementation:  unknown (%s)\n", r.KernelNote)
-	}
-	fmt.Fprintf(w, "measured:               %s\n", r.What)
-	if r.AFALG != "" {
-		fmt.Fprintf(w, "AF_ALG:                 unavailable: %s\n", r.AFALG)
-	}
-	fmt.Fprintf(w, "one core:               %s\n", units.Throughput(r.PerCore))
-	fmt.Fprintf(w, "all cores (%d):          %s\n", r.Cores, units.Throughput(r.AllCores))
-	if r.PipelinedAES > 0 {
-		fmt.Fprintf(w, "pipelined AES, 1 core:  %s (AES-CTR keystream: several blocks in flight, as the kernel's XTS does)\n", units.Throughput(r.PipelinedAES))
-	}
-	fmt.Fprintf(w, "cipher time per 4 KiB:  %v per layer on one core\n", time.Duration(4096/r.PerCore*1e9).Round(time.Nanosecond))
+	return cipherreport.WriteText(env.Stdout, r, figures)
 }

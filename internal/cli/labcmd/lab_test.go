@@ -126,6 +126,29 @@ func TestCryptoLimitText(t *testing.T) {
 	}
 }
 
+// TestCryptoLimitMarkdown: --format markdown measures as text does and
+// prints cipherreport's table; an unknown format names markdown.
+func TestCryptoLimitMarkdown(t *testing.T) {
+	env, out, _ := testEnv()
+	cmd := NewCmdCryptoLimit(env, nil)
+	cmd.SetArgs([]string{"--duration", "50ms", "--method", "user-space", "--format", "markdown"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**slowpath lab crypto-limit**: xts(aes), 512-bit key, 512-byte sectors", "| what | figure |\n|---|---|\n", "| one core | ", "| all cores (", "| cipher time per 4 KiB | "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	env, _, _ = testEnv()
+	cmd = NewCmdCryptoLimit(env, func(context.Context, *CryptoLimitOptions) error { t.Error("ran"); return nil })
+	cmd.SetArgs([]string{"--format", "xml"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "use text, json or markdown") {
+		t.Errorf("--format xml: %v", err)
+	}
+}
+
 func TestCryptoLimitRefusesBadShift(t *testing.T) {
 	env, _, _ := testEnv()
 	cmd := NewCmdCryptoLimit(env, func(context.Context, *CryptoLimitOptions) error { t.Error("ran"); return nil })

@@ -32,47 +32,12 @@ func WriteText(w io.Writer, r dropreport.Report, o TextOptions) error {
 	if o.TopFunctions <= 0 {
 		o.TopFunctions = 3
 	}
-	where := "all interfaces"
-	if r.Interface != "" {
-		where = r.Interface
+	fmt.Fprintln(w, headline(r))
+	if n := attribution(r); n != "" {
+		fmt.Fprintln(w, n)
 	}
-	var shown uint64
-	for _, rc := range r.Reasons {
-		shown += rc.Count
-	}
-	fmt.Fprintf(w, "Packet drops on %s over %s: %d dropped", where, strconv.FormatFloat(r.DurationSeconds, 'f', 1, 64)+"s", shown)
-	for _, h := range r.Hidden {
-		fmt.Fprintf(w, "; %d %s frees not shown (--all shows them)", h.Count, h.Reason)
-	}
-	fmt.Fprintln(w)
-	if !r.DropReasons {
-		proto := "its skb:kfree_skb tracepoint has no reason argument"
-		if r.Tracepoint != "" {
-			proto = "its tracepoint is " + r.Tracepoint + ", no reason"
-		}
-		fmt.Fprintf(w, "Attribution by location, not by reason: this kernel gives no drop reasons (%s; Linux 5.17 added it).\n"+
-			"LOCATION is the function that freed the packet (with --stacks, the caller of a free helper such as kfree_skb_list);\n"+
-			"LAYER and CHECK come from known drop sites (enqueue_to_backlog is the CPU backlog), unknown elsewhere.\n"+
-			"Every kfree_skb() free is counted: at unknown locations some are not drops.\n", proto)
-	}
-	if r.LostRecords > 0 {
-		fmt.Fprintf(w, "warning: %d drops not counted: the in-kernel map was full\n", r.LostRecords)
-	}
-	switch {
-	case r.RecursionMisses == nil:
-		why := r.RecursionMissesError
-		if why == "" {
-			why = "not recorded"
-		}
-		fmt.Fprintf(w, "warning: recursion misses unknown (%s): how many kfree_skb hits the kernel did not show the tracer is not known\n", why)
-	case *r.RecursionMisses > 0:
-		fmt.Fprintf(w, "warning: the kernel skipped the tracer %d times because it was already running on that CPU "+
-			"(recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): up to %d drops not seen this way\n",
-			*r.RecursionMisses, *r.RecursionMisses)
-	}
-	if r.StackWalksFailed > 0 {
-		fmt.Fprintf(w, "warning: %d of %d stack walks failed (stack map full, or two stacks with one hash): "+
-			"the drops sampled under them are counted with no stack\n", r.StackWalksFailed, r.StackWalks)
+	for _, warn := range warnings(r) {
+		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	if len(r.Reasons) == 0 {
 		fmt.Fprintln(w, "No drops.")
@@ -83,19 +48,9 @@ func WriteText(w io.Writer, r dropreport.Report, o TextOptions) error {
 	if o.Tabs {
 		tw = table.NewTSV(w)
 	}
-	head := "REASON"
-	if !r.DropReasons {
-		head = "LOCATION"
-	}
-	tw.Row(head, "COUNT", "PER SEC", "LAYER", "CHECK", "INTERFACES", "FUNCTIONS")
+	tw.Row(tableHead(r)...)
 	for _, rc := range r.Reasons {
-		check := rc.Check
-		if check == "" {
-			check = "-"
-		}
-		tw.Row(rc.Reason, strconv.FormatUint(rc.Count, 10),
-			strconv.FormatFloat(rc.PerSecond, 'f', 1, 64), rc.Layer, check,
-			interfaces(rc.Interfaces, 2), functions(rc.Locations, o.TopFunctions))
+		tw.Row(tableRow(rc, o.TopFunctions)...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -110,6 +65,86 @@ func WriteText(w io.Writer, r dropreport.Report, o TextOptions) error {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(hints, "\n"))
 	}
 	return nil
+}
+
+// headline is the first line of every rendering: where, how long, how
+// many, and the frees not shown.
+func headline(r dropreport.Report) string {
+	where := "all interfaces"
+	if r.Interface != "" {
+		where = r.Interface
+	}
+	var shown uint64
+	for _, rc := range r.Reasons {
+		shown += rc.Count
+	}
+	s := fmt.Sprintf("Packet drops on %s over %s: %d dropped", where, strconv.FormatFloat(r.DurationSeconds, 'f', 1, 64)+"s", shown)
+	for _, h := range r.Hidden {
+		s += fmt.Sprintf("; %d %s frees not shown (--all shows them)", h.Count, h.Reason)
+	}
+	return s
+}
+
+// attribution says, on a kernel without drop reasons, what the rows are
+// instead; "" where the kernel gives reasons.
+func attribution(r dropreport.Report) string {
+	if r.DropReasons {
+		return ""
+	}
+	proto := "its skb:kfree_skb tracepoint has no reason argument"
+	if r.Tracepoint != "" {
+		proto = "its tracepoint is " + r.Tracepoint + ", no reason"
+	}
+	return fmt.Sprintf("Attribution by location, not by reason: this kernel gives no drop reasons (%s; Linux 5.17 added it).\n"+
+		"LOCATION is the function that freed the packet (with --stacks, the caller of a free helper such as kfree_skb_list);\n"+
+		"LAYER and CHECK come from known drop sites (enqueue_to_backlog is the CPU backlog), unknown elsewhere.\n"+
+		"Every kfree_skb() free is counted: at unknown locations some are not drops.", proto)
+}
+
+// warnings are what the tracer's own counters say it missed.
+func warnings(r dropreport.Report) []string {
+	var ws []string
+	if r.LostRecords > 0 {
+		ws = append(ws, fmt.Sprintf("%d drops not counted: the in-kernel map was full", r.LostRecords))
+	}
+	switch {
+	case r.RecursionMisses == nil:
+		why := r.RecursionMissesError
+		if why == "" {
+			why = "not recorded"
+		}
+		ws = append(ws, fmt.Sprintf("recursion misses unknown (%s): how many kfree_skb hits the kernel did not show the tracer is not known", why))
+	case *r.RecursionMisses > 0:
+		ws = append(ws, fmt.Sprintf("the kernel skipped the tracer %d times because it was already running on that CPU "+
+			"(recursion misses, over every skb:kfree_skb hit, drops or not, on any interface): up to %d drops not seen this way",
+			*r.RecursionMisses, *r.RecursionMisses))
+	}
+	if r.StackWalksFailed > 0 {
+		ws = append(ws, fmt.Sprintf("%d of %d stack walks failed (stack map full, or two stacks with one hash): "+
+			"the drops sampled under them are counted with no stack", r.StackWalksFailed, r.StackWalks))
+	}
+	return ws
+}
+
+// tableHead is the table's header: a kernel without reasons lists
+// locations.
+func tableHead(r dropreport.Report) []string {
+	head := "REASON"
+	if !r.DropReasons {
+		head = "LOCATION"
+	}
+	return []string{head, "COUNT", "PER SEC", "LAYER", "CHECK", "INTERFACES", "FUNCTIONS"}
+}
+
+// tableRow is one reason's row, its top kernel functions named.
+func tableRow(rc dropreport.ReasonCount, top int) []string {
+	check := rc.Check
+	if check == "" {
+		check = "-"
+	}
+	return []string{rc.Reason, strconv.FormatUint(rc.Count, 10),
+		strconv.FormatFloat(rc.PerSecond, 'f', 1, 64), rc.Layer, check,
+		interfaces(rc.Interfaces, 2), functions(rc.Locations, top)}
 }
 
 func functions(locs []dropreport.LocationCount, top int) string {

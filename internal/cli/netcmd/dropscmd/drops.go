@@ -83,7 +83,7 @@ See docs/drops.md.`,
 	f.StringVar(&o.SVG, "svg", "", "write a flame graph of drop stacks to `FILE`; - for stdout, the report then goes to stderr")
 	formats.AddFlag(f, &o.Format)
 	f.BoolVar(&o.All, "all", false, "also list NOT_SPECIFIED frees (and record their stacks)")
-	f.IntVar(&o.Top, "top", 3, "kernel functions to show per reason in text output")
+	f.IntVar(&o.Top, "top", 3, "kernel functions to show per reason in text and Markdown output")
 	f.StringVar(&o.ReadyFile, "ready-file", "", "create `FILE` once the tracer is attached (for scripts)")
 	f.StringVar(&o.Record, "record", "", "also write the raw in-kernel counters, with the symbols they need, to `FILE` (JSON); - for stdout, the report then goes to stderr")
 	f.StringVar(&o.Replay, "replay", "", "report from the capture `FILE` written by --record instead of tracing this host")
@@ -97,7 +97,8 @@ See docs/drops.md.`,
 const DefaultStackEvery = 64
 
 // formats are net drops' --format values.
-var formats = clienv.Formats{Names: []string{"text", "json"}, Default: "text"}
+var formats = clienv.Formats{Names: []string{"text", "json", "markdown"}, Default: "text",
+	Notes: map[string]string{"markdown": "the report as a Markdown table, for a ticket"}}
 
 func (o *Options) validate() error {
 	if err := formats.Check(o.Format); err != nil {
@@ -184,6 +185,9 @@ func run(ctx context.Context, env *clienv.Env, o *Options) error {
 	out := o.reportTo(env)
 	if o.Format == "json" {
 		return clienv.EncodeJSON(out, 1, rep, true)
+	}
+	if o.Format == "markdown" {
+		return dropsreport.WriteMarkdown(out, rep, dropsreport.TextOptions{TopFunctions: o.Top})
 	}
 	// A table on a terminal; tab-separated rows when piped.
 	return dropsreport.WriteText(out, rep, dropsreport.TextOptions{TopFunctions: o.Top, Tabs: out != env.Stdout || !env.StdoutTTY})

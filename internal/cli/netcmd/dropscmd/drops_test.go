@@ -569,6 +569,18 @@ func TestReplay(t *testing.T) {
 	if err != nil || !bytes.Contains(b, []byte(">enqueue_to_backlog<")) && !bytes.Contains(b, []byte("<title>enqueue_to_backlog ")) {
 		t.Errorf("flame graph lacks enqueue_to_backlog (%v)", err)
 	}
+	// --format markdown prints dropsreport's Markdown of the same report.
+	md, err := runCmd(context.Background(), t, "--replay", "../../../dropreport/testdata/flood.capture.json", "--format", "markdown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMD, err := os.ReadFile("../../../dropreport/testdata/flood.report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(wantMD), md); diff != "" {
+		t.Errorf("replayed Markdown report (-want +got)\n%s", diff)
+	}
 	if _, err := runCmd(context.Background(), t, "--replay", filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "read capture") {
 		t.Errorf("missing capture: err = %v", err)
 	}

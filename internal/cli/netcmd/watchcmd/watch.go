@@ -56,7 +56,11 @@ socket (receive/send buffers full) and qdisc. It reads counters only.
 
 On a terminal it redraws a table with the top offender highlighted; piped, it
 prints one JSON object per interval (see docs/json.md). --format json or
---format text chooses either explicitly (text when piped: plain lines).`,
+--format text chooses either explicitly (text when piped: plain lines).
+It prints nothing at the end, so it has no Markdown: for a ticket,
+'slowpath net --net-interval 30s --format markdown' prints each layer's
+drop rate over one window and the top offender, and
+'slowpath net drops --format markdown' the drops by kernel reason.`,
 		Args: cobra.NoArgs,
 		RunE: clienv.Action(o, func([]string) error { o.Args = os.Args[1:]; return nil }, runF,
 			func(ctx context.Context) error { return run(ctx, env, o) }),

@@ -1,0 +1,98 @@
+package capturereport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/slowpath/slowpath/internal/capture/capfile"
+	"github.com/slowpath/slowpath/internal/testing/golden"
+)
+
+// manifest is a capture of a database on dm-crypt over a disk, with a few
+// events lost and requests that began before it.
+func manifest() *capfile.Manifest {
+	return &capfile.Manifest{Kind: capfile.Kind, Status: capfile.StatusComplete, DurationNS: 60_000_400_000,
+		Kernel:  capfile.Kernel{Release: "6.8.0", FaultSource: capfile.FaultSourcePageFault},
+		Devices: []capfile.Device{{ID: 1, Name: "dm-0", MajorMinor: "253:0", Kind: "dm-crypt", Source: capfile.BlockSourceBio}, {ID: 2, Name: "nvme0n1", MajorMinor: "259:0", Kind: "disk", Source: capfile.BlockSourceRq}},
+		Files:   make([]capfile.File, 12), Threads: make([]capfile.Thread, 5),
+		Events: capfile.Events{Ops: 48213, Faults: 17, Block: 20117, Dropped: 3, Unmatched: 2}}
+}
+
+// TestGolden: the text and the Markdown of one capture say the same facts.
+func TestGolden(t *testing.T) {
+	m := manifest()
+	var text, md bytes.Buffer
+	if err := WriteText(&text, "pg-capture/", m); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, "pg-capture/", m); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, "testdata/capture.txt", text.Bytes())
+	golden.Compare(t, "testdata/capture.md", md.Bytes())
+	for _, f := range facts("pg-capture/", m)[1:] {
+		if !strings.Contains(text.String(), f.name+"\t"+f.value+"\n") || !strings.Contains(md.String(), "| "+f.name+" | "+f.value+" |\n") {
+			t.Errorf("%s %s not in both the text and the Markdown", f.name, f.value)
+		}
+	}
+}
+
+// hostile is a manifest whose device names and kinds, and the directory
+// given on the command line, try to break out of their cell.
+func hostile(s string) (string, *capfile.Manifest) {
+	m := manifest()
+	m.Status, m.Kernel.FaultSource = s, s
+	m.Devices[0].Name, m.Devices[0].Kind, m.Devices[1].Source = s, s, s
+	return s, m
+}
+
+// checkMarkdown fails on raw HTML, a row of other than two cells, a pipe
+// outside the table or a code span left open.
+func checkMarkdown(t *testing.T, out string) {
+	t.Helper()
+	if strings.ContainsAny(out, "<>") {
+		t.Fatalf("markdown holds raw HTML:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "|") && strings.Count(line, "|") != 3 {
+			t.Fatalf("row %q is not two cells:\n%s", line, out)
+		}
+		if !strings.HasPrefix(line, "|") && strings.Contains(line, "|") {
+			t.Fatalf("line %q outside the table holds a pipe:\n%s", line, out)
+		}
+		if strings.Count(line, "`")%2 != 0 {
+			t.Fatalf("line %q opens a code span it does not close:\n%s", line, out)
+		}
+	}
+}
+
+// TestMarkdownHostile: pipes, backticks, newlines and HTML in a device's
+// name or the directory stay text.
+func TestMarkdownHostile(t *testing.T) {
+	var b bytes.Buffer
+	dir, m := hostile("cap|<img src=x>`\n| a | b |")
+	if err := WriteMarkdown(&b, dir, m); err != nil {
+		t.Fatal(err)
+	}
+	checkMarkdown(t, b.String())
+	if want := "| device | cap&#124;&lt;img src=x&gt;&#96; &#124; a &#124; b &#124; (cap"; !strings.Contains(b.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, b.String())
+	}
+}
+
+// FuzzWriteMarkdown: whatever a host names its devices or a user its
+// directory, the Markdown holds no HTML and its rows keep two cells.
+func FuzzWriteMarkdown(f *testing.F) {
+	for _, s := range []string{"dm-0", "a|b", "<script>", "`", "a\nb", "\r\n|", "\u2028", "\x00\x1b[31m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b bytes.Buffer
+		dir, m := hostile(s)
+		if err := WriteMarkdown(&b, dir, m); err != nil {
+			t.Fatal(err)
+		}
+		checkMarkdown(t, b.String())
+	})
+}
