@@ -18,6 +18,7 @@ import (
 	"github.com/slowpath/slowpath/internal/comparison"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testing/golden"
+	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
 // DatabaseEnv runs TestDatabaseFourWay, by hand: its boot carries MariaDB
@@ -110,9 +111,7 @@ stat -c '%a %n' /run/slowpath /run/slowpath/cryptlab > /results/lab.modes
 // SLOWPATH_UPDATE=1 as well keeps the run in testdata/database-four-way.
 // Under TCG the figures are functional evidence, not performance.
 func TestDatabaseFourWay(t *testing.T) {
-	if os.Getenv(DatabaseEnv) == "" {
-		t.Skipf("MariaDB in the guest, four database runs and a lab under TCG: by hand, %s=1 (docs/testing.md)", DatabaseEnv)
-	}
+	testenv.ByHand(t, DatabaseEnv, "MariaDB in the guest, four database runs and a lab under TCG")
 	t.Parallel()
 	onKernels(t, fullSet, testDatabaseFourWay)
 }

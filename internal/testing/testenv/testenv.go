@@ -99,3 +99,14 @@ func NotOnThisKernel(t testing.TB, kernel, reason string) {
 	t.Helper()
 	t.Skipf("not on kernel %s: %s (recorded in test/vm/kernels/%s.expect)", kernel, reason, kernel)
 }
+
+// ByHand skips t, also under SLOWPATH_STRICT=1, unless the environment
+// variable env is "1": a scenario that costs the suite more than it may
+// (minutes of VM boots), kept runnable and documented for whoever runs it
+// by hand, never counted as run by `make test`.
+func ByHand(t testing.TB, env, what string) {
+	t.Helper()
+	if os.Getenv(env) != "1" {
+		t.Skipf("%s: by hand, %s=1 (docs/testing.md)", what, env)
+	}
+}
