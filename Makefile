@@ -14,6 +14,12 @@ LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(
 # Static (no cgo, no glibc): the same binary runs on any distribution and
 # in the FROM-scratch image.
 STATIC    := CGO_ENABLED=0
+# Stripped (-s -w: no ELF symbol table, no DWARF) as release.sh builds:
+# this is the binary `make image` ships and `make run` starts, and a
+# third smaller (docs/performance.md). Panics and pprof still name
+# functions (Go's own pclntab stays); only delve and gdb need DWARF:
+# `make build STRIP=` keeps it.
+STRIP     ?= -s -w
 FUZZTIME  ?= 3s
 # bash with pipefail, so `| tee` does not hide a failing go test.
 SHELL       := /bin/bash
@@ -27,7 +33,7 @@ TEST_DEPS := python3 fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-b
 all: build
 
 build:
-	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS) $(STRIP)' -o $(BIN) ./cmd/slowpath
 
 # The container image (Containerfile: FROM scratch and the static binary)
 # as an OCI archive: podman load -i bin/slowpath-image.tar
