@@ -26,7 +26,7 @@ SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := python3 fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs xfsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd postgresql-15 mariadb-server sysbench shellcheck rpm rpm2cpio rpmlint
+TEST_DEPS := python3 time fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs xfsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd postgresql-15 mariadb-server sysbench shellcheck rpm rpm2cpio rpmlint
 
 .PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm mod vm-pins prep
 
