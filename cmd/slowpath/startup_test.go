@@ -16,23 +16,9 @@ import (
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
-// buildStripped builds package pkg (run in dir) to a file named name as
-// make build and release.sh do: static, -trimpath, stripped.
-func buildStripped(tb testing.TB, dir, pkg, name string) string {
-	tb.Helper()
-	goTool := testenv.RequireTool(tb, "go", "golang-go")
-	bin := filepath.Join(tb.TempDir(), name)
-	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
-}
-
 // minimalBinary is the floor a Go command cannot go below: a static
-// binary whose main prints one line, the Go runtime's own start-up.
+// binary whose main prints one line, the Go runtime's own start-up, built
+// as slowpath is.
 func minimalBinary(tb testing.TB) string {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -44,7 +30,15 @@ func minimalBinary(tb testing.TB) string {
 			tb.Fatal(err)
 		}
 	}
-	return buildStripped(tb, dir, ".", "minimal")
+	goTool := testenv.RequireTool(tb, "go", "golang-go")
+	bin := filepath.Join(tb.TempDir(), "minimal")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build the minimal binary: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // initTrace is one line of GODEBUG=inittrace=1 (runtime/proc.go,
@@ -98,7 +92,7 @@ func TestInitAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildStripped(t, ".", "github.com/slowpath/slowpath/cmd/slowpath", "slowpath")
+	bin := testenv.BuildSlowpathStripped(t)
 	cmd := exec.Command(bin, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer
@@ -184,7 +178,7 @@ func medianOf(rs []run, f func(run) float64) float64 {
 // builds. Reported: each one's median wall time, CPU and peak RSS, and
 // the ratios to the minimal binary, the floor of any Go command.
 func BenchmarkStartup(b *testing.B) {
-	bin := buildStripped(b, ".", "github.com/slowpath/slowpath/cmd/slowpath", "slowpath")
+	bin := testenv.BuildSlowpathStripped(b)
 	minimal := minimalBinary(b)
 	timeTool := testenv.RequireTool(b, "/usr/bin/time", "time")
 	sides := []struct {
