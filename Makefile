@@ -101,8 +101,11 @@ lint:
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+# -p 1: one package's benchmarks at a time, so no two of them share the
+# CPUs (go test runs GOMAXPROCS packages at once); each measures its
+# reference beside it in the same run (docs/performance.md).
 bench: deps-test build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 90m ./... | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -count 1 -timeout 90m ./... | tee bench.out
 
 # Regenerates bpf2go output (committed so `go build` needs no clang).
 generate:

@@ -120,48 +120,53 @@ func (e *exporter) scrape(b *testing.B, n int) {
 	e.cpu += procCPU(b, e.cmd.Process.Pid) - before
 }
 
-// BenchmarkAgentVsNodeExporter scrapes the live agent and Debian's
+// BenchmarkAgentVsNodeExporter scrapes the live agent, Debian's
 // prometheus-node-exporter restricted to the collectors that read the same
-// kind of data (netdev, softnet, ethtool, diskstats) the same number of
-// times, alternating in rounds, and reports CPU per scrape of each server
-// process, their ratio (target ≤ 1.0) and the agent's resident memory
-// (target ≤ 30 MB). Steady state: the agent's first scrape, which reads
-// the storage and network topology (re-read every 5 minutes), is a
-// warm-up like node_exporter's first.
+// kind of data (netdev, softnet, ethtool, diskstats), and node_exporter
+// with its default collectors (what runs beside the agent on a node), the
+// same number of times, alternating in rounds, and reports CPU per scrape
+// of each server process, peak RSS (VmHWM), and the agent's ratios to
+// each. Steady state: the agent's first scrape, which reads the storage
+// and network topology (re-read every 5 minutes), is a warm-up like
+// node_exporter's first.
 func BenchmarkAgentVsNodeExporter(b *testing.B) {
 	ne := testenv.RequireTool(b, "prometheus-node-exporter", "prometheus-node-exporter")
 	bin := testenv.BuildSlowpathStripped(b)
-	aAddr, nAddr := freePort(b), freePort(b)
+	aAddr, nAddr, dAddr := freePort(b), freePort(b), freePort(b)
 	agent := startExporter(b, "slowpath agent", aAddr, bin, "agent", "--web.listen-address", aAddr, "--cloud", "none")
 	nodeExp := startExporter(b, "node_exporter", nAddr, ne, "--web.listen-address", nAddr, "--collector.disable-defaults",
 		"--collector.netdev", "--collector.softnet", "--collector.ethtool", "--collector.diskstats")
+	neDefault := startExporter(b, "node_exporter (defaults)", dAddr, ne, "--web.listen-address", dAddr)
+	sides := []*exporter{agent, nodeExp, neDefault}
 	const warmup, rounds, perRound = 5, 10, 30
-	agent.scrape(b, warmup)
-	nodeExp.scrape(b, warmup)
-	agent.cpu, nodeExp.cpu = 0, 0
+	for _, e := range sides {
+		e.scrape(b, warmup)
+		e.cpu = 0
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
-			agent.scrape(b, perRound)
-			nodeExp.scrape(b, perRound)
+			for k := range sides {
+				sides[(r+k)%len(sides)].scrape(b, perRound)
+			}
 		}
 	}
 	b.StopTimer()
 	n := float64(b.N * rounds * perRound)
-	a := float64(agent.cpu.Microseconds()) / n
-	ref := float64(nodeExp.cpu.Microseconds()) / n
-	rss, hwm := procRSS(b, agent.cmd.Process.Pid)
-	nrss, nhwm := procRSS(b, nodeExp.cmd.Process.Pid)
-	b.ReportMetric(a, "agent-cpu-µs/scrape")
-	b.ReportMetric(ref, "node-exporter-cpu-µs/scrape")
-	if ref > 0 {
-		b.ReportMetric(a/ref, "cpu-ratio")
-	}
-	b.ReportMetric(rss/1e6, "agent-rss-MB")
+	cpu := func(e *exporter) float64 { return float64(e.cpu.Microseconds()) / n }
+	_, hwm := procRSS(b, agent.cmd.Process.Pid)
+	_, nhwm := procRSS(b, nodeExp.cmd.Process.Pid)
+	_, dhwm := procRSS(b, neDefault.cmd.Process.Pid)
+	b.ReportMetric(cpu(agent), "agent-cpu-µs/scrape")
+	b.ReportMetric(cpu(nodeExp), "node-exporter-cpu-µs/scrape")
+	b.ReportMetric(cpu(neDefault), "node-exporter-default-cpu-µs/scrape")
+	b.ReportMetric(cpu(agent)/cpu(nodeExp), "cpu-ratio")
+	b.ReportMetric(cpu(agent)/cpu(neDefault), "cpu-ratio-default")
 	b.ReportMetric(hwm/1e6, "agent-peak-rss-MB")
-	b.ReportMetric(nrss/1e6, "node-exporter-rss-MB")
 	b.ReportMetric(nhwm/1e6, "node-exporter-peak-rss-MB")
+	b.ReportMetric(dhwm/1e6, "node-exporter-default-peak-rss-MB")
 	b.ReportMetric(hwm/nhwm, "peak-rss-ratio")
+	b.ReportMetric(hwm/dhwm, "peak-rss-ratio-default")
 }
 
 // allocated is the exporter's own go_memstats_alloc_bytes_total (both are
