@@ -14,20 +14,26 @@ LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(
 # Static (no cgo, no glibc): the same binary runs on any distribution and
 # in the FROM-scratch image.
 STATIC    := CGO_ENABLED=0
+# Stripped (-s -w: no ELF symbol table, no DWARF) as release.sh builds:
+# this is the binary `make image` ships and `make run` starts, and a
+# third smaller (docs/performance.md). Panics and pprof still name
+# functions (Go's own pclntab stays); only delve and gdb need DWARF:
+# `make build STRIP=` keeps it.
+STRIP     ?= -s -w
 FUZZTIME  ?= 3s
 # bash with pipefail, so `| tee` does not hide a failing go test.
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 # Debian packages: the main job needs none; tests need real tools.
-TEST_DEPS := python3 fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs xfsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd postgresql-15 mariadb-server sysbench shellcheck rpm rpm2cpio rpmlint
+TEST_DEPS := python3 time fio iperf3 qemu-system-x86 busybox-static cpio cryptsetup-bin dmsetup ethtool iproute2 linux-perf util-linux mount e2fsprogs xfsprogs lz4 zstd xz-utils gcc make file chromium prometheus prometheus-node-exporter podman runc nftables qemu-user-static lintian systemd postgresql-15 mariadb-server sysbench shellcheck rpm rpm2cpio rpmlint
 
 .PHONY: all build image release run test unit lint fuzz bench generate deps-test clean vm mod vm-pins prep
 
 all: build
 
 build:
-	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/slowpath
+	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS) $(STRIP)' -o $(BIN) ./cmd/slowpath
 
 # The container image (Containerfile: FROM scratch and the static binary)
 # as an OCI archive: podman load -i bin/slowpath-image.tar
@@ -95,8 +101,11 @@ lint:
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+# -p 1: one package's benchmarks at a time, so no two of them share the
+# CPUs (go test runs GOMAXPROCS packages at once); each measures its
+# reference beside it in the same run (docs/performance.md).
 bench: deps-test build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 90m ./... | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -count 1 -timeout 90m ./... | tee bench.out
 
 # Regenerates bpf2go output (committed so `go build` needs no clang).
 generate:

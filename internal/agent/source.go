@@ -137,7 +137,13 @@ func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []CollectorRun
 	return &s, runs
 }
 
-// readStats reads the stat file of every device on an encrypted path into
+// diskstatsAbove is how many devices on encrypted paths the agent reads
+// with a stat file each; above it, /proc/diskstats once. A typical node
+// has 2-4, fewer files than diskstats has lines (every loop device of a
+// Kubernetes node is one).
+const diskstatsAbove = 16
+
+// readStats reads the counters of every device on an encrypted path into
 // a copy of the storage section: Stat the counters now, StatWindow their
 // growth since the last reading. A counter that went backwards (the device
 // was removed and made again under its name) gives no window for that
@@ -151,12 +157,27 @@ func (l *Live) readStats(s *snapshot.Snapshot, now time.Time) bool {
 	}
 	cur := map[string]*snapshot.BlockStat{}
 	ok := true
+	// Many devices: one /proc/diskstats for all instead of a stat file
+	// each (512 dm-crypt devices over partitions follow 1,028: 13 ms of
+	// a scrape in opens). A device it lacks, or a diskstats that cannot
+	// be read, falls back to the device's stat file.
+	var all map[string]*snapshot.BlockStat
+	if len(l.statDevs) > diskstatsAbove {
+		want := make(map[string]bool, len(l.statDevs))
+		for _, name := range l.statDevs {
+			want[name] = true
+		}
+		all, _ = storage.ReadDiskstats(l.FS, want)
+	}
 	for _, name := range l.statDevs {
-		v, err := storage.ReadBlockStat(l.FS, name)
-		if err != nil {
-			s.AddError("storage.counters", l.FS.SysPath("class", "block", name, "stat"), err)
-			ok = false
-			continue
+		v := all[name]
+		if v == nil {
+			var err error
+			if v, err = storage.ReadBlockStat(l.FS, name); err != nil {
+				s.AddError("storage.counters", l.FS.SysPath("class", "block", name, "stat"), err)
+				ok = false
+				continue
+			}
 		}
 		cur[name] = v
 		d := byName[name]

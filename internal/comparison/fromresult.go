@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
@@ -78,8 +79,11 @@ func baseName(p string) string {
 }
 
 // throughputOp matches figures with a per-second timeline: read_iops,
-// write_bytes_per_sec, commit_ops_per_sec.
-var throughputOp = regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
+// write_bytes_per_sec, commit_ops_per_sec. Compiled on first use, not in
+// every command's package init.
+var throughputOp = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([a-z]+)_(iops|bytes_per_sec|ops_per_sec)$`)
+})
 
 // histogramOf is h in seconds, compare's unit.
 func histogramOf(h *benchresult.Histogram) *stats.Histogram {
@@ -147,7 +151,7 @@ func runFromResult(r *benchresult.Result) (Run, error) {
 		k := key(f)
 		unit, factor := benchresult.DisplayUnit(f.Unit)
 		m := Measure{Unit: unit, Better: Better(f.Better), Value: f.Value * factor}
-		if sm := throughputOp.FindStringSubmatch(f.Name); sm != nil {
+		if sm := throughputOp().FindStringSubmatch(f.Name); sm != nil {
 			if ph := phases[f.Phase]; ph != nil {
 				if tl := streamTimeline(ph, sm[1], f.Unit); len(tl) > 0 {
 					run.Timeline[k] = tl

@@ -79,7 +79,7 @@ func median(d []time.Duration) time.Duration {
 // runs: process start included), and the manual pipeline, and the ratios
 // binary/manual (the headline; target 0.2) and in-process/manual.
 func BenchmarkDoctorVsManual(b *testing.B) {
-	bin := testenv.BuildSlowpath(b)
+	bin := testenv.BuildSlowpathStripped(b) // as make build and the packages build it
 	cmds := manualPipeline(b)
 	env := &clienv.Env{Stdout: io.Discard, Stderr: io.Discard, FS: hostfs.Default(), Version: "bench"}
 	o := &Options{Format: "text", FailOn: "none",

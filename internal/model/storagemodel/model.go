@@ -605,26 +605,36 @@ func (p *Path) EncryptionChain() []Layer {
 // chainOf returns the layers that satisfy in on the chain with the most
 // of them, top first.
 func (p *Path) chainOf(in func(*Layer) bool) []Layer {
-	var best, cur []Layer
-	for i, l := range p.Layers {
-		for len(cur) > 0 && cur[len(cur)-1].Depth >= l.Depth {
+	// Indices, not copies of the layers: this runs per path on every
+	// agent scrape, and a Layer is large.
+	var cur, best, enc []int
+	for i := range p.Layers {
+		l := &p.Layers[i]
+		for len(cur) > 0 && p.Layers[cur[len(cur)-1]].Depth >= l.Depth {
 			cur = cur[:len(cur)-1]
 		}
-		cur = append(cur, l)
+		cur = append(cur, i)
 		leaf := i == len(p.Layers)-1 || p.Layers[i+1].Depth <= l.Depth
 		if leaf {
-			var enc []Layer
+			enc = enc[:0]
 			for _, c := range cur {
-				if in(&c) {
+				if in(&p.Layers[c]) {
 					enc = append(enc, c)
 				}
 			}
 			if len(enc) > len(best) {
-				best = enc
+				best = append(best[:0], enc...)
 			}
 		}
 	}
-	return best
+	if len(best) == 0 {
+		return nil
+	}
+	out := make([]Layer, len(best))
+	for k, i := range best {
+		out[k] = p.Layers[i]
+	}
+	return out
 }
 
 // Leaves returns the bottom layers of every chain (disks, RAM devices, missing).
@@ -638,14 +648,16 @@ func (p *Path) Leaves() []Layer {
 	return out
 }
 
-// Below returns the layers under the layer at index i (its subtree).
+// Below returns the layers under the layer at index i (its subtree), nil
+// when none. It is p.Layers' own subslice, not a copy (its capacity ends
+// with it, so an append copies): read it, do not write through it.
 func (p *Path) Below(i int) []Layer {
-	var out []Layer
-	for _, l := range p.Layers[i+1:] {
-		if l.Depth <= p.Layers[i].Depth {
-			break
-		}
-		out = append(out, l)
+	j := i + 1
+	for j < len(p.Layers) && p.Layers[j].Depth > p.Layers[i].Depth {
+		j++
 	}
-	return out
+	if j == i+1 {
+		return nil
+	}
+	return p.Layers[i+1 : j : j]
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 )
 
 //go:embed third_party/echarts/echarts.min.js
@@ -115,7 +116,7 @@ func Render(w io.Writer, p Page) error {
 	if err != nil {
 		return err
 	}
-	return pageTemplate.Execute(w, map[string]any{
+	return pageTemplate().Execute(w, map[string]any{
 		"Title":    p.Title,
 		"Subtitle": p.Subtitle,
 		"Sections": sections,
@@ -126,7 +127,10 @@ func Render(w io.Writer, p Page) error {
 	})
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// Parsed on first use: only the HTML reports need it, not every command's
+// package init.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -190,6 +194,7 @@ ul.items li.critical,ul.items li.bad{border-color:#c62828}ul.items li.warning{bo
 </body>
 </html>
 `))
+})
 
 // ElideLibrary replaces the embedded chart library in a rendered page with
 // a comment naming its version, so a golden file of a report holds what

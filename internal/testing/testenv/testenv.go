@@ -70,6 +70,21 @@ func BuildSlowpath(t testing.TB) string {
 	return bin
 }
 
+// BuildSlowpathStripped builds slowpath as make build and release.sh do
+// (static, -trimpath, -s -w), for benchmarks of what ships: its size,
+// start-up and resident memory.
+func BuildSlowpathStripped(t testing.TB) string {
+	t.Helper()
+	goTool := RequireTool(t, "go", "golang-go")
+	bin := filepath.Join(t.TempDir(), "slowpath")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "github.com/slowpath/slowpath/cmd/slowpath")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build slowpath: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // ModuleRoot returns the directory of go.mod above the test's working
 // directory, for tests that read the repository's shared testdata.
 func ModuleRoot(t testing.TB) string {

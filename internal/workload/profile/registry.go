@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
@@ -87,6 +88,7 @@ type TaxShape struct {
 
 var (
 	registry []Profile
+	ranks    []int // registry's Spec().Rank, in its order
 	byName   = map[string]Profile{}
 )
 
@@ -115,8 +117,12 @@ func Register(p Profile) {
 		benchresult.RegisterProfileName(s.Name)
 	}
 	byName[s.Name] = p
-	registry = append(registry, p)
-	slices.SortStableFunc(registry, func(a, b Profile) int { return a.Spec().Rank - b.Spec().Rank })
+	// Inserted after every profile of the same or a lower rank: the
+	// order a stable sort gives, without calling every profile's Spec
+	// again at each of the init-time registrations.
+	i := sort.SearchInts(ranks, s.Rank+1)
+	registry = slices.Insert(registry, i, p)
+	ranks = slices.Insert(ranks, i, s.Rank)
 }
 
 // All returns every registered profile in list order.
