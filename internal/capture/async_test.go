@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
+	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
@@ -129,4 +132,66 @@ func fioCounts(raw []byte) ([4]uint64, error) {
 	}
 	j := r.Jobs[0]
 	return [4]uint64{j.Read.TotalIOs, j.Read.IOBytes, j.Write.TotalIOs, j.Write.IOBytes}, nil
+}
+
+// TestURingState: a kernel without the io_uring tracepoints, and one where
+// io_uring is disabled, are named in the manifest (fixtures).
+func TestURingState(t *testing.T) {
+	for _, tc := range []struct {
+		disabled string // "": no such sysctl (before 6.6)
+		tps      bool
+		want     string
+	}{
+		{"", true, capfile.AsyncCaptured},
+		{"0", true, capfile.AsyncCaptured},
+		{"1", true, capfile.AsyncCaptured},
+		{"", false, capfile.AsyncNoTracepoints},
+		{"2", true, capfile.AsyncDisabled},
+		{"2", false, capfile.AsyncDisabled},
+	} {
+		root := t.TempDir()
+		if tc.disabled != "" {
+			writeTree(t, root, map[string]string{"proc/sys/kernel/io_uring_disabled": tc.disabled + "\n"})
+		}
+		if got := uringState(hostfs.New(root), tc.tps); got != tc.want {
+			t.Errorf("io_uring_disabled %q, tracepoints %v: %q, want %q", tc.disabled, tc.tps, got, tc.want)
+		}
+	}
+}
+
+// TestCaptureURingDisabled: with kernel.io_uring_disabled=2 (restored
+// after, also on failure) a real capture says io_uring is disabled and
+// still captures the rest.
+func TestCaptureURingDisabled(t *testing.T) {
+	testenv.RequireRoot(t)
+	const knob = "/proc/sys/kernel/io_uring_disabled"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		testenv.Unavailable(t, "no kernel.io_uring_disabled (Linux 6.6+): "+err.Error())
+	}
+	if err := os.WriteFile(knob, []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, old, 0o644); err != nil {
+			t.Errorf("restore %s: %v", knob, err)
+		}
+	})
+	mnt, _ := loopExt4(t, 64<<20)
+	out := filepath.Join(t.TempDir(), "cap")
+	var logged []string
+	finish := startCapture(t, Options{Mount: mnt, PID: uint32(os.Getpid()) + 1<<30, Log: func(s string) { logged = append(logged, s) }}, out)
+	if _, err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := capfile.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Manifest.Kernel.IOURing != capfile.AsyncDisabled || c.Manifest.Kernel.AIO != capfile.AsyncCaptured {
+		t.Errorf("kernel: %+v", c.Manifest.Kernel)
+	}
+	if !slices.ContainsFunc(logged, func(s string) bool { return strings.Contains(s, "io_uring I/O is not captured") }) {
+		t.Errorf("not said on the log: %q", logged)
+	}
 }
