@@ -195,3 +195,32 @@ func TestCaptureURingDisabled(t *testing.T) {
 		t.Errorf("not said on the log: %q", logged)
 	}
 }
+
+// TestCaptureMissed: cp (coreutils 9 copies with copy_file_range) and
+// fio's splice engine do I/O no record describes: the manifest counts it.
+func TestCaptureMissed(t *testing.T) {
+	testenv.RequireRoot(t)
+	fio := testenv.RequireTool(t, "fio", "fio")
+	mnt, _ := loopExt4(t, 64<<20)
+	cg := testCgroup(t)
+	src := filepath.Join(mnt, "src")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("x"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := layoutJob(t, fio, "[j]\ndirectory=%s\nfilename=sp\nsize=1m\nbs=64k\nrw=read\nioengine=splice\n", mnt)
+	out := filepath.Join(t.TempDir(), "cap")
+	finish := startCapture(t, Options{Mount: mnt, Cgroup: cg}, out)
+	inCgroup(t, cg, "cp", src, filepath.Join(mnt, "dst"))
+	inCgroup(t, cg, fio, job)
+	if _, err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := capfile.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := c.Manifest.Events.Missed
+	if ms == nil || ms.CopyFileRange == 0 || ms.CopyFileRangeBytes < 1<<20 || ms.Splice == 0 || ms.SpliceBytes < 1<<20 {
+		t.Errorf("missed: %+v, want cp's copy_file_range of 1 MiB and fio's splices of 1 MiB", ms)
+	}
+}

@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		m.Kernel.AIO = capfile.AsyncCaptured
 		m.Kernel.IOURing = uringState(r.fs, tr.Kernel.HasURing)
 		if m.Kernel.IOURing != capfile.AsyncCaptured && opts.Log != nil {
-			opts.Log("capture: io_uring I/O is not captured: " + m.Kernel.IOURing)
+			opts.Log("io_uring I/O is not captured: " + m.Kernel.IOURing)
 		}
 	}
 	m.Started = time.Now().UTC()

@@ -185,6 +185,15 @@ func writeText(env *clienv.Env, dir string, m *capfile.Manifest) {
 	fmt.Fprintf(w, "duration\t%v\n", time.Duration(m.DurationNS).Round(time.Millisecond))
 	fmt.Fprintf(w, "status\t%s\n", m.Status)
 	fmt.Fprintf(w, "file-level records\t%d (%d page-cache faults of mapped files, source %s)\n", m.Events.Ops, m.Events.Faults, m.Kernel.FaultSource)
+	if m.Kernel.IOURing != "" {
+		fmt.Fprintf(w, "asynchronous records\t%d Linux AIO, %d io_uring (io_uring: %s)\n", m.Events.AIO, m.Events.IOURing, m.Kernel.IOURing)
+	}
+	if ms := m.Events.Missed; ms != nil {
+		// I/O on captured files that no record describes: its block
+		// requests are in block.bin with no file-level cause.
+		fmt.Fprintf(w, "not recorded\t%d splice (%d B), %d sendfile (%d B), %d copy_file_range (%d B), %d io_uring and %d aio requests of other opcodes\n",
+			ms.Splice, ms.SpliceBytes, ms.Sendfile, ms.SendfileBytes, ms.CopyFileRange, ms.CopyFileRangeBytes, ms.IOURingOther, ms.AIOOther)
+	}
 	fmt.Fprintf(w, "block records\t%d\n", m.Events.Block)
 	for _, d := range m.Devices {
 		fmt.Fprintf(w, "device\t%s (%s, %s)\n", d.Name, d.Kind, d.Source)
