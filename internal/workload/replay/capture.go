@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
@@ -61,7 +62,19 @@ func Load(dir string) (*Source, error) {
 		t.Threads[i].Name = fmt.Sprintf("t%04d", th.ID)
 	}
 	skipped := map[string]uint64{}
+	// Asynchronous requests per thread, as [start, end] to find the
+	// depth each thread kept.
+	spans := map[int][][2]uint64{}
 	err = c.EachOp(func(o capfile.Op) error {
+		if o.Flags&(capfile.FlagAIO|capfile.FlagURing) != 0 && o.Result >= 0 && o.Thread > 0 && int(o.Thread) <= len(t.Threads) {
+			th := &t.Threads[o.Thread-1]
+			if o.Flags&capfile.FlagURing != 0 {
+				th.Engine = "io_uring"
+			} else if th.Engine == "" {
+				th.Engine = "libaio"
+			}
+			spans[int(o.Thread)-1] = append(spans[int(o.Thread)-1], [2]uint64{o.Start, o.End})
+		}
 		op := Op{File: int(o.File) - 1, Offset: int64(o.Offset), Length: int64(o.Length), At: time.Duration(o.Start), Direct: o.Flags&capfile.FlagDirect != 0}
 		switch {
 		case o.Result < 0:
@@ -106,6 +119,9 @@ func Load(dir string) (*Source, error) {
 		th.LastEnd = max(th.LastEnd, time.Duration(o.End))
 		return nil
 	})
+	for i, sp := range spans {
+		t.Threads[i].Depth = maxInFlight(sp)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,4 +162,29 @@ func fsDevice(m *capfile.Manifest) (uint32, string) {
 		return m.Devices[0].ID, m.Devices[0].Name
 	}
 	return 0, ""
+}
+
+// maxInFlight is the most intervals [start, end] that overlap at once.
+func maxInFlight(spans [][2]uint64) int {
+	type edge struct {
+		at    uint64
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
+	}
+	// Ends before starts at the same instant: back to back is not overlap.
+	sort.Slice(edges, func(a, b int) bool {
+		if edges[a].at != edges[b].at {
+			return edges[a].at < edges[b].at
+		}
+		return edges[a].delta < edges[b].delta
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
 }

@@ -247,3 +247,19 @@ func TestExportRefusesNoSpace(t *testing.T) {
 }
 
 var fioParse = fio.Parse
+
+func TestMaxInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		spans [][2]uint64
+		want  int
+	}{
+		{nil, 0},
+		{[][2]uint64{{0, 10}}, 1},
+		{[][2]uint64{{0, 10}, {10, 20}}, 1},
+		{[][2]uint64{{0, 10}, {5, 20}, {6, 7}, {8, 30}}, 3},
+	} {
+		if got := maxInFlight(tc.spans); got != tc.want {
+			t.Errorf("%v: %d, want %d", tc.spans, got, tc.want)
+		}
+	}
+}

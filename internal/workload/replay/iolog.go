@@ -44,6 +44,10 @@ type Stream struct {
 	Thread int    // index into Trace.Threads
 	Direct bool
 	Ops    []Op
+	// Engine and Depth: the thread's asynchronous engine and queue depth
+	// (Thread.Engine, Thread.Depth), replayed as fio's ioengine and iodepth.
+	Engine string
+	Depth  int
 	// Repeat and Runtime: a span replay's busy thread repeats its
 	// operations Repeat times, cut at Runtime (0: once, to the end).
 	Repeat  int
@@ -73,10 +77,10 @@ func (t *Trace) Streams() []Stream {
 			}
 		}
 		if len(buffered) > 0 {
-			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered})
+			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered, Engine: th.Engine, Depth: th.Depth})
 		}
 		if len(direct) > 0 {
-			out = append(out, Stream{Name: th.Name + "-direct", Thread: i, Direct: true, Ops: direct})
+			out = append(out, Stream{Name: th.Name + "-direct", Thread: i, Direct: true, Ops: direct, Engine: th.Engine, Depth: th.Depth})
 		}
 	}
 	return out
@@ -189,6 +193,11 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 	f := fio.File{Global: global}
 	for _, s := range streams {
 		opts := []fio.Option{{Key: "read_iolog", Value: s.IologName()}, {Key: "direct", Value: strconv.Itoa(map[bool]int{true: 1}[s.Direct])}}
+		if s.Engine != "" {
+			// The captured engine and queue depth: a thread that kept 32
+			// requests in flight is replayed with 32 in flight.
+			opts = append(opts, fio.Option{Key: "ioengine", Value: s.Engine}, fio.Option{Key: "iodepth", Value: strconv.Itoa(max(s.Depth, 1))})
+		}
 		if s.Runtime > 0 {
 			// Read gradually: a repeated iolog read whole before the job
 			// starts would put its parsing in the CPU per I/O of the few
