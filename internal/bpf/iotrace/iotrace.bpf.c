@@ -763,6 +763,7 @@ struct io_sync {
 struct io_cqe {
 	__u64 user_data;
 	int res;
+	int fd; // in a union with flags: the SQE's fd until completion
 } __attribute__((preserve_access_index));
 
 // flags is u32 before 6.10 and u64 (io_req_flags_t) since: its low bits,
@@ -810,6 +811,8 @@ int on_uring_submit(__u64 *ctx)
 	struct event ev = {.type = EV_OP, .engine = ENGINE_URING, .opcode = op, .fd = -1, .tgid = pt >> 32, .tid = (__u32)pt};
 	if (fl & IOSQE_FIXED_FILE)
 		ev.aflags |= AF_FIXED_FILE;
+	else
+		ev.fd = BPF_CORE_READ(req, cqe.fd); // user space opens the file by it to stat it
 	if (fl & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK))
 		ev.aflags |= AF_LINKED;
 	switch (op) {

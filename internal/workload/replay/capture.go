@@ -65,7 +65,14 @@ func Load(dir string) (*Source, error) {
 	// Asynchronous requests per thread, as [start, end] to find the
 	// depth each thread kept.
 	spans := map[int][][2]uint64{}
+	// The furthest byte each file's reads returned: the start size of a
+	// file the capture could not examine (its process closed it before
+	// the capture opened it through /proc/PID/fd) is at least that.
+	readTo := make([]int64, len(t.Files))
 	err = c.EachOp(func(o capfile.Op) error {
+		if o.Kind == capfile.OpRead && o.Result > 0 && o.File > 0 && int(o.File) <= len(readTo) {
+			readTo[o.File-1] = max(readTo[o.File-1], int64(o.Offset)+o.Result)
+		}
 		if o.Flags&(capfile.FlagAIO|capfile.FlagURing) != 0 && o.Result >= 0 && o.Thread > 0 && int(o.Thread) <= len(t.Threads) {
 			th := &t.Threads[o.Thread-1]
 			if o.Flags&capfile.FlagURing != 0 {
@@ -121,6 +128,13 @@ func Load(dir string) (*Source, error) {
 	})
 	for i, sp := range spans {
 		t.Threads[i].Depth = maxInFlight(sp)
+	}
+	for i, f := range m.Files {
+		if f.ResidencyUnknown && f.SizeStartBytes == 0 && readTo[i] > 0 {
+			// Unknown, not empty: lay out what the reads found, so they
+			// read data rather than end at EOF.
+			t.Files[i].Size = readTo[i]
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -48,6 +48,10 @@ type Stream struct {
 	// (Thread.Engine, Thread.Depth), replayed as fio's ioengine and iodepth.
 	Engine string
 	Depth  int
+	// Fadvise is fio's fadvise_hint for the stream ("random",
+	// "sequential"): the thread's last POSIX_FADV_RANDOM or
+	// POSIX_FADV_SEQUENTIAL; "": the kernel's default readahead.
+	Fadvise string
 	// Repeat and Runtime: a span replay's busy thread repeats its
 	// operations Repeat times, cut at Runtime (0: once, to the end).
 	Repeat  int
@@ -66,9 +70,19 @@ func (t *Trace) Streams() []Stream {
 	var out []Stream
 	for i, th := range t.Threads {
 		var buffered, direct []Op
+		hint := ""
 		for _, o := range th.Ops {
+			if o.Kind == Fadvise && o.Advice <= 2 {
+				// POSIX_FADV_NORMAL 0, RANDOM 1, SEQUENTIAL 2
+				// (include/uapi/linux/fadvise.h) set the open file's
+				// readahead whatever the range (mm/fadvise.c): fio's own
+				// jobs advise so by default (fadvise_hint=1), and the
+				// readahead they turn off would otherwise be most of a
+				// buffered replay's block requests.
+				hint = map[uint32]string{1: "random", 2: "sequential"}[o.Advice]
+			}
 			if o.Kind == Fadvise || o.Kind == Madvise {
-				continue // no iolog action: the job's fadvise_hint=0 leaves the kernel's default
+				continue // no iolog action
 			}
 			if o.Direct {
 				direct = append(direct, o)
@@ -77,7 +91,7 @@ func (t *Trace) Streams() []Stream {
 			}
 		}
 		if len(buffered) > 0 {
-			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered, Engine: th.Engine, Depth: th.Depth})
+			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered, Engine: th.Engine, Depth: th.Depth, Fadvise: hint})
 		}
 		if len(direct) > 0 {
 			out = append(out, Stream{Name: th.Name + "-direct", Thread: i, Direct: true, Ops: direct, Engine: th.Engine, Depth: th.Depth})
@@ -193,6 +207,9 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 	f := fio.File{Global: global}
 	for _, s := range streams {
 		opts := []fio.Option{{Key: "read_iolog", Value: s.IologName()}, {Key: "direct", Value: strconv.Itoa(map[bool]int{true: 1}[s.Direct])}}
+		if s.Fadvise != "" {
+			opts = append(opts, fio.Option{Key: "fadvise_hint", Value: s.Fadvise})
+		}
 		if s.Engine != "" {
 			// The captured engine and queue depth: a thread that kept 32
 			// requests in flight is replayed with 32 in flight.
