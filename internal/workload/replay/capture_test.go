@@ -263,3 +263,20 @@ func TestMaxInFlight(t *testing.T) {
 		}
 	}
 }
+
+func TestMissedNote(t *testing.T) {
+	m := &capfile.Manifest{}
+	if got := MissedNote(m, benchresult.BlockTrace{Bytes: 100}); got != "" {
+		t.Errorf("nothing missed: %q", got)
+	}
+	m.Events.Missed = &capfile.Missed{CopyFileRange: 2, CopyFileRangeBytes: 1 << 20, IOURingOther: 1}
+	got := MissedNote(m, benchresult.BlockTrace{Device: "loop0", Bytes: 4 << 20})
+	for _, want := range []string{"2 copy_file_range", "1 io_uring requests of other opcodes", "1048576 bytes", "25.0% of the capture's 4194304 block bytes on loop0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\n") {
+		t.Errorf("not one line: %q", got)
+	}
+}
