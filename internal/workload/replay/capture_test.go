@@ -231,7 +231,7 @@ func writeExport(t *testing.T, files map[string][]byte) string {
 }
 
 func TestExportRefusesNoSpace(t *testing.T) {
-	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Fsync}}}}}
+	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Write, Length: 4096}, {Kind: Fsync}}}}}
 	files, err := ExportFiles("replay:big", tr)
 	if err != nil {
 		t.Fatal(err)

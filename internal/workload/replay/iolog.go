@@ -2,7 +2,9 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -89,6 +91,20 @@ func (t *Trace) Streams() []Stream {
 			} else {
 				buffered = append(buffered, o)
 			}
+		}
+		// fio refuses an iolog with no read or write ("failed
+		// initializing iolog", EINVAL, fio 3.33 iolog.c read_iolog2): a
+		// half with only syncs (fdatasync of files InnoDB opened
+		// O_DIRECT, issued by a thread whose I/O the other half holds)
+		// joins the other, and a thread with syncs alone has nothing fio
+		// can replay.
+		switch bio, dio := hasIO(buffered), hasIO(direct); {
+		case !bio && !dio:
+			continue
+		case !bio:
+			direct, buffered = mergeAt(direct, buffered), nil
+		case !dio:
+			buffered, direct = mergeAt(buffered, direct), nil
 		}
 		if len(buffered) > 0 {
 			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered, Engine: th.Engine, Depth: th.Depth, Fadvise: hint})
@@ -225,4 +241,15 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 		f.Jobs = append(f.Jobs, fio.Section{Name: s.Name, Options: opts})
 	}
 	return f.Render()
+}
+
+func hasIO(ops []Op) bool {
+	return slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == Read || o.Kind == Write || o.Kind == Fault })
+}
+
+// mergeAt merges b into a, both in time order, keeping time order.
+func mergeAt(a, b []Op) []Op {
+	out := append(slices.Clip(a), b...)
+	slices.SortStableFunc(out, func(x, y Op) int { return cmp.Compare(x.At, y.At) })
+	return out
 }
