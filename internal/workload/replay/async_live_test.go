@@ -43,7 +43,7 @@ func TestFidelityAsync(t *testing.T) {
 		engine        string
 		depth, direct int
 	}
-	jobs := []job{{"libaio", 1, 1}, {"libaio", 8, 1}, {"libaio", 32, 1}, {"io_uring", 1, 1}, {"io_uring", 8, 1}, {"io_uring", 32, 1}, {"io_uring", 32, 0}}
+	jobs := []job{{"libaio", 1, 1}, {"libaio", 8, 1}, {"libaio", 32, 1}, {"io_uring", 1, 1}, {"io_uring", 8, 1}, {"io_uring", 32, 1}, {"libaio", 8, 0}, {"io_uring", 32, 0}}
 	for _, j := range jobs {
 		t.Run(fmt.Sprintf("%s-qd%d-direct%d", j.engine, j.depth, j.direct), func(t *testing.T) {
 			mnt := loopExt4(t, 256<<20)
