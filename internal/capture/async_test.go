@@ -106,7 +106,7 @@ func TestCaptureAsyncFio(t *testing.T) {
 			if j.extra != "" && fixed == 0 {
 				t.Errorf("SQPOLL ring: no record with a registered file")
 			}
-			t.Logf("%s; aio %d io_uring %d records; dropped %d", got, m.Events.AIO, m.Events.IOURing, m.Events.Dropped)
+			t.Logf("%s; aio %d io_uring %d records; dropped %d, recursion misses %d, block %d", got, m.Events.AIO, m.Events.IOURing, m.Events.Dropped, m.Events.RecursionMisses, m.Events.Block)
 		})
 	}
 }

@@ -285,6 +285,7 @@ func (r *run) finishManifest(m *capfile.Manifest, endMono uint64, c iotrace.Coun
 	m.Events.Dropped = c.Dropped
 	m.Events.Unmatched = r.unmatched
 	m.Events.AIO, m.Events.IOURing = r.aio, r.uring
+	m.Events.RecursionMisses = c.RecursionMisses
 	missed := capfile.Missed{Splice: c.Splice, SpliceBytes: c.SpliceBytes, Sendfile: c.Sendfile, SendfileBytes: c.SendfileBytes,
 		CopyFileRange: c.CopyFileRange, CopyFileRangeBytes: c.CopyFileRangeBytes, IOURingOther: c.URingOther, AIOOther: c.AIOOther}
 	if missed != (capfile.Missed{}) {

@@ -637,6 +637,11 @@ type Counters struct {
 	// mount; AIOOther: iocbs of other opcodes, or beyond the 64 read per
 	// io_submit.
 	URingOther, AIOOther uint64
+	// RecursionMisses: runs of the programs the kernel skipped because
+	// the same program was already running on that CPU (an interrupt's
+	// block completion during another's; Linux 5.12+, else 0): each is
+	// an event lost without a trace in the ring buffer.
+	RecursionMisses uint64
 }
 
 // Counters reads the counters.
@@ -650,6 +655,11 @@ func (t *Tracer) Counters() (Counters, error) {
 		}
 		for _, v := range per {
 			*dst += v
+		}
+	}
+	for _, p := range t.coll.Programs {
+		if st, err := p.Stats(); err == nil {
+			c.RecursionMisses += st.RecursionMisses
 		}
 	}
 	return c, nil

@@ -202,6 +202,11 @@ type Events struct {
 	// (of Ops).
 	AIO     uint64 `json:"aio,omitempty"`
 	IOURing uint64 `json:"io_uring,omitempty"`
+	// RecursionMisses counts runs of the capture's programs the kernel
+	// skipped (the same program already running on that CPU, as when an
+	// interrupt's block completion comes during another's): events lost
+	// as Dropped ones are, unseen by the ring buffer.
+	RecursionMisses uint64 `json:"recursion_misses,omitempty"`
 	// Missed counts I/O of captured threads on files of the mount that no
 	// record describes; nil when none was seen.
 	Missed *Missed `json:"missed,omitempty"`
