@@ -148,11 +148,15 @@ type Kernel struct {
 	HasFilemapFault bool
 	// HasPageFaultUser: exceptions:page_fault_user exists (x86).
 	HasPageFaultUser bool
-	// HasURing: io_uring:io_uring_submit_req (struct io_kiocb *req) and
-	// io_uring_complete with the request as its second argument exist
-	// (Linux 6.1+; 5.10's io_uring_submit_sqe names no request, so its
-	// io_uring I/O cannot be captured).
+	// HasURing: a submission tracepoint whose first argument is the
+	// request (URingSubmit) and io_uring_complete with the request as its
+	// second exist (5.10's io_uring_submit_sqe names no request, so its
+	// io_uring I/O cannot be captured; Debian's 6.1 passes it).
 	HasURing bool
+	// URingSubmit is that tracepoint: io_uring_submit_req (6.4+) or
+	// io_uring_submit_sqe(struct io_kiocb *req, bool force_nonblock)
+	// (before 6.4 where it passes the request: Debian's 6.1).
+	URingSubmit string
 	// RqArg and BioArg are the indexes of the request and bio arguments of
 	// block_rq_issue and block_bio_queue (1 before 5.11, then 0).
 	RqArg, BioArg int
@@ -231,7 +235,8 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 	var td *btf.Typedef
 	k.HasFilemapFault = spec.TypeByName("btf_trace_mm_filemap_fault", &td) == nil
 	k.HasPageFaultUser = spec.TypeByName("btf_trace_page_fault_user", &td) == nil
-	k.HasURing = hasURing(spec)
+	k.URingSubmit = uringSubmit(spec)
+	k.HasURing = k.URingSubmit != ""
 	var err error
 	if k.RqArg, err = argOfStruct(spec, "block_rq_issue", "request"); err != nil {
 		return k, err
@@ -252,11 +257,13 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 	return k, nil
 }
 
-// hasURing checks the io_uring tracepoints' prototypes the programs read:
-// io_uring_submit_req(struct io_kiocb *req) and io_uring_complete(ctx,
-// req, ...) (6.1: void *req then user_data, res...; 6.4+: struct
-// io_kiocb *req, struct io_uring_cqe *cqe).
-func hasURing(spec *btf.Spec) bool {
+// uringSubmit checks the io_uring tracepoints' prototypes the programs
+// read and names the submission one: io_uring_submit_req(struct io_kiocb
+// *req) (6.4+) or io_uring_submit_sqe(struct io_kiocb *req, bool)
+// (before: Debian's 6.1), and io_uring_complete(ctx, req, ...) (6.1: void *req then
+// user_data, res...; 6.4+: struct io_kiocb *req, struct io_uring_cqe
+// *cqe). "": none fits (5.10: io_uring_submit_sqe(ctx, opcode, ...)).
+func uringSubmit(spec *btf.Spec) string {
 	params := func(tp string) []btf.FuncParam {
 		var td *btf.Typedef
 		if spec.TypeByName("btf_trace_"+tp, &td) != nil {
@@ -272,19 +279,23 @@ func hasURing(spec *btf.Spec) bool {
 		}
 		return proto.Params
 	}
-	sub, comp := params("io_uring_submit_req"), params("io_uring_complete")
-	if len(sub) != 2 || len(comp) < 3 {
-		return false
+	if comp := params("io_uring_complete"); len(comp) < 3 {
+		return ""
+	} else if _, ok := comp[2].Type.(*btf.Pointer); !ok {
+		return ""
 	}
-	p, ok := sub[1].Type.(*btf.Pointer)
-	if !ok {
-		return false
+	for _, tp := range []string{"io_uring_submit_req", "io_uring_submit_sqe"} {
+		sub := params(tp)
+		if len(sub) < 2 {
+			continue
+		}
+		if p, ok := sub[1].Type.(*btf.Pointer); ok {
+			if s, ok := p.Target.(*btf.Struct); ok && s.Name == "io_kiocb" {
+				return tp
+			}
+		}
 	}
-	if s, ok := p.Target.(*btf.Struct); !ok || s.Name != "io_kiocb" {
-		return false
-	}
-	_, ok = comp[2].Type.(*btf.Pointer)
-	return ok
+	return ""
 }
 
 // argOfStruct finds the argument of tracepoint tp that points to struct
@@ -513,6 +524,9 @@ func start(o Options, k Kernel, base uint32) (*Tracer, error) {
 		if !keep[name] {
 			delete(spec.Programs, name)
 		}
+	}
+	if p := spec.Programs[bpfProgOnUringSubmit]; p != nil {
+		p.AttachTo = k.URingSubmit
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {

@@ -141,7 +141,8 @@ func kernelBTF(t *testing.T, oldBlock, filemapFault bool) *btf.Spec {
 	case filemapFault:
 		types = append(types, tp("io_uring_submit_req", ptr("io_kiocb")), tp("io_uring_complete", ptr("io_ring_ctx"), ptr("io_kiocb"), ptr("io_uring_cqe")))
 	default:
-		types = append(types, tp("io_uring_submit_req", ptr("io_kiocb")), tp("io_uring_complete", param(voidp), param(voidp), u64, ulong, ulong, u64, u64))
+		types = append(types, tp("io_uring_submit_sqe", ptr("io_kiocb"), btf.FuncParam{Type: &btf.Int{Name: "_Bool", Size: 1, Encoding: btf.Bool}}),
+			tp("io_uring_complete", param(voidp), param(voidp), u64, ulong, ulong, u64, u64))
 	}
 	types = append(types,
 		&btf.Enum{Name: "req_op", Size: 4, Values: []btf.EnumValue{{Name: "REQ_OP_READ", Value: 0}, {Name: "REQ_OP_WRITE", Value: 1},
@@ -173,8 +174,8 @@ func TestProbeSpec(t *testing.T) {
 		want       Kernel
 	}{
 		{"5.10 (q, rq)", true, false, Kernel{RqArg: 1, BioArg: 1, HasPageFaultUser: true, Req: req}},
-		{"6.1 (rq)", false, false, Kernel{HasPageFaultUser: true, HasURing: true, Req: req}},
-		{"6.17 mm_filemap_fault", false, true, Kernel{HasFilemapFault: true, HasPageFaultUser: true, HasURing: true, Req: req}},
+		{"6.1 (rq)", false, false, Kernel{HasPageFaultUser: true, HasURing: true, URingSubmit: "io_uring_submit_sqe", Req: req}},
+		{"6.17 mm_filemap_fault", false, true, Kernel{HasFilemapFault: true, HasPageFaultUser: true, HasURing: true, URingSubmit: "io_uring_submit_req", Req: req}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := probeSpec(kernelBTF(t, tc.old, tc.fault))

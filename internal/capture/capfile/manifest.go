@@ -101,9 +101,9 @@ type Kernel struct {
 // Kernel.AIO and Kernel.IOURing values.
 const (
 	AsyncCaptured = "captured"
-	// AsyncNoTracepoints: the kernel lacks io_uring_submit_req with its
-	// request (before 6.1): io_uring I/O is not captured.
-	AsyncNoTracepoints = "not-captured: no io_uring_submit_req tracepoint with the request in this kernel's BTF"
+	// AsyncNoTracepoints: the kernel has no io_uring submission tracepoint
+	// that passes the request (5.10): io_uring I/O is not captured.
+	AsyncNoTracepoints = "not-captured: no io_uring submission tracepoint with the request in this kernel's BTF"
 	// AsyncDisabled: kernel.io_uring_disabled is 2 (no process can set up
 	// a ring) or the kernel is built without io_uring: there is nothing
 	// to capture.
