@@ -127,6 +127,11 @@ func Run(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	m.Kernel.FaultSource = capfile.FaultSourceNone
 	if !opts.BlockOnly {
 		m.Kernel.FaultSource = tr.FaultSource
+		m.Kernel.AIO = capfile.AsyncCaptured
+		m.Kernel.IOURing = uringState(r.fs, tr.Kernel.HasURing)
+		if m.Kernel.IOURing != capfile.AsyncCaptured && opts.Log != nil {
+			opts.Log("io_uring I/O is not captured: " + m.Kernel.IOURing)
+		}
 	}
 	m.Started = time.Now().UTC()
 	if r.w, err = capfile.Create(outDir); err != nil {
@@ -279,6 +284,13 @@ func (r *run) finishManifest(m *capfile.Manifest, endMono uint64, c iotrace.Coun
 	}
 	m.Events.Dropped = c.Dropped
 	m.Events.Unmatched = r.unmatched
+	m.Events.AIO, m.Events.IOURing = r.aio, r.uring
+	m.Events.RecursionMisses = c.RecursionMisses
+	missed := capfile.Missed{Splice: c.Splice, SpliceBytes: c.SpliceBytes, Sendfile: c.Sendfile, SendfileBytes: c.SendfileBytes,
+		CopyFileRange: c.CopyFileRange, CopyFileRangeBytes: c.CopyFileRangeBytes, IOURingOther: c.URingOther, AIOOther: c.AIOOther}
+	if missed != (capfile.Missed{}) {
+		m.Events.Missed = &missed
+	}
 	m.Events.Faults = r.faults
 	m.Threads = r.threadList
 	m.Files = r.finishFiles()

@@ -90,6 +90,7 @@ type run struct {
 	cgroupRel  string
 	records    uint64
 	faults     uint64
+	aio, uring uint64 // records of asynchronous requests
 	unmatched  uint64
 	limitHit   bool
 	// late lists the files first seen during the capture whose window
@@ -316,6 +317,27 @@ func (r *run) handle(e *iotrace.Event) error {
 	}
 	o := capfile.Op{Kind: capfile.OpKind(e.Kind), Thread: tid, File: f.f.ID, Flags: uint32(e.Flags), Offset: e.Offset,
 		Length: e.Length, Result: e.Ret, Start: start, End: end}
+	switch e.Engine {
+	case iotrace.EngineAIO:
+		o.Flags |= capfile.FlagAIO
+		r.aio++
+	case iotrace.EngineURing:
+		o.Flags |= capfile.FlagURing
+		r.uring++
+		for _, b := range []struct {
+			a    uint8
+			flag uint32
+		}{{iotrace.AFLinked, capfile.FlagLinked}, {iotrace.AFFixedFile, capfile.FlagFixedFile}, {iotrace.AFFixedBuf, capfile.FlagFixedBuf}} {
+			if e.AFlags&b.a != 0 {
+				o.Flags |= b.flag
+			}
+		}
+	}
+	if e.AFlags&iotrace.AFLenResult != 0 && o.Result > 0 {
+		// Vectored or provided-buffer requests: the length asked is not
+		// known at submission.
+		o.Length = max(o.Length, uint64(o.Result))
+	}
 	switch o.Kind {
 	case capfile.OpRead, capfile.OpWrite:
 		o.Flags |= openFlags(e.FFlags)

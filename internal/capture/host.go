@@ -156,3 +156,19 @@ func readSystem(fs hostfs.FS) capfile.System {
 	s.CachedBytes, s.DirtyBytes = kB(mi.Cached), kB(mi.Dirty)
 	return s
 }
+
+// uringState says whether io_uring I/O is captured on this host: not where
+// the kernel's tracepoints do not name the request (before 6.1), and
+// nothing to capture where kernel.io_uring_disabled is 2 (no ring can be
+// set up; Documentation/admin-guide/sysctl/kernel.rst, 6.6+; 1 still lets
+// io_uring_group use it). A kernel built without io_uring has no io_uring
+// tracepoints either: that reads as no tracepoints.
+func uringState(fs hostfs.FS, hasTracepoints bool) string {
+	if v, err := hostfs.ReadValue(fs.ProcPath("sys", "kernel", "io_uring_disabled")); err == nil && v == "2" {
+		return capfile.AsyncDisabled
+	}
+	if !hasTracepoints {
+		return capfile.AsyncNoTracepoints
+	}
+	return capfile.AsyncCaptured
+}

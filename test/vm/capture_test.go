@@ -50,6 +50,20 @@ bs=4k
 filename=blob
 size=8m
 io_size=1m
+[aio]
+rw=randwrite
+ioengine=libaio
+iodepth=8
+direct=1
+bs=4k
+size=1m
+[uring]
+rw=randread
+ioengine=io_uring
+iodepth=8
+direct=1
+bs=4k
+size=1m
 EOF
 /usr/bin/fio --create_only=1 /tmp/job.fio > /dev/null
 sync
@@ -84,6 +98,10 @@ grep tracefs /proc/mounts > /results/tracefs-mounts || true
 	}
 	var fo struct {
 		Jobs []struct {
+			Name string `json:"jobname"`
+			Read struct {
+				TotalIOs uint64 `json:"total_ios"`
+			} `json:"read"`
 			Write struct {
 				IOBytes  uint64 `json:"io_bytes"`
 				TotalIOs uint64 `json:"total_ios"`
@@ -93,13 +111,25 @@ grep tracefs /proc/mounts > /results/tracefs-mounts || true
 	if err := json.Unmarshal(res.Files["fio.json"], &fo); err != nil {
 		t.Fatalf("fio JSON: %v", err)
 	}
-	var fioWrites uint64
+	var fioWrites, fioAIO, fioURing uint64
 	for _, j := range fo.Jobs {
 		fioWrites += j.Write.TotalIOs
+		switch j.Name {
+		case "aio":
+			fioAIO = j.Write.TotalIOs
+		case "uring":
+			fioURing = j.Read.TotalIOs
+		}
 	}
 	m := c.Manifest
-	var writes, faults uint64
+	var writes, faults, aio, uring uint64
 	err = c.EachOp(func(o capfile.Op) error {
+		if o.Flags&capfile.FlagAIO != 0 && o.Kind == capfile.OpWrite {
+			aio++
+		}
+		if o.Flags&capfile.FlagURing != 0 && o.Kind == capfile.OpRead {
+			uring++
+		}
 		switch o.Kind {
 		case capfile.OpWrite:
 			writes++
@@ -121,6 +151,24 @@ grep tracefs /proc/mounts > /results/tracefs-mounts || true
 	}
 	t.Logf("kernel %s, faults from %s: %d writes (fio %d), %d faults, block requests per layer %v, dropped %d",
 		m.Kernel.Release, m.Kernel.FaultSource, writes, fioWrites, faults, perDevice, m.Events.Dropped)
+	// Linux AIO is captured on every kernel; io_uring from 6.1 (5.10's
+	// tracepoints name no request, and the manifest says so).
+	t.Logf("aio writes %d (fio %d), io_uring reads %d (fio %d), io_uring %q", aio, fioAIO, uring, fioURing, m.Kernel.IOURing)
+	if aio != fioAIO || fioAIO == 0 {
+		t.Errorf("%d Linux AIO write records, fio's aio job wrote %d times", aio, fioAIO)
+	}
+	wantURing := fioURing
+	if strings.HasPrefix(m.Kernel.Release, "5.10.") {
+		wantURing = 0
+		if m.Kernel.IOURing != capfile.AsyncNoTracepoints {
+			t.Errorf("kernel.io_uring %q on %s, want %q", m.Kernel.IOURing, m.Kernel.Release, capfile.AsyncNoTracepoints)
+		}
+	} else if m.Kernel.IOURing != capfile.AsyncCaptured {
+		t.Errorf("kernel.io_uring %q on %s", m.Kernel.IOURing, m.Kernel.Release)
+	}
+	if uring != wantURing || fioURing == 0 {
+		t.Errorf("%d io_uring read records, want %d (fio's uring job read %d times)", uring, wantURing, fioURing)
+	}
 	if m.Kernel.FaultSource == capfile.FaultSourceNone {
 		t.Errorf("no fault source on %s", m.Kernel.Release)
 	}

@@ -13,6 +13,13 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type bpfAioKey struct {
+	_    structs.HostLayout
+	Iocb uint64
+	Tgid uint32
+	Pad  uint32
+}
+
 type bpfBlkStart struct {
 	_      structs.HostLayout
 	Issue  uint64
@@ -41,13 +48,18 @@ type bpfEvent struct {
 	Type   uint8
 	Kind   uint8
 	Flags  uint8
-	Pad    [5]uint8
+	Engine uint8
+	Aflags uint8
+	Opcode uint8
+	Pad    [2]uint8
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	bpfMapAioInflight         = "aio_inflight"
+	bpfMapAioReap             = "aio_reap"
 	bpfMapBlkInflight         = "blk_inflight"
 	bpfMapCgroups             = "cgroups"
 	bpfMapCounters            = "counters"
@@ -55,9 +67,14 @@ const (
 	bpfMapEvents              = "events"
 	bpfMapInflight            = "inflight"
 	bpfMapMappers             = "mappers"
+	bpfMapUringInflight       = "uring_inflight"
+	bpfProgEnterCopyFileRange = "enter_copy_file_range"
 	bpfProgEnterFadvise64     = "enter_fadvise64"
 	bpfProgEnterFdatasync     = "enter_fdatasync"
 	bpfProgEnterFsync         = "enter_fsync"
+	bpfProgEnterIoGetevents   = "enter_io_getevents"
+	bpfProgEnterIoPgetevents  = "enter_io_pgetevents"
+	bpfProgEnterIoSubmit      = "enter_io_submit"
 	bpfProgEnterMadvise       = "enter_madvise"
 	bpfProgEnterMmap          = "enter_mmap"
 	bpfProgEnterMunmap        = "enter_munmap"
@@ -68,12 +85,16 @@ const (
 	bpfProgEnterPwritev       = "enter_pwritev"
 	bpfProgEnterRead          = "enter_read"
 	bpfProgEnterReadv         = "enter_readv"
+	bpfProgEnterSendfile64    = "enter_sendfile64"
+	bpfProgEnterSplice        = "enter_splice"
 	bpfProgEnterSyncFileRange = "enter_sync_file_range"
 	bpfProgEnterWrite         = "enter_write"
 	bpfProgEnterWritev        = "enter_writev"
 	bpfProgExitFadvise64      = "exit_fadvise64"
 	bpfProgExitFdatasync      = "exit_fdatasync"
 	bpfProgExitFsync          = "exit_fsync"
+	bpfProgExitIoGetevents    = "exit_io_getevents"
+	bpfProgExitIoPgetevents   = "exit_io_pgetevents"
 	bpfProgExitMadvise        = "exit_madvise"
 	bpfProgExitMmap           = "exit_mmap"
 	bpfProgExitMunmap         = "exit_munmap"
@@ -95,6 +116,8 @@ const (
 	bpfProgOnRqComplete       = "on_rq_complete"
 	bpfProgOnRqIssue          = "on_rq_issue"
 	bpfProgOnRqIssueQ         = "on_rq_issue_q"
+	bpfProgOnUringComplete    = "on_uring_complete"
+	bpfProgOnUringSubmit      = "on_uring_submit"
 	bpfVarArgBase             = "arg_base"
 	bpfVarComm                = "comm"
 	bpfVarFilterCgroup        = "filter_cgroup"
@@ -147,9 +170,13 @@ type bpfSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfProgramSpecs struct {
+	EnterCopyFileRange *ebpf.ProgramSpec `ebpf:"enter_copy_file_range"`
 	EnterFadvise64     *ebpf.ProgramSpec `ebpf:"enter_fadvise64"`
 	EnterFdatasync     *ebpf.ProgramSpec `ebpf:"enter_fdatasync"`
 	EnterFsync         *ebpf.ProgramSpec `ebpf:"enter_fsync"`
+	EnterIoGetevents   *ebpf.ProgramSpec `ebpf:"enter_io_getevents"`
+	EnterIoPgetevents  *ebpf.ProgramSpec `ebpf:"enter_io_pgetevents"`
+	EnterIoSubmit      *ebpf.ProgramSpec `ebpf:"enter_io_submit"`
 	EnterMadvise       *ebpf.ProgramSpec `ebpf:"enter_madvise"`
 	EnterMmap          *ebpf.ProgramSpec `ebpf:"enter_mmap"`
 	EnterMunmap        *ebpf.ProgramSpec `ebpf:"enter_munmap"`
@@ -160,12 +187,16 @@ type bpfProgramSpecs struct {
 	EnterPwritev       *ebpf.ProgramSpec `ebpf:"enter_pwritev"`
 	EnterRead          *ebpf.ProgramSpec `ebpf:"enter_read"`
 	EnterReadv         *ebpf.ProgramSpec `ebpf:"enter_readv"`
+	EnterSendfile64    *ebpf.ProgramSpec `ebpf:"enter_sendfile64"`
+	EnterSplice        *ebpf.ProgramSpec `ebpf:"enter_splice"`
 	EnterSyncFileRange *ebpf.ProgramSpec `ebpf:"enter_sync_file_range"`
 	EnterWrite         *ebpf.ProgramSpec `ebpf:"enter_write"`
 	EnterWritev        *ebpf.ProgramSpec `ebpf:"enter_writev"`
 	ExitFadvise64      *ebpf.ProgramSpec `ebpf:"exit_fadvise64"`
 	ExitFdatasync      *ebpf.ProgramSpec `ebpf:"exit_fdatasync"`
 	ExitFsync          *ebpf.ProgramSpec `ebpf:"exit_fsync"`
+	ExitIoGetevents    *ebpf.ProgramSpec `ebpf:"exit_io_getevents"`
+	ExitIoPgetevents   *ebpf.ProgramSpec `ebpf:"exit_io_pgetevents"`
 	ExitMadvise        *ebpf.ProgramSpec `ebpf:"exit_madvise"`
 	ExitMmap           *ebpf.ProgramSpec `ebpf:"exit_mmap"`
 	ExitMunmap         *ebpf.ProgramSpec `ebpf:"exit_munmap"`
@@ -187,19 +218,24 @@ type bpfProgramSpecs struct {
 	OnRqComplete       *ebpf.ProgramSpec `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.ProgramSpec `ebpf:"on_rq_issue"`
 	OnRqIssueQ         *ebpf.ProgramSpec `ebpf:"on_rq_issue_q"`
+	OnUringComplete    *ebpf.ProgramSpec `ebpf:"on_uring_complete"`
+	OnUringSubmit      *ebpf.ProgramSpec `ebpf:"on_uring_submit"`
 }
 
 // bpfMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfMapSpecs struct {
-	BlkInflight *ebpf.MapSpec `ebpf:"blk_inflight"`
-	Cgroups     *ebpf.MapSpec `ebpf:"cgroups"`
-	Counters    *ebpf.MapSpec `ebpf:"counters"`
-	Devices     *ebpf.MapSpec `ebpf:"devices"`
-	Events      *ebpf.MapSpec `ebpf:"events"`
-	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
-	Mappers     *ebpf.MapSpec `ebpf:"mappers"`
+	AioInflight   *ebpf.MapSpec `ebpf:"aio_inflight"`
+	AioReap       *ebpf.MapSpec `ebpf:"aio_reap"`
+	BlkInflight   *ebpf.MapSpec `ebpf:"blk_inflight"`
+	Cgroups       *ebpf.MapSpec `ebpf:"cgroups"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	Devices       *ebpf.MapSpec `ebpf:"devices"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	Mappers       *ebpf.MapSpec `ebpf:"mappers"`
+	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
 }
 
 // bpfVariableSpecs contains global variables before they are loaded into the kernel.
@@ -236,17 +272,22 @@ func (o *bpfObjects) Close() error {
 //
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfMaps struct {
-	BlkInflight *ebpf.Map `ebpf:"blk_inflight"`
-	Cgroups     *ebpf.Map `ebpf:"cgroups"`
-	Counters    *ebpf.Map `ebpf:"counters"`
-	Devices     *ebpf.Map `ebpf:"devices"`
-	Events      *ebpf.Map `ebpf:"events"`
-	Inflight    *ebpf.Map `ebpf:"inflight"`
-	Mappers     *ebpf.Map `ebpf:"mappers"`
+	AioInflight   *ebpf.Map `ebpf:"aio_inflight"`
+	AioReap       *ebpf.Map `ebpf:"aio_reap"`
+	BlkInflight   *ebpf.Map `ebpf:"blk_inflight"`
+	Cgroups       *ebpf.Map `ebpf:"cgroups"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	Devices       *ebpf.Map `ebpf:"devices"`
+	Events        *ebpf.Map `ebpf:"events"`
+	Inflight      *ebpf.Map `ebpf:"inflight"`
+	Mappers       *ebpf.Map `ebpf:"mappers"`
+	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
 }
 
 func (m *bpfMaps) Close() error {
 	return _BpfClose(
+		m.AioInflight,
+		m.AioReap,
 		m.BlkInflight,
 		m.Cgroups,
 		m.Counters,
@@ -254,6 +295,7 @@ func (m *bpfMaps) Close() error {
 		m.Events,
 		m.Inflight,
 		m.Mappers,
+		m.UringInflight,
 	)
 }
 
@@ -275,9 +317,13 @@ type bpfVariables struct {
 //
 // It can be passed to loadBpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfPrograms struct {
+	EnterCopyFileRange *ebpf.Program `ebpf:"enter_copy_file_range"`
 	EnterFadvise64     *ebpf.Program `ebpf:"enter_fadvise64"`
 	EnterFdatasync     *ebpf.Program `ebpf:"enter_fdatasync"`
 	EnterFsync         *ebpf.Program `ebpf:"enter_fsync"`
+	EnterIoGetevents   *ebpf.Program `ebpf:"enter_io_getevents"`
+	EnterIoPgetevents  *ebpf.Program `ebpf:"enter_io_pgetevents"`
+	EnterIoSubmit      *ebpf.Program `ebpf:"enter_io_submit"`
 	EnterMadvise       *ebpf.Program `ebpf:"enter_madvise"`
 	EnterMmap          *ebpf.Program `ebpf:"enter_mmap"`
 	EnterMunmap        *ebpf.Program `ebpf:"enter_munmap"`
@@ -288,12 +334,16 @@ type bpfPrograms struct {
 	EnterPwritev       *ebpf.Program `ebpf:"enter_pwritev"`
 	EnterRead          *ebpf.Program `ebpf:"enter_read"`
 	EnterReadv         *ebpf.Program `ebpf:"enter_readv"`
+	EnterSendfile64    *ebpf.Program `ebpf:"enter_sendfile64"`
+	EnterSplice        *ebpf.Program `ebpf:"enter_splice"`
 	EnterSyncFileRange *ebpf.Program `ebpf:"enter_sync_file_range"`
 	EnterWrite         *ebpf.Program `ebpf:"enter_write"`
 	EnterWritev        *ebpf.Program `ebpf:"enter_writev"`
 	ExitFadvise64      *ebpf.Program `ebpf:"exit_fadvise64"`
 	ExitFdatasync      *ebpf.Program `ebpf:"exit_fdatasync"`
 	ExitFsync          *ebpf.Program `ebpf:"exit_fsync"`
+	ExitIoGetevents    *ebpf.Program `ebpf:"exit_io_getevents"`
+	ExitIoPgetevents   *ebpf.Program `ebpf:"exit_io_pgetevents"`
 	ExitMadvise        *ebpf.Program `ebpf:"exit_madvise"`
 	ExitMmap           *ebpf.Program `ebpf:"exit_mmap"`
 	ExitMunmap         *ebpf.Program `ebpf:"exit_munmap"`
@@ -315,13 +365,19 @@ type bpfPrograms struct {
 	OnRqComplete       *ebpf.Program `ebpf:"on_rq_complete"`
 	OnRqIssue          *ebpf.Program `ebpf:"on_rq_issue"`
 	OnRqIssueQ         *ebpf.Program `ebpf:"on_rq_issue_q"`
+	OnUringComplete    *ebpf.Program `ebpf:"on_uring_complete"`
+	OnUringSubmit      *ebpf.Program `ebpf:"on_uring_submit"`
 }
 
 func (p *bpfPrograms) Close() error {
 	return _BpfClose(
+		p.EnterCopyFileRange,
 		p.EnterFadvise64,
 		p.EnterFdatasync,
 		p.EnterFsync,
+		p.EnterIoGetevents,
+		p.EnterIoPgetevents,
+		p.EnterIoSubmit,
 		p.EnterMadvise,
 		p.EnterMmap,
 		p.EnterMunmap,
@@ -332,12 +388,16 @@ func (p *bpfPrograms) Close() error {
 		p.EnterPwritev,
 		p.EnterRead,
 		p.EnterReadv,
+		p.EnterSendfile64,
+		p.EnterSplice,
 		p.EnterSyncFileRange,
 		p.EnterWrite,
 		p.EnterWritev,
 		p.ExitFadvise64,
 		p.ExitFdatasync,
 		p.ExitFsync,
+		p.ExitIoGetevents,
+		p.ExitIoPgetevents,
 		p.ExitMadvise,
 		p.ExitMmap,
 		p.ExitMunmap,
@@ -359,6 +419,8 @@ func (p *bpfPrograms) Close() error {
 		p.OnRqComplete,
 		p.OnRqIssue,
 		p.OnRqIssueQ,
+		p.OnUringComplete,
+		p.OnUringSubmit,
 	)
 }
 

@@ -138,8 +138,22 @@ struct event {
 	__u8 type;
 	__u8 kind;
 	__u8 flags;
-	__u8 pad[5];
+	__u8 engine; // ENGINE_*: how the I/O was submitted
+	__u8 aflags; // AF_*: of an asynchronous request
+	__u8 opcode; // io_uring opcode, aio iocb opcode
+	__u8 pad[2];
 };
+
+// How a file-level I/O was submitted (event.engine).
+#define ENGINE_SYNC 0
+#define ENGINE_AIO 1
+#define ENGINE_URING 2
+
+// event.aflags.
+#define AF_LINKED 1      // io_uring IOSQE_IO_LINK or IOSQE_IO_HARDLINK
+#define AF_FIXED_FILE 2  // io_uring registered file (IOSQE_FIXED_FILE)
+#define AF_FIXED_BUF 4   // io_uring READ_FIXED / WRITE_FIXED
+#define AF_LEN_RESULT 8  // the length is the result (vectored io_uring: sqe->len counts iovecs)
 
 // Set by the loader.
 volatile const __u32 target_dev = 0;  // kernel dev_t (MKDEV: major << 20 | minor)
@@ -212,6 +226,16 @@ enum {
 	CNT_DROPPED = 0,   // ring buffer full: event lost
 	CNT_UNMATCHED = 1, // exit or completion without its start
 	CNT_EVENTS = 2,    // events submitted
+	// I/O of captured threads on files of the mount that no record
+	// describes, calls and bytes asked (docs/capture.md, "What is missed").
+	CNT_SPLICE = 3,
+	CNT_SPLICE_BYTES = 4,
+	CNT_SENDFILE = 5,
+	CNT_SENDFILE_BYTES = 6,
+	CNT_COPY_FILE_RANGE = 7,
+	CNT_COPY_FILE_RANGE_BYTES = 8,
+	CNT_URING_OTHER = 9,        // io_uring requests of other opcodes on a file of the mount
+	CNT_AIO_OTHER = 10,         // iocbs beyond AIO_MAX per io_submit, or of other opcodes
 	CNT_MAX,
 };
 
@@ -222,12 +246,14 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 	if (v)
-		*v += 1;
+		*v += n;
 }
+
+static __always_inline void count(__u32 idx) { count_n(idx, 1); }
 
 static __always_inline void submit(struct event *src)
 {
@@ -482,6 +508,383 @@ EXIT(mmap)
 SEC("tracepoint/syscalls/sys_enter_openat")
 int enter_openat(void *ctx) { return begin(OP_OPEN, -1, 0, 0, arg(ctx, 2), 0, 0); }
 EXIT(openat)
+
+// on_mount says whether f is a regular file of the captured filesystem.
+static __always_inline int on_mount(struct file *f)
+{
+	if (!f)
+		return 0;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	return inode && BPF_CORE_READ(inode, i_sb, s_dev) == target_dev && regular(inode);
+}
+
+// fill_file sets the event's file fields from f; 0 when f is not captured.
+static __always_inline int fill_file(struct event *ev, struct file *f)
+{
+	if (!on_mount(f))
+		return 0;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	ev->dev = target_dev;
+	ev->ino = BPF_CORE_READ(inode, i_ino);
+	ev->fflags = BPF_CORE_READ(f, f_flags);
+	return 1;
+}
+
+// I/O the capture cannot describe as records is counted (calls and bytes
+// asked) when one of its files is on the mount: the fidelity report then
+// knows which block bytes no record explains.
+static __always_inline int missed(__u32 cnt, __s64 fd1, __s64 fd2, __u64 bytes)
+{
+	if (!wanted_task())
+		return 0;
+	if (on_mount(fd_file(fd1)) || on_mount(fd_file(fd2))) {
+		count(cnt);
+		count_n(cnt + 1, bytes);
+	}
+	return 0;
+}
+
+// splice(fd_in, off_in, fd_out, off_out, len, flags)
+SEC("tracepoint/syscalls/sys_enter_splice")
+int enter_splice(void *ctx) { return missed(CNT_SPLICE, arg(ctx, 0), arg(ctx, 2), arg(ctx, 4)); }
+// sendfile64(out_fd, in_fd, offset, count)
+SEC("tracepoint/syscalls/sys_enter_sendfile64")
+int enter_sendfile64(void *ctx) { return missed(CNT_SENDFILE, arg(ctx, 0), arg(ctx, 1), arg(ctx, 3)); }
+// copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)
+SEC("tracepoint/syscalls/sys_enter_copy_file_range")
+int enter_copy_file_range(void *ctx) { return missed(CNT_COPY_FILE_RANGE, arg(ctx, 0), arg(ctx, 2), arg(ctx, 4)); }
+
+// Linux AIO (fs/aio.c). struct iocb as user space lays it out
+// (include/uapi/linux/aio_abi.h, little-endian).
+struct user_iocb {
+	__u64 aio_data;
+	__u32 aio_key;
+	__u32 aio_rw_flags;
+	__u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	__u32 aio_fildes;
+	__u64 aio_buf;
+	__u64 aio_nbytes;
+	__s64 aio_offset;
+	__u64 aio_reserved2;
+	__u32 aio_flags;
+	__u32 aio_resfd;
+};
+
+struct user_io_event {
+	__u64 data;
+	__u64 obj; // the iocb's user address
+	__s64 res;
+	__s64 res2;
+};
+
+// IOCB_CMD_* (aio_abi.h).
+#define IOCB_CMD_PREAD 0
+#define IOCB_CMD_PWRITE 1
+#define IOCB_CMD_FSYNC 2
+#define IOCB_CMD_FDSYNC 3
+#define IOCB_CMD_PREADV 7
+#define IOCB_CMD_PWRITEV 8
+
+#define AIO_MAX 64       // iocbs read per io_submit; the rest are counted as missed
+#define AIO_REAP_MAX 128 // io_events read per io_getevents
+
+// An iocb in flight, by its user address in its process.
+struct aio_key {
+	__u64 iocb;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct aio_key);
+	__type(value, struct event);
+} aio_inflight SEC(".maps");
+
+// The io_event array of each thread's io_getevents in flight.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} aio_reap SEC(".maps");
+
+// io_submit(ctx_id, nr, iocbpp): each iocb is read from user memory at
+// entry; its completion comes from the io_getevents that reaps it, so its
+// latency is submission to reaping.
+SEC("tracepoint/syscalls/sys_enter_io_submit")
+int enter_io_submit(void *ctx)
+{
+	if (!wanted_task())
+		return 0;
+	__s64 nr = arg(ctx, 1);
+	__u64 iocbpp = arg(ctx, 2);
+	__u64 pt = bpf_get_current_pid_tgid();
+	if (nr > AIO_MAX)
+		count_n(CNT_AIO_OTHER, nr - AIO_MAX);
+	for (int i = 0; i < AIO_MAX; i++) {
+		if (i >= nr)
+			break;
+		__u64 p = 0;
+		struct user_iocb cb = {};
+		if (bpf_probe_read_user(&p, sizeof(p), (void *)(iocbpp + 8 * i)) || bpf_probe_read_user(&cb, sizeof(cb), (void *)p))
+			break;
+		struct event ev = {};
+		switch (cb.aio_lio_opcode) {
+		case IOCB_CMD_PREAD:
+			ev.kind = OP_READ;
+			break;
+		case IOCB_CMD_PWRITE:
+			ev.kind = OP_WRITE;
+			break;
+		case IOCB_CMD_PREADV:
+			ev.kind = OP_READ;
+			ev.flags = F_VECTORED;
+			ev.aflags = AF_LEN_RESULT;
+			break;
+		case IOCB_CMD_PWRITEV:
+			ev.kind = OP_WRITE;
+			ev.flags = F_VECTORED;
+			ev.aflags = AF_LEN_RESULT;
+			break;
+		case IOCB_CMD_FSYNC:
+			ev.kind = OP_FSYNC;
+			break;
+		case IOCB_CMD_FDSYNC:
+			ev.kind = OP_FDATASYNC;
+			break;
+		}
+		struct file *f = fd_file(cb.aio_fildes);
+		if (!fill_file(&ev, f))
+			continue;
+		if (!ev.kind) {
+			count(CNT_AIO_OTHER);
+			continue;
+		}
+		ev.type = EV_OP;
+		ev.engine = ENGINE_AIO;
+		ev.opcode = cb.aio_lio_opcode;
+		ev.flags |= F_POSITIONAL;
+		ev.fd = cb.aio_fildes;
+		if (ev.kind == OP_READ || ev.kind == OP_WRITE) {
+			ev.offset = cb.aio_offset;
+			ev.length = ev.flags & F_VECTORED ? 0 : cb.aio_nbytes;
+		}
+		ev.tgid = pt >> 32;
+		ev.tid = (__u32)pt;
+		ev.start = bpf_ktime_get_ns();
+		struct aio_key k = {.iocb = p, .tgid = ev.tgid};
+		bpf_map_update_elem(&aio_inflight, &k, &ev, BPF_ANY);
+	}
+	return 0;
+}
+
+// io_getevents(ctx_id, min_nr, nr, events, timeout) and io_pgetevents
+// (the same, and a signal mask): the events array is kept at entry.
+static __always_inline int reap_enter(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (tgid == self_tgid)
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 evs = arg(ctx, 3);
+	bpf_map_update_elem(&aio_reap, &tid, &evs, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int reap_exit(void *ctx)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt;
+	__u64 *evs = bpf_map_lookup_elem(&aio_reap, &tid);
+	if (!evs)
+		return 0;
+	__u64 base = *evs;
+	bpf_map_delete_elem(&aio_reap, &tid);
+	__s64 n = arg(ctx, 0);
+	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 maj = BPF_CORE_READ(t, maj_flt);
+	for (int i = 0; i < AIO_REAP_MAX; i++) {
+		if (i >= n)
+			break;
+		struct user_io_event ue = {};
+		if (bpf_probe_read_user(&ue, sizeof(ue), (void *)(base + i * sizeof(ue))))
+			break;
+		struct aio_key k = {.iocb = ue.obj, .tgid = pt >> 32};
+		struct event *ev = bpf_map_lookup_elem(&aio_inflight, &k);
+		if (!ev)
+			continue;
+		ev->end = now;
+		ev->ret = ue.res;
+		ev->maj_flt = maj;
+		submit(ev);
+		bpf_map_delete_elem(&aio_inflight, &k);
+	}
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_io_getevents")
+int enter_io_getevents(void *ctx) { return reap_enter(ctx); }
+SEC("tracepoint/syscalls/sys_exit_io_getevents")
+int exit_io_getevents(void *ctx) { return reap_exit(ctx); }
+SEC("tracepoint/syscalls/sys_enter_io_pgetevents")
+int enter_io_pgetevents(void *ctx) { return reap_enter(ctx); }
+SEC("tracepoint/syscalls/sys_exit_io_pgetevents")
+int exit_io_pgetevents(void *ctx) { return reap_exit(ctx); }
+
+// io_uring (io_uring/*.c, 6.1+): tp_btf/io_uring_submit_req(struct io_kiocb
+// *req) fires after the request's prep read its SQE, in the thread that
+// submitted it (the SQPOLL thread for such rings: a thread of the same
+// process), and tp_btf/io_uring_complete(ctx, req, ...) when its CQE is
+// filled, when req->file is assigned (registered files included).
+// Minimal CO-RE views; the command data (struct io_rw, struct io_sync)
+// overlays the start of struct io_kiocb (io_kiocb_to_cmd).
+struct kiocb {
+	struct file *ki_filp;
+	long long ki_pos;
+} __attribute__((preserve_access_index));
+
+struct io_rw {
+	struct kiocb kiocb;
+	__u64 addr;
+	__u32 len;
+} __attribute__((preserve_access_index));
+
+struct io_sync {
+	struct file *file;
+	long long len;
+	long long off;
+	int flags;
+} __attribute__((preserve_access_index));
+
+struct io_cqe {
+	__u64 user_data;
+	int res;
+	int fd; // in a union with flags: the SQE's fd until completion
+} __attribute__((preserve_access_index));
+
+// flags is u32 before 6.10 and u64 (io_req_flags_t) since: its low bits,
+// read here, are the IOSQE_* flags in both (REQ_F_FIXED_FILE_BIT =
+// IOSQE_FIXED_FILE_BIT, ...).
+struct io_kiocb {
+	struct file *file;
+	__u8 opcode;
+	unsigned int flags;
+	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+
+// IORING_OP_* (include/uapi/linux/io_uring.h).
+#define IORING_OP_READV 1
+#define IORING_OP_WRITEV 2
+#define IORING_OP_FSYNC 3
+#define IORING_OP_READ_FIXED 4
+#define IORING_OP_WRITE_FIXED 5
+#define IORING_OP_SYNC_FILE_RANGE 8
+#define IORING_OP_READ 22
+#define IORING_OP_WRITE 23
+#define IORING_FSYNC_DATASYNC 1
+#define IOSQE_FIXED_FILE 1
+#define IOSQE_IO_LINK 4
+#define IOSQE_IO_HARDLINK 8
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct event);
+} uring_inflight SEC(".maps");
+
+SEC("tp_btf/io_uring_submit_req")
+int on_uring_submit(__u64 *ctx)
+{
+	struct io_kiocb *req = (struct io_kiocb *)ctx[0];
+	if (!wanted_task())
+		return 0;
+	__u8 op = BPF_CORE_READ(req, opcode);
+	__u32 fl = BPF_CORE_READ(req, flags);
+	struct io_rw *rw = (struct io_rw *)req;
+	struct io_sync *sy = (struct io_sync *)req;
+	__u64 pt = bpf_get_current_pid_tgid();
+	struct event ev = {.type = EV_OP, .engine = ENGINE_URING, .opcode = op, .fd = -1, .tgid = pt >> 32, .tid = (__u32)pt};
+	if (fl & IOSQE_FIXED_FILE)
+		ev.aflags |= AF_FIXED_FILE;
+	else
+		ev.fd = BPF_CORE_READ(req, cqe.fd); // user space opens the file by it to stat it
+	if (fl & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK))
+		ev.aflags |= AF_LINKED;
+	switch (op) {
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+		ev.flags = F_VECTORED;
+		ev.aflags |= AF_LEN_RESULT;
+		// fallthrough
+	case IORING_OP_READ:
+	case IORING_OP_WRITE:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+		ev.kind = (op == IORING_OP_READ || op == IORING_OP_READV || op == IORING_OP_READ_FIXED) ? OP_READ : OP_WRITE;
+		if (op == IORING_OP_READ_FIXED || op == IORING_OP_WRITE_FIXED)
+			ev.aflags |= AF_FIXED_BUF;
+		ev.offset = BPF_CORE_READ(rw, kiocb.ki_pos);
+		if (!(ev.flags & F_VECTORED))
+			ev.length = BPF_CORE_READ(rw, len);
+		if (!ev.length)
+			ev.aflags |= AF_LEN_RESULT; // a provided buffer (IOSQE_BUFFER_SELECT)
+		// An offset of -1 is the file position: taken at completion.
+		if (ev.offset != (__u64)-1)
+			ev.flags |= F_POSITIONAL;
+		break;
+	case IORING_OP_FSYNC:
+		ev.kind = (BPF_CORE_READ(sy, flags) & IORING_FSYNC_DATASYNC) ? OP_FDATASYNC : OP_FSYNC;
+		break;
+	case IORING_OP_SYNC_FILE_RANGE:
+		ev.kind = OP_SYNC_FILE_RANGE;
+		ev.offset = BPF_CORE_READ(sy, off);
+		ev.length = BPF_CORE_READ(sy, len);
+		ev.arg = BPF_CORE_READ(sy, flags);
+		break;
+	}
+	ev.start = bpf_ktime_get_ns();
+	__u64 key = (__u64)req;
+	bpf_map_update_elem(&uring_inflight, &key, &ev, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int on_uring_complete(__u64 *ctx)
+{
+	__u64 key = ctx[1];
+	struct event *ev = bpf_map_lookup_elem(&uring_inflight, &key);
+	if (!ev)
+		return 0;
+	struct io_kiocb *req = (struct io_kiocb *)key;
+	struct file *f = BPF_CORE_READ(req, file);
+	if (!fill_file(ev, f)) {
+		bpf_map_delete_elem(&uring_inflight, &key);
+		return 0;
+	}
+	if (!ev->kind) {
+		count(CNT_URING_OTHER);
+		bpf_map_delete_elem(&uring_inflight, &key);
+		return 0;
+	}
+	ev->end = bpf_ktime_get_ns();
+	ev->ret = BPF_CORE_READ(req, cqe.res);
+	if (!(ev->flags & F_POSITIONAL) && (ev->kind == OP_READ || ev->kind == OP_WRITE)) {
+		// The file position has moved past what was done.
+		__s64 done = ev->ret > 0 ? ev->ret : 0;
+		ev->offset = BPF_CORE_READ(f, f_pos) - done;
+	}
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	ev->maj_flt = BPF_CORE_READ(t, maj_flt);
+	submit(ev);
+	bpf_map_delete_elem(&uring_inflight, &key);
+	return 0;
+}
+
 
 // mm_filemap_fault(struct address_space *mapping, pgoff_t index).
 SEC("tp_btf/mm_filemap_fault")

@@ -58,7 +58,25 @@ type Event struct {
 	Type       uint8
 	Kind       uint8
 	Flags      uint8
+	Engine     uint8 // EngineSync, EngineAIO, EngineURing
+	AFlags     uint8 // AFLinked...: of an asynchronous request
+	Opcode     uint8 // the io_uring opcode or aio iocb opcode
 }
+
+// How a file-level I/O was submitted (Event.Engine).
+const (
+	EngineSync  = 0 // a syscall per I/O
+	EngineAIO   = 1 // Linux AIO: io_submit, reaped by io_getevents
+	EngineURing = 2 // io_uring
+)
+
+// Event.AFlags.
+const (
+	AFLinked    = 1 // io_uring IOSQE_IO_LINK or IOSQE_IO_HARDLINK
+	AFFixedFile = 2 // io_uring registered file
+	AFFixedBuf  = 4 // io_uring READ_FIXED / WRITE_FIXED
+	AFLenResult = 8 // the length is unknown at submission: take the result
+)
 
 const eventSize = 88
 
@@ -73,6 +91,7 @@ func decodeEvent(b []byte, e *Event) error {
 	e.Dev, e.Tgid, e.Tid, e.Arg = le.Uint32(b[56:]), le.Uint32(b[60:]), le.Uint32(b[64:]), le.Uint32(b[68:])
 	e.FFlags, e.Fd = le.Uint32(b[72:]), int32(le.Uint32(b[76:]))
 	e.Type, e.Kind, e.Flags = b[80], b[81], b[82]
+	e.Engine, e.AFlags, e.Opcode = b[83], b[84], b[85]
 	return nil
 }
 
@@ -129,6 +148,15 @@ type Kernel struct {
 	HasFilemapFault bool
 	// HasPageFaultUser: exceptions:page_fault_user exists (x86).
 	HasPageFaultUser bool
+	// HasURing: a submission tracepoint whose first argument is the
+	// request (URingSubmit) and io_uring_complete with the request as its
+	// second exist (5.10's io_uring_submit_sqe names no request, so its
+	// io_uring I/O cannot be captured; Debian's 6.1 passes it).
+	HasURing bool
+	// URingSubmit is that tracepoint: io_uring_submit_req (6.4+) or
+	// io_uring_submit_sqe(struct io_kiocb *req, bool force_nonblock)
+	// (before 6.4 where it passes the request: Debian's 6.1).
+	URingSubmit string
 	// RqArg and BioArg are the indexes of the request and bio arguments of
 	// block_rq_issue and block_bio_queue (1 before 5.11, then 0).
 	RqArg, BioArg int
@@ -207,6 +235,8 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 	var td *btf.Typedef
 	k.HasFilemapFault = spec.TypeByName("btf_trace_mm_filemap_fault", &td) == nil
 	k.HasPageFaultUser = spec.TypeByName("btf_trace_page_fault_user", &td) == nil
+	k.URingSubmit = uringSubmit(spec)
+	k.HasURing = k.URingSubmit != ""
 	var err error
 	if k.RqArg, err = argOfStruct(spec, "block_rq_issue", "request"); err != nil {
 		return k, err
@@ -225,6 +255,47 @@ func probeSpec(spec *btf.Spec) (Kernel, error) {
 		return k, fmt.Errorf("block_bio_complete: struct bio * is not its second argument (%v): update slowpath for this kernel", err)
 	}
 	return k, nil
+}
+
+// uringSubmit checks the io_uring tracepoints' prototypes the programs
+// read and names the submission one: io_uring_submit_req(struct io_kiocb
+// *req) (6.4+) or io_uring_submit_sqe(struct io_kiocb *req, bool)
+// (before: Debian's 6.1), and io_uring_complete(ctx, req, ...) (6.1: void *req then
+// user_data, res...; 6.4+: struct io_kiocb *req, struct io_uring_cqe
+// *cqe). "": none fits (5.10: io_uring_submit_sqe(ctx, opcode, ...)).
+func uringSubmit(spec *btf.Spec) string {
+	params := func(tp string) []btf.FuncParam {
+		var td *btf.Typedef
+		if spec.TypeByName("btf_trace_"+tp, &td) != nil {
+			return nil
+		}
+		ptr, ok := td.Type.(*btf.Pointer)
+		if !ok {
+			return nil
+		}
+		proto, ok := ptr.Target.(*btf.FuncProto)
+		if !ok {
+			return nil
+		}
+		return proto.Params
+	}
+	if comp := params("io_uring_complete"); len(comp) < 3 {
+		return ""
+	} else if _, ok := comp[2].Type.(*btf.Pointer); !ok {
+		return ""
+	}
+	for _, tp := range []string{"io_uring_submit_req", "io_uring_submit_sqe"} {
+		sub := params(tp)
+		if len(sub) < 2 {
+			continue
+		}
+		if p, ok := sub[1].Type.(*btf.Pointer); ok {
+			if s, ok := p.Target.(*btf.Struct); ok && s.Name == "io_kiocb" {
+				return tp
+			}
+		}
+	}
+	return ""
 }
 
 // argOfStruct finds the argument of tracepoint tp that points to struct
@@ -264,6 +335,9 @@ var syscalls = []struct {
 	{"readv", 3}, {"writev", 3}, {"preadv", 4}, {"pwritev", 4},
 	{"fsync", 1}, {"fdatasync", 1}, {"sync_file_range", 4}, {"fadvise64", 4},
 	{"madvise", 3}, {"munmap", 2}, {"mmap", 6}, {"openat", 3},
+	{"io_submit", 3}, {"io_getevents", 4}, {"io_pgetevents", 4},
+	// Counted, not recorded (entry only).
+	{"splice", 5}, {"sendfile64", 4}, {"copy_file_range", 5},
 }
 
 // argBase reads the syscall tracepoints' format files and returns the
@@ -442,6 +516,7 @@ func start(o Options, k Kernel, base uint32) (*Tracer, error) {
 		}
 		keep[bpfProgOnFilemapFault] = k.HasFilemapFault && !o.PageFaultUser
 		keep[bpfProgOnPageFaultUser] = k.HasPageFaultUser && (!k.HasFilemapFault || o.PageFaultUser)
+		keep[bpfProgOnUringSubmit], keep[bpfProgOnUringComplete] = k.HasURing, k.HasURing
 	}
 	keep[bpfProgOnRqIssue], keep[bpfProgOnRqIssueQ], keep[bpfProgOnRqComplete] = rq && k.RqArg == 0, rq && k.RqArg == 1, rq
 	keep[bpfProgOnBioQueue], keep[bpfProgOnBioQueueQ], keep[bpfProgOnBioComplete] = bio && k.BioArg == 0, bio && k.BioArg == 1, bio
@@ -449,6 +524,9 @@ func start(o Options, k Kernel, base uint32) (*Tracer, error) {
 		if !keep[name] {
 			delete(spec.Programs, name)
 		}
+	}
+	if p := spec.Programs[bpfProgOnUringSubmit]; p != nil {
+		p.AttachTo = k.URingSubmit
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
@@ -564,18 +642,38 @@ func (t *Tracer) Detach() {
 // Counters are the program's own counts, summed over CPUs.
 type Counters struct {
 	Dropped, Unmatched, Events uint64
+	// I/O of captured threads on files of the mount that no record
+	// describes: calls, and bytes asked.
+	Splice, SpliceBytes               uint64
+	Sendfile, SendfileBytes           uint64
+	CopyFileRange, CopyFileRangeBytes uint64
+	// URingOther: io_uring requests of other opcodes on a file of the
+	// mount; AIOOther: iocbs of other opcodes, or beyond the 64 read per
+	// io_submit.
+	URingOther, AIOOther uint64
+	// RecursionMisses: runs of the programs the kernel skipped because
+	// the same program was already running on that CPU (an interrupt's
+	// block completion during another's; Linux 5.12+, else 0): each is
+	// an event lost without a trace in the ring buffer.
+	RecursionMisses uint64
 }
 
 // Counters reads the counters.
 func (t *Tracer) Counters() (Counters, error) {
 	var c Counters
-	for i, dst := range []*uint64{&c.Dropped, &c.Unmatched, &c.Events} {
+	for i, dst := range []*uint64{&c.Dropped, &c.Unmatched, &c.Events, &c.Splice, &c.SpliceBytes,
+		&c.Sendfile, &c.SendfileBytes, &c.CopyFileRange, &c.CopyFileRangeBytes, &c.URingOther, &c.AIOOther} {
 		var per []uint64
 		if err := t.coll.Maps[bpfMapCounters].Lookup(uint32(i), &per); err != nil {
 			return c, fmt.Errorf("read counters: %w", err)
 		}
 		for _, v := range per {
 			*dst += v
+		}
+	}
+	for _, p := range t.coll.Programs {
+		if st, err := p.Stats(); err == nil {
+			c.RecursionMisses += st.RecursionMisses
 		}
 	}
 	return c, nil

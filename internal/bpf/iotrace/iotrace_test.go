@@ -107,6 +107,9 @@ func TestMain(m *testing.M) {
 
 // kernelBTF builds a BTF blob with the block tracepoints' prototypes of one
 // kernel generation and the request enums.
+// param is an argument of type p.
+func param(p *btf.Pointer) btf.FuncParam { return btf.FuncParam{Type: p} }
+
 func kernelBTF(t *testing.T, oldBlock, filemapFault bool) *btf.Spec {
 	t.Helper()
 	voidp := &btf.Pointer{Target: (*btf.Void)(nil)}
@@ -128,6 +131,18 @@ func kernelBTF(t *testing.T, oldBlock, filemapFault bool) *btf.Spec {
 		tp("page_fault_user", ulong, ptr("pt_regs"), ulong))
 	if filemapFault {
 		types = append(types, tp("mm_filemap_fault", ptr("address_space"), ulong))
+	}
+	// io_uring: 5.10 names no request; 6.1 passes it as void *, then
+	// user_data and res; 6.4+ passes struct io_kiocb * and the CQE.
+	u64 := btf.FuncParam{Type: &btf.Int{Name: "long long unsigned int", Size: 8}}
+	switch {
+	case oldBlock:
+		types = append(types, tp("io_uring_submit_sqe", param(voidp), ulong, u64), tp("io_uring_complete", param(voidp), u64, ulong, ulong))
+	case filemapFault:
+		types = append(types, tp("io_uring_submit_req", ptr("io_kiocb")), tp("io_uring_complete", ptr("io_ring_ctx"), ptr("io_kiocb"), ptr("io_uring_cqe")))
+	default:
+		types = append(types, tp("io_uring_submit_sqe", ptr("io_kiocb"), btf.FuncParam{Type: &btf.Int{Name: "_Bool", Size: 1, Encoding: btf.Bool}}),
+			tp("io_uring_complete", param(voidp), param(voidp), u64, ulong, ulong, u64, u64))
 	}
 	types = append(types,
 		&btf.Enum{Name: "req_op", Size: 4, Values: []btf.EnumValue{{Name: "REQ_OP_READ", Value: 0}, {Name: "REQ_OP_WRITE", Value: 1},
@@ -159,8 +174,8 @@ func TestProbeSpec(t *testing.T) {
 		want       Kernel
 	}{
 		{"5.10 (q, rq)", true, false, Kernel{RqArg: 1, BioArg: 1, HasPageFaultUser: true, Req: req}},
-		{"6.1 (rq)", false, false, Kernel{HasPageFaultUser: true, Req: req}},
-		{"6.17 mm_filemap_fault", false, true, Kernel{HasFilemapFault: true, HasPageFaultUser: true, Req: req}},
+		{"6.1 (rq)", false, false, Kernel{HasPageFaultUser: true, HasURing: true, URingSubmit: "io_uring_submit_sqe", Req: req}},
+		{"6.17 mm_filemap_fault", false, true, Kernel{HasFilemapFault: true, HasPageFaultUser: true, HasURing: true, URingSubmit: "io_uring_submit_req", Req: req}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := probeSpec(kernelBTF(t, tc.old, tc.fault))

@@ -30,6 +30,9 @@ func sampleOps() []Op {
 		{Kind: OpMmap, Thread: 2, File: 2, Flags: FlagShared, Length: 64 << 20, Arg: 1, Start: 8, End: 9},
 		{Kind: OpMadvise, Thread: 2, File: 2, Offset: 4096, Length: 8192, Arg: 1, Start: 10, End: 11},
 		{Kind: OpFault, Thread: 2, File: 2, Flags: FlagMajor, Offset: 12 << 12, Length: 4096, Start: 12, End: 12},
+		{Kind: OpRead, Thread: 1, File: 2, Flags: FlagAIO | FlagDirect | FlagPositional, Offset: 8192, Length: 4096, Result: 4096, Start: 13, End: 90},
+		{Kind: OpWrite, Thread: 2, File: 1, Flags: FlagURing | FlagFixedFile | FlagFixedBuf | FlagLinked | FlagPositional, Offset: 0, Length: 512, Result: 512, Start: 14, End: 15},
+		{Kind: OpFdatasync, Thread: 2, File: 1, Flags: FlagURing, Start: 16, End: 30},
 	}
 }
 
@@ -290,6 +293,9 @@ func TestRecordsValidated(t *testing.T) {
 		{"ends before start", Op{Kind: OpRead, Thread: 1, File: 1, Start: 5, End: 4}},
 		{"moved more than asked", Op{Kind: OpRead, Thread: 1, File: 1, Length: 10, Result: 11}},
 		{"offset beyond files", Op{Kind: OpRead, Thread: 1, File: 1, Offset: 1 << 63}},
+		{"aio and io_uring", Op{Kind: OpRead, Thread: 1, File: 1, Flags: FlagAIO | FlagURing}},
+		{"async mmap", Op{Kind: OpMmap, Thread: 1, File: 1, Flags: FlagURing}},
+		{"fixed file without io_uring", Op{Kind: OpRead, Thread: 1, File: 1, Flags: FlagAIO | FlagFixedFile}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := NewOpWriter(io.Discard).Write(tc.op); err == nil {
@@ -418,6 +424,8 @@ func TestManifestValidate(t *testing.T) {
 		{"stream count", func(m *Manifest) { m.Events.Ops = 11 }, ErrCorrupt},
 		{"over the limit", func(m *Manifest) { m.Limits.MaxRecords = 5 }, ErrCorrupt},
 		{"block only with ops", func(m *Manifest) { m.Filters.BlockOnly = true }, ErrCorrupt},
+		{"io_uring state", func(m *Manifest) { m.Kernel.IOURing = "maybe" }, ErrCorrupt},
+		{"async beyond ops", func(m *Manifest) { m.Events.AIO, m.Events.IOURing = 6, 5 }, ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := ok()

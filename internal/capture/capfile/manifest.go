@@ -91,7 +91,24 @@ type Manifest struct {
 type Kernel struct {
 	Release     string `json:"release"`
 	FaultSource string `json:"fault_source"` // FaultSource*
+	// AIO and IOURing say whether Linux AIO and io_uring I/O were
+	// captured: AsyncCaptured, or why not (AsyncNo*). Empty in captures
+	// from before they were (and for --block-only).
+	AIO     string `json:"aio,omitempty"`
+	IOURing string `json:"io_uring,omitempty"`
 }
+
+// Kernel.AIO and Kernel.IOURing values.
+const (
+	AsyncCaptured = "captured"
+	// AsyncNoTracepoints: the kernel has no io_uring submission tracepoint
+	// that passes the request (5.10): io_uring I/O is not captured.
+	AsyncNoTracepoints = "not-captured: no io_uring submission tracepoint with the request in this kernel's BTF"
+	// AsyncDisabled: kernel.io_uring_disabled is 2 (no process can set up
+	// a ring) or the kernel is built without io_uring: there is nothing
+	// to capture.
+	AsyncDisabled = "disabled"
+)
 
 // Filters say what was captured. Zero values do not filter.
 type Filters struct {
@@ -181,6 +198,43 @@ type Events struct {
 	// Unmatched counts syscall exits or completions whose start was not
 	// seen (they began before the capture or their entry was dropped).
 	Unmatched uint64 `json:"unmatched"`
+	// AIO and IOURing count the records of Linux AIO and io_uring requests
+	// (of Ops).
+	AIO     uint64 `json:"aio,omitempty"`
+	IOURing uint64 `json:"io_uring,omitempty"`
+	// RecursionMisses counts runs of the capture's programs the kernel
+	// skipped (the same program already running on that CPU, as when an
+	// interrupt's block completion comes during another's): events lost
+	// as Dropped ones are, unseen by the ring buffer.
+	RecursionMisses uint64 `json:"recursion_misses,omitempty"`
+	// Missed counts I/O of captured threads on files of the mount that no
+	// record describes; nil when none was seen.
+	Missed *Missed `json:"missed,omitempty"`
+}
+
+// Missed is I/O the capture saw and could not record: calls and the bytes
+// they asked for.
+type Missed struct {
+	Splice             uint64 `json:"splice,omitempty"`
+	SpliceBytes        uint64 `json:"splice_bytes,omitempty"`
+	Sendfile           uint64 `json:"sendfile,omitempty"`
+	SendfileBytes      uint64 `json:"sendfile_bytes,omitempty"`
+	CopyFileRange      uint64 `json:"copy_file_range,omitempty"`
+	CopyFileRangeBytes uint64 `json:"copy_file_range_bytes,omitempty"`
+	// IOURingOther: io_uring requests of opcodes other than read, write,
+	// fsync and sync_file_range (and their vectored and fixed forms) on a
+	// file of the mount (fallocate, splice, an opcode newer than slowpath).
+	IOURingOther uint64 `json:"io_uring_other,omitempty"`
+	// AIOOther: iocbs of other opcodes, or beyond the 64 read per io_submit.
+	AIOOther uint64 `json:"aio_other,omitempty"`
+}
+
+// Calls is the number of calls and requests missed.
+func (m *Missed) Calls() uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.Splice + m.Sendfile + m.CopyFileRange + m.IOURingOther + m.AIOOther
 }
 
 // Streams are the record files, with what a reader must find in them.
@@ -335,6 +389,16 @@ func (m *Manifest) Validate() error {
 	case FaultSourceFilemap, FaultSourcePageFault, FaultSourceNone:
 	default:
 		return bad("fault source %q", m.Kernel.FaultSource)
+	}
+	for _, v := range []string{m.Kernel.AIO, m.Kernel.IOURing} {
+		switch v {
+		case "", AsyncCaptured, AsyncNoTracepoints, AsyncDisabled:
+		default:
+			return bad("async I/O state %q", v)
+		}
+	}
+	if m.Events.AIO+m.Events.IOURing > m.Events.Ops {
+		return bad("%d aio and %d io_uring records of %d ops", m.Events.AIO, m.Events.IOURing, m.Events.Ops)
 	}
 	if m.Path != nil {
 		if err := checkRedacted(m.Path); err != nil {

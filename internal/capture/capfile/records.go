@@ -44,7 +44,17 @@ const (
 	FlagPositional uint32 = 1 << 5 // pread64/pwrite64/preadv/pwritev: Offset is the call's; else the file position at entry
 	FlagShared     uint32 = 1 << 6 // mmap with MAP_SHARED
 	FlagMajor      uint32 = 1 << 7 // a fault that had to read the page (a page-cache miss)
-	opFlagsKnown          = FlagMajor<<1 - 1
+	// Asynchronous submission (read, write, fsync, fdatasync,
+	// sync_file_range): Start is the submission, End the completion
+	// (io_uring) or the io_getevents that reaped it (Linux AIO); the thread
+	// is the submitter (an SQPOLL ring's kernel thread, a thread of the
+	// same process). Readers before these bits refuse such records.
+	FlagAIO       uint32 = 1 << 8  // Linux AIO (io_submit)
+	FlagURing     uint32 = 1 << 9  // io_uring
+	FlagLinked    uint32 = 1 << 10 // io_uring IOSQE_IO_LINK or IOSQE_IO_HARDLINK: the next request of the ring waits for this one
+	FlagFixedFile uint32 = 1 << 11 // io_uring registered file (resolved to the file)
+	FlagFixedBuf  uint32 = 1 << 12 // io_uring READ_FIXED / WRITE_FIXED (registered buffer)
+	opFlagsKnown         = FlagFixedBuf<<1 - 1
 )
 
 // Op is one file-level operation of one thread. Times are nanoseconds since
@@ -175,6 +185,19 @@ func validateOp(o *Op) error {
 	}
 	if o.Flags&^opFlagsKnown != 0 {
 		return fmt.Errorf("%s: unknown flags %#x", o.Kind, o.Flags&^opFlagsKnown)
+	}
+	if async := o.Flags & (FlagAIO | FlagURing); async != 0 {
+		if async == FlagAIO|FlagURing {
+			return fmt.Errorf("%s: both Linux AIO and io_uring", o.Kind)
+		}
+		switch o.Kind {
+		case OpRead, OpWrite, OpFsync, OpFdatasync, OpSyncFileRange:
+		default:
+			return fmt.Errorf("%s: not an asynchronous operation", o.Kind)
+		}
+	}
+	if o.Flags&(FlagLinked|FlagFixedFile|FlagFixedBuf) != 0 && o.Flags&FlagURing == 0 {
+		return fmt.Errorf("%s: io_uring flags %#x without io_uring", o.Kind, o.Flags&(FlagLinked|FlagFixedFile|FlagFixedBuf))
 	}
 	if o.Thread == 0 {
 		return fmt.Errorf("%s: thread 0", o.Kind)

@@ -24,8 +24,17 @@ func facts(dir string, m *capfile.Manifest) []fact {
 		{"duration", time.Duration(m.DurationNS).Round(time.Millisecond).String()},
 		{"status", m.Status},
 		{"file-level records", fmt.Sprintf("%d (%d page-cache faults of mapped files, source %s)", m.Events.Ops, m.Events.Faults, m.Kernel.FaultSource)},
-		{"block records", strconv.FormatUint(m.Events.Block, 10)},
 	}
+	if m.Kernel.IOURing != "" {
+		fs = append(fs, fact{"asynchronous records", fmt.Sprintf("%d Linux AIO, %d io_uring (io_uring: %s)", m.Events.AIO, m.Events.IOURing, m.Kernel.IOURing)})
+	}
+	if ms := m.Events.Missed; ms != nil {
+		// I/O on captured files that no record describes: its block
+		// requests are in block.bin with no file-level cause.
+		fs = append(fs, fact{"not recorded", fmt.Sprintf("%d splice (%d B), %d sendfile (%d B), %d copy_file_range (%d B), %d io_uring and %d aio requests of other opcodes",
+			ms.Splice, ms.SpliceBytes, ms.Sendfile, ms.SendfileBytes, ms.CopyFileRange, ms.CopyFileRangeBytes, ms.IOURingOther, ms.AIOOther)})
+	}
+	fs = append(fs, fact{"block records", strconv.FormatUint(m.Events.Block, 10)})
 	for _, d := range m.Devices {
 		fs = append(fs, fact{"device", fmt.Sprintf("%s (%s, %s)", d.Name, d.Kind, d.Source)})
 	}
@@ -33,6 +42,9 @@ func facts(dir string, m *capfile.Manifest) []fact {
 		fact{"files", strconv.Itoa(len(m.Files))},
 		fact{"threads", strconv.Itoa(len(m.Threads))},
 		fact{"dropped events", strconv.FormatUint(m.Events.Dropped, 10)})
+	if m.Events.RecursionMisses > 0 {
+		fs = append(fs, fact{"programs the kernel skipped", strconv.FormatUint(m.Events.RecursionMisses, 10)})
+	}
 	if m.Events.Unmatched > 0 {
 		fs = append(fs, fact{"requests not seen completing", strconv.FormatUint(m.Events.Unmatched, 10)})
 	}

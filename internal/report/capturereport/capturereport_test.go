@@ -10,13 +10,16 @@ import (
 )
 
 // manifest is a capture of a database on dm-crypt over a disk, with a few
-// events lost and requests that began before it.
+// events lost, requests that began before it, its io_uring and AIO
+// records and a copy_file_range no record describes.
 func manifest() *capfile.Manifest {
 	return &capfile.Manifest{Kind: capfile.Kind, Status: capfile.StatusComplete, DurationNS: 60_000_400_000,
-		Kernel:  capfile.Kernel{Release: "6.8.0", FaultSource: capfile.FaultSourcePageFault},
+		Kernel: capfile.Kernel{Release: "6.8.0", FaultSource: capfile.FaultSourcePageFault,
+			AIO: capfile.AsyncCaptured, IOURing: capfile.AsyncCaptured},
 		Devices: []capfile.Device{{ID: 1, Name: "dm-0", MajorMinor: "253:0", Kind: "dm-crypt", Source: capfile.BlockSourceBio}, {ID: 2, Name: "nvme0n1", MajorMinor: "259:0", Kind: "disk", Source: capfile.BlockSourceRq}},
 		Files:   make([]capfile.File, 12), Threads: make([]capfile.Thread, 5),
-		Events: capfile.Events{Ops: 48213, Faults: 17, Block: 20117, Dropped: 3, Unmatched: 2}}
+		Events: capfile.Events{Ops: 48213, Faults: 17, Block: 20117, Dropped: 3, Unmatched: 2, AIO: 12, IOURing: 9240,
+			RecursionMisses: 1, Missed: &capfile.Missed{CopyFileRange: 2, CopyFileRangeBytes: 1 << 20}}}
 }
 
 // TestGolden: the text and the Markdown of one capture say the same facts.

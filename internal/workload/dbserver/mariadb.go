@@ -69,7 +69,14 @@ const sysbenchDB = "sbtest"
 // (--no-defaults), as the mysql user when we are root; with its own
 // encryption on when encrypt is set. On an error nothing is left
 // running; Close removes what was made, the key included.
-func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaDB, err error) {
+func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (*MariaDB, error) {
+	return StartMariaDBWith(ctx, phaseDir, encrypt)
+}
+
+// StartMariaDBWith is StartMariaDB with more server options (names and
+// values of mariadbd's own, such as --innodb-buffer-pool-size=8M), given
+// after slowpath's.
+func StartMariaDBWith(ctx context.Context, phaseDir string, encrypt bool, options ...string) (_ *MariaDB, err error) {
 	if err := MariaDBTools(encrypt); err != nil {
 		return nil, err
 	}
@@ -134,7 +141,7 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 	}
 	out := filepath.Join(phaseDir, "mariadbd.out")
 	m.cleanup = append(m.cleanup, func() error { return removeIfThere(out) })
-	srv, err := start(a.command(ctx, mariadbd, common...), out, syscall.SIGTERM)
+	srv, err := start(a.command(ctx, mariadbd, append(common, options...)...), out, syscall.SIGTERM)
 	if err != nil {
 		return m, err
 	}
@@ -226,3 +233,7 @@ func (m *MariaDB) SysbenchRun(ctx context.Context, o SysbenchOptions) ([]benchre
 	}
 	return r.Streams("sysbench"), nil
 }
+
+// ErrorLog returns what the server wrote to its error log so far (InnoDB
+// names its I/O method there: "Using liburing", "Using Linux native AIO").
+func (m *MariaDB) ErrorLog() ([]byte, error) { return os.ReadFile(m.srv.log) }

@@ -144,6 +144,11 @@ func (pl *Plan) runReplay(ctx context.Context, pp PhasePlan, pdir string, h Hook
 		return ph, err
 	}
 	fid := &benchresult.Fidelity{Mode: string(rp.Mode), Capture: rp.Source.Blocks, Skipped: rp.Source.Skipped}
+	if m := rp.Source.Manifest; m != nil {
+		if note := replay.MissedNote(m, rp.Source.Blocks); note != "" {
+			fid.Problems = append(fid.Problems, note)
+		}
+	}
 	pl.fidelity = fid
 	run := func(ctx context.Context) error {
 		if rp.Mode == replay.Timed {

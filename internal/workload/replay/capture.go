@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
@@ -61,7 +62,26 @@ func Load(dir string) (*Source, error) {
 		t.Threads[i].Name = fmt.Sprintf("t%04d", th.ID)
 	}
 	skipped := map[string]uint64{}
+	// Asynchronous requests per thread, as [start, end] to find the
+	// depth each thread kept.
+	spans := map[int][][2]uint64{}
+	// The furthest byte each file's reads returned: the start size of a
+	// file the capture could not examine (its process closed it before
+	// the capture opened it through /proc/PID/fd) is at least that.
+	readTo := make([]int64, len(t.Files))
 	err = c.EachOp(func(o capfile.Op) error {
+		if o.Kind == capfile.OpRead && o.Result > 0 && o.File > 0 && int(o.File) <= len(readTo) {
+			readTo[o.File-1] = max(readTo[o.File-1], int64(o.Offset)+o.Result)
+		}
+		if o.Flags&(capfile.FlagAIO|capfile.FlagURing) != 0 && o.Result >= 0 && o.Thread > 0 && int(o.Thread) <= len(t.Threads) {
+			th := &t.Threads[o.Thread-1]
+			if o.Flags&capfile.FlagURing != 0 {
+				th.Engine = "io_uring"
+			} else if th.Engine == "" {
+				th.Engine = "libaio"
+			}
+			spans[int(o.Thread)-1] = append(spans[int(o.Thread)-1], [2]uint64{o.Start, o.End})
+		}
 		op := Op{File: int(o.File) - 1, Offset: int64(o.Offset), Length: int64(o.Length), At: time.Duration(o.Start), Direct: o.Flags&capfile.FlagDirect != 0}
 		switch {
 		case o.Result < 0:
@@ -106,6 +126,16 @@ func Load(dir string) (*Source, error) {
 		th.LastEnd = max(th.LastEnd, time.Duration(o.End))
 		return nil
 	})
+	for i, sp := range spans {
+		t.Threads[i].Depth = maxInFlight(sp)
+	}
+	for i, f := range m.Files {
+		if f.ResidencyUnknown && f.SizeStartBytes == 0 && readTo[i] > 0 {
+			// Unknown, not empty: lay out what the reads found, so they
+			// read data rather than end at EOF.
+			t.Files[i].Size = readTo[i]
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,4 +176,29 @@ func fsDevice(m *capfile.Manifest) (uint32, string) {
 		return m.Devices[0].ID, m.Devices[0].Name
 	}
 	return 0, ""
+}
+
+// maxInFlight is the most intervals [start, end] that overlap at once.
+func maxInFlight(spans [][2]uint64) int {
+	type edge struct {
+		at    uint64
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
+	}
+	// Ends before starts at the same instant: back to back is not overlap.
+	sort.Slice(edges, func(a, b int) bool {
+		if edges[a].at != edges[b].at {
+			return edges[a].at < edges[b].at
+		}
+		return edges[a].delta < edges[b].delta
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
 }

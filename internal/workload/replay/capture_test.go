@@ -231,7 +231,7 @@ func writeExport(t *testing.T, files map[string][]byte) string {
 }
 
 func TestExportRefusesNoSpace(t *testing.T) {
-	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Fsync}}}}}
+	tr := &Trace{Files: []File{{Name: "f0001", Size: 1 << 62}}, Threads: []Thread{{Name: "t0001", Ops: []Op{{Kind: Write, Length: 4096}, {Kind: Fsync}}}}}
 	files, err := ExportFiles("replay:big", tr)
 	if err != nil {
 		t.Fatal(err)
@@ -247,3 +247,36 @@ func TestExportRefusesNoSpace(t *testing.T) {
 }
 
 var fioParse = fio.Parse
+
+func TestMaxInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		spans [][2]uint64
+		want  int
+	}{
+		{nil, 0},
+		{[][2]uint64{{0, 10}}, 1},
+		{[][2]uint64{{0, 10}, {10, 20}}, 1},
+		{[][2]uint64{{0, 10}, {5, 20}, {6, 7}, {8, 30}}, 3},
+	} {
+		if got := maxInFlight(tc.spans); got != tc.want {
+			t.Errorf("%v: %d, want %d", tc.spans, got, tc.want)
+		}
+	}
+}
+
+func TestMissedNote(t *testing.T) {
+	m := &capfile.Manifest{}
+	if got := MissedNote(m, benchresult.BlockTrace{Bytes: 100}); got != "" {
+		t.Errorf("nothing missed: %q", got)
+	}
+	m.Events.Missed = &capfile.Missed{CopyFileRange: 2, CopyFileRangeBytes: 1 << 20, IOURingOther: 1}
+	got := MissedNote(m, benchresult.BlockTrace{Device: "loop0", Bytes: 4 << 20})
+	for _, want := range []string{"2 copy_file_range", "1 io_uring requests of other opcodes", "1048576 bytes", "25.0% of the capture's 4194304 block bytes on loop0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\n") {
+		t.Errorf("not one line: %q", got)
+	}
+}

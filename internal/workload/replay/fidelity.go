@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
@@ -120,4 +121,34 @@ func sizeShares(t benchresult.BlockTrace) map[uint64]float64 {
 		out[b.MaxBytes] = float64(b.Count) / float64(n)
 	}
 	return out
+}
+
+// MissedNote says which part of the capture's block bytes no file-level
+// record explains: the I/O its threads did on captured files through
+// calls it counts but cannot record (splice, sendfile, copy_file_range,
+// other io_uring or aio opcodes), which the replay does not perform. ""
+// when the capture missed nothing. One line (a result's problems are
+// single-line text).
+func MissedNote(m *capfile.Manifest, capture benchresult.BlockTrace) string {
+	ms := m.Events.Missed
+	if ms.Calls() == 0 {
+		return ""
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    uint64
+		what string
+	}{{ms.Splice, "splice"}, {ms.Sendfile, "sendfile"}, {ms.CopyFileRange, "copy_file_range"},
+		{ms.IOURingOther, "io_uring requests of other opcodes"}, {ms.AIOOther, "aio iocbs of other opcodes or beyond 64 per io_submit"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	bytes := ms.SpliceBytes + ms.SendfileBytes + ms.CopyFileRangeBytes
+	share := "no block bytes captured"
+	if capture.Bytes > 0 {
+		share = fmt.Sprintf("%.1f%% of the capture's %d block bytes on %s", 100*float64(min(bytes, capture.Bytes))/float64(capture.Bytes), capture.Bytes, capture.Device)
+	}
+	return fmt.Sprintf("the capture counted I/O on its files that no record describes and the replay does not perform: %s; %d bytes asked by the copies (%s) may have no file-level cause",
+		strings.Join(parts, ", "), bytes, share)
 }

@@ -2,7 +2,9 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,6 +46,14 @@ type Stream struct {
 	Thread int    // index into Trace.Threads
 	Direct bool
 	Ops    []Op
+	// Engine and Depth: the thread's asynchronous engine and queue depth
+	// (Thread.Engine, Thread.Depth), replayed as fio's ioengine and iodepth.
+	Engine string
+	Depth  int
+	// Fadvise is fio's fadvise_hint for the stream ("random",
+	// "sequential"): the thread's last POSIX_FADV_RANDOM or
+	// POSIX_FADV_SEQUENTIAL; "": the kernel's default readahead.
+	Fadvise string
 	// Repeat and Runtime: a span replay's busy thread repeats its
 	// operations Repeat times, cut at Runtime (0: once, to the end).
 	Repeat  int
@@ -62,9 +72,19 @@ func (t *Trace) Streams() []Stream {
 	var out []Stream
 	for i, th := range t.Threads {
 		var buffered, direct []Op
+		hint := ""
 		for _, o := range th.Ops {
+			if o.Kind == Fadvise && o.Advice <= 2 {
+				// POSIX_FADV_NORMAL 0, RANDOM 1, SEQUENTIAL 2
+				// (include/uapi/linux/fadvise.h) set the open file's
+				// readahead whatever the range (mm/fadvise.c): fio's own
+				// jobs advise so by default (fadvise_hint=1), and the
+				// readahead they turn off would otherwise be most of a
+				// buffered replay's block requests.
+				hint = map[uint32]string{1: "random", 2: "sequential"}[o.Advice]
+			}
 			if o.Kind == Fadvise || o.Kind == Madvise {
-				continue // no iolog action: the job's fadvise_hint=0 leaves the kernel's default
+				continue // no iolog action
 			}
 			if o.Direct {
 				direct = append(direct, o)
@@ -72,11 +92,25 @@ func (t *Trace) Streams() []Stream {
 				buffered = append(buffered, o)
 			}
 		}
+		// fio refuses an iolog with no read or write ("failed
+		// initializing iolog", EINVAL, fio 3.33 iolog.c read_iolog2): a
+		// half with only syncs (fdatasync of files InnoDB opened
+		// O_DIRECT, issued by a thread whose I/O the other half holds)
+		// joins the other, and a thread with syncs alone has nothing fio
+		// can replay.
+		switch bio, dio := hasIO(buffered), hasIO(direct); {
+		case !bio && !dio:
+			continue
+		case !bio:
+			direct, buffered = mergeAt(direct, buffered), nil
+		case !dio:
+			buffered, direct = mergeAt(buffered, direct), nil
+		}
 		if len(buffered) > 0 {
-			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered})
+			out = append(out, Stream{Name: th.Name, Thread: i, Ops: buffered, Engine: th.Engine, Depth: th.Depth, Fadvise: hint})
 		}
 		if len(direct) > 0 {
-			out = append(out, Stream{Name: th.Name + "-direct", Thread: i, Direct: true, Ops: direct})
+			out = append(out, Stream{Name: th.Name + "-direct", Thread: i, Direct: true, Ops: direct, Engine: th.Engine, Depth: th.Depth})
 		}
 	}
 	return out
@@ -189,6 +223,14 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 	f := fio.File{Global: global}
 	for _, s := range streams {
 		opts := []fio.Option{{Key: "read_iolog", Value: s.IologName()}, {Key: "direct", Value: strconv.Itoa(map[bool]int{true: 1}[s.Direct])}}
+		if s.Fadvise != "" {
+			opts = append(opts, fio.Option{Key: "fadvise_hint", Value: s.Fadvise})
+		}
+		if s.Engine != "" {
+			// The captured engine and queue depth: a thread that kept 32
+			// requests in flight is replayed with 32 in flight.
+			opts = append(opts, fio.Option{Key: "ioengine", Value: s.Engine}, fio.Option{Key: "iodepth", Value: strconv.Itoa(max(s.Depth, 1))})
+		}
 		if s.Runtime > 0 {
 			// Read gradually: a repeated iolog read whole before the job
 			// starts would put its parsing in the CPU per I/O of the few
@@ -199,4 +241,15 @@ func JobFile(streams []Stream, mode Mode) ([]byte, error) {
 		f.Jobs = append(f.Jobs, fio.Section{Name: s.Name, Options: opts})
 	}
 	return f.Render()
+}
+
+func hasIO(ops []Op) bool {
+	return slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == Read || o.Kind == Write || o.Kind == Fault })
+}
+
+// mergeAt merges b into a, both in time order, keeping time order.
+func mergeAt(a, b []Op) []Op {
+	out := append(slices.Clip(a), b...)
+	slices.SortStableFunc(out, func(x, y Op) int { return cmp.Compare(x.At, y.At) })
+	return out
 }

@@ -69,6 +69,11 @@ type Range struct{ Offset, Length int64 }
 type Thread struct {
 	Name string // t0001 ...
 	Ops  []Op
+	// Engine is how the thread submitted its I/O when it was asynchronous:
+	// "libaio" or "io_uring" (fio's ioengine names); "": a syscall per I/O.
+	// Depth is the most of its requests it had in flight at once.
+	Engine string
+	Depth  int
 	// LastEnd is when the thread's last replayed operation ended, since
 	// the capture's start.
 	LastEnd time.Duration
