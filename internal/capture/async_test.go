@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/capture/capfile"
@@ -156,43 +154,6 @@ func TestURingState(t *testing.T) {
 		if got := uringState(hostfs.New(root), tc.tps); got != tc.want {
 			t.Errorf("io_uring_disabled %q, tracepoints %v: %q, want %q", tc.disabled, tc.tps, got, tc.want)
 		}
-	}
-}
-
-// TestCaptureURingDisabled: with kernel.io_uring_disabled=2 (restored
-// after, also on failure) a real capture says io_uring is disabled and
-// still captures the rest.
-func TestCaptureURingDisabled(t *testing.T) {
-	testenv.RequireRoot(t)
-	const knob = "/proc/sys/kernel/io_uring_disabled"
-	old, err := os.ReadFile(knob)
-	if err != nil {
-		testenv.Unavailable(t, "no kernel.io_uring_disabled (Linux 6.6+): "+err.Error())
-	}
-	if err := os.WriteFile(knob, []byte("2"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(knob, old, 0o644); err != nil {
-			t.Errorf("restore %s: %v", knob, err)
-		}
-	})
-	mnt, _ := loopExt4(t, 64<<20)
-	out := filepath.Join(t.TempDir(), "cap")
-	var logged []string
-	finish := startCapture(t, Options{Mount: mnt, PID: uint32(os.Getpid()) + 1<<30, Log: func(s string) { logged = append(logged, s) }}, out)
-	if _, err := finish(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := capfile.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Manifest.Kernel.IOURing != capfile.AsyncDisabled || c.Manifest.Kernel.AIO != capfile.AsyncCaptured {
-		t.Errorf("kernel: %+v", c.Manifest.Kernel)
-	}
-	if !slices.ContainsFunc(logged, func(s string) bool { return strings.Contains(s, "io_uring I/O is not captured") }) {
-		t.Errorf("not said on the log: %q", logged)
 	}
 }
 

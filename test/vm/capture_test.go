@@ -75,6 +75,14 @@ i=0; until [ -e /tmp/ready ]; do i=$((i+1)); [ $i -lt 600 ] || { echo "capture n
 kill -INT $pid
 wait $pid
 cp /tmp/cap/manifest.json /tmp/cap/ops.bin /tmp/cap/block.bin /results/
+# kernel.io_uring_disabled (6.6+) set to 2: the capture says io_uring is
+# disabled. Here, not on the host, where every test package shares the
+# sysctl and io_uring jobs of other packages would fail with EPERM.
+if [ -e /proc/sys/kernel/io_uring_disabled ]; then
+	echo 2 > /proc/sys/kernel/io_uring_disabled
+	env PATH=/bin /usr/bin/slowpath capture --mount /mnt/c --comm nosuchcomm --duration 1s --format json -o /tmp/cap2 > /results/uring-disabled.json 2> /results/uring-disabled.err || echo "capture exited $?" >> /results/uring-disabled.err
+	echo 0 > /proc/sys/kernel/io_uring_disabled
+fi
 umount /mnt/c
 dmsetup remove c0
 rmmod brd
@@ -168,6 +176,19 @@ grep tracefs /proc/mounts > /results/tracefs-mounts || true
 	}
 	if uring != wantURing || fioURing == 0 {
 		t.Errorf("%d io_uring read records, want %d (fio's uring job read %d times)", uring, wantURing, fioURing)
+	}
+	if d, ok := res.Files["uring-disabled.json"]; ok {
+		var out struct {
+			Kernel capfile.Kernel `json:"kernel"`
+		}
+		if err := json.Unmarshal(d, &out); err != nil || out.Kernel.IOURing != capfile.AsyncDisabled || out.Kernel.AIO != capfile.AsyncCaptured {
+			t.Errorf("with kernel.io_uring_disabled=2: kernel %+v (%v), want io_uring %q and aio captured; stderr:\n%s", out.Kernel, err, capfile.AsyncDisabled, res.Files["uring-disabled.err"])
+		}
+		if !strings.Contains(string(res.Files["uring-disabled.err"]), "io_uring I/O is not captured") {
+			t.Errorf("with kernel.io_uring_disabled=2 the capture did not say so; stderr:\n%s", res.Files["uring-disabled.err"])
+		}
+	} else if !strings.HasPrefix(m.Kernel.Release, "5.10.") && !strings.HasPrefix(m.Kernel.Release, "6.1.") {
+		t.Errorf("kernel %s has no kernel.io_uring_disabled (6.6+)", m.Kernel.Release)
 	}
 	if m.Kernel.FaultSource == capfile.FaultSourceNone {
 		t.Errorf("no fault source on %s", m.Kernel.Release)
