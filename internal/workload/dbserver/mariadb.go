@@ -54,11 +54,8 @@ var MariaDBEncryption = []snapshot.EngineEncryption{
 
 // MariaDB is a throwaway MariaDB server in a run's directory.
 type MariaDB struct {
-	acct    Account
-	data    string
-	sock    string
-	srv     *server
-	cleanup []func() error
+	instance
+	sock string
 }
 
 // sysbenchDB is the database sysbench fills, made at install.
@@ -79,32 +76,24 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{acct: a, data: filepath.Join(phaseDir, "mariadb")}
+	m := &MariaDB{instance: instance{acct: a}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, m.Close())
 		}
 	}()
-	if err := a.reach(phaseDir); err != nil {
-		return m, err
-	}
-	if err := a.mkdirFor(m.data); err != nil {
-		return m, err
-	}
-	m.cleanup = append(m.cleanup, func() error { return os.RemoveAll(m.data) })
-	sock, rm, err := socketDir(a, phaseDir, "mysqld.sock")
+	sock, err := m.prepare(phaseDir, "mariadb", "mysqld.sock")
 	if err != nil {
 		return m, err
 	}
 	m.sock = filepath.Join(sock, "mysqld.sock")
-	m.cleanup = append(m.cleanup, rm)
 	// The server writes its log and pid file: in a directory of its own
 	// (the phase's is slowpath's, 0711).
 	logs := filepath.Join(phaseDir, "mariadb-log")
 	if err := a.mkdirFor(logs); err != nil {
 		return m, err
 	}
-	m.cleanup = append(m.cleanup, func() error { return os.RemoveAll(logs) })
+	m.undo(func() error { return os.RemoveAll(logs) })
 	errLog := filepath.Join(logs, "mariadbd.err")
 	common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
 		"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
@@ -113,12 +102,12 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 		if err != nil {
 			return m, err
 		}
-		m.cleanup = append(m.cleanup, rmKey)
+		m.undo(rmKey)
 		common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
 			"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
 	}
 	extra := filepath.Join(phaseDir, "init.sql")
-	m.cleanup = append(m.cleanup, func() error { return removeIfThere(extra) })
+	m.undo(func() error { return removeIfThere(extra) })
 	if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
 		return m, err
 	}
@@ -133,14 +122,7 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 		return m, err
 	}
 	out := filepath.Join(phaseDir, "mariadbd.out")
-	m.cleanup = append(m.cleanup, func() error { return removeIfThere(out) })
-	srv, err := start(a.command(ctx, mariadbd, common...), out, syscall.SIGTERM)
-	if err != nil {
-		return m, err
-	}
-	m.srv = srv
-	srv.log = errLog
-	err = srv.waitReady(ctx, func() bool {
+	err = m.run(ctx, a.command(ctx, mariadbd, common...), out, errLog, syscall.SIGTERM, func() bool {
 		c, err := net.DialTimeout("unix", m.sock, time.Second)
 		if err != nil {
 			return false
@@ -181,14 +163,7 @@ func (m *MariaDB) PID() int { return m.srv.PID() }
 
 // Close stops the server (SIGTERM: a clean shutdown) and removes its
 // data directory and the key.
-func (m *MariaDB) Close() error {
-	err := m.srv.stop()
-	for i := len(m.cleanup) - 1; i >= 0; i-- {
-		err = errors.Join(err, m.cleanup[i]())
-	}
-	m.cleanup = nil
-	return err
-}
+func (m *MariaDB) Close() error { return m.close() }
 
 // SysbenchOptions size sysbench's OLTP read/write workload.
 type SysbenchOptions struct {

@@ -31,11 +31,8 @@ func PostgresTools() error {
 
 // Postgres is a throwaway PostgreSQL cluster in a run's directory.
 type Postgres struct {
-	acct    Account
-	data    string
-	sock    string
-	srv     *server
-	cleanup []func() error
+	instance
+	sock string
 }
 
 // StartPostgres creates a cluster in phaseDir/pgdata and starts it on a
@@ -50,25 +47,17 @@ func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error
 	if err != nil {
 		return nil, err
 	}
-	pg := &Postgres{acct: a, data: filepath.Join(phaseDir, "pgdata")}
+	pg := &Postgres{instance: instance{acct: a}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, pg.Close())
 		}
 	}()
-	if err := a.reach(phaseDir); err != nil {
-		return pg, err
-	}
-	if err := a.mkdirFor(pg.data); err != nil {
-		return pg, err
-	}
-	pg.cleanup = append(pg.cleanup, func() error { return os.RemoveAll(pg.data) })
-	sock, rm, err := socketDir(a, phaseDir, ".s.PGSQL.5432")
+	sock, err := pg.prepare(phaseDir, "pgdata", ".s.PGSQL.5432")
 	if err != nil {
 		return pg, err
 	}
 	pg.sock = sock
-	pg.cleanup = append(pg.cleanup, rm)
 	// trust on the socket only: the cluster lives for one run, its socket
 	// directory is 0700, and it listens on no TCP address.
 	initdb := a.command(ctx, filepath.Join(PostgresBin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust",
@@ -78,14 +67,8 @@ func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error
 	}
 	cmd := a.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
 		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
-	logPath := filepath.Join(phaseDir, "postgres.log")
-	pg.cleanup = append(pg.cleanup, func() error { return removeIfThere(logPath) })
-	srv, err := start(cmd, logPath, syscall.SIGINT) // SIGINT: fast shutdown
-	if err != nil {
-		return pg, err
-	}
-	pg.srv = srv
-	err = srv.waitReady(ctx, func() bool {
+	// SIGINT: fast shutdown.
+	err = pg.run(ctx, cmd, filepath.Join(phaseDir, "postgres.log"), "", syscall.SIGINT, func() bool {
 		return exec.CommandContext(ctx, filepath.Join(PostgresBin, "pg_isready"), "-q", "-h", sock, "-p", "5432", "-U", "postgres", "-d", "postgres").Run() == nil
 	})
 	return pg, err
@@ -95,14 +78,7 @@ func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error
 func (pg *Postgres) PID() int { return pg.srv.PID() }
 
 // Close stops the server (a fast shutdown) and removes the cluster.
-func (pg *Postgres) Close() error {
-	err := pg.srv.stop()
-	for i := len(pg.cleanup) - 1; i >= 0; i-- {
-		err = errors.Join(err, pg.cleanup[i]())
-	}
-	pg.cleanup = nil
-	return err
-}
+func (pg *Postgres) Close() error { return pg.close() }
 
 // PgbenchInit fills the pgbench tables at scale (pgbench -i -s).
 func (pg *Postgres) PgbenchInit(ctx context.Context, scale int) error {

@@ -269,3 +269,62 @@ func removeIfThere(p string) error {
 	}
 	return nil
 }
+
+// instance is what both engines' throwaway servers share: the account
+// they run as, their data directory, the running server and what to undo,
+// last made first.
+type instance struct {
+	acct    Account
+	data    string
+	srv     *server
+	cleanup []func() error
+}
+
+// prepare makes phaseDir reachable by the account and creates the data
+// directory dataName and the socket's directory (for sockName) in it,
+// each removed by close; it returns the socket's directory.
+func (in *instance) prepare(phaseDir, dataName, sockName string) (string, error) {
+	if err := in.acct.reach(phaseDir); err != nil {
+		return "", err
+	}
+	in.data = filepath.Join(phaseDir, dataName)
+	if err := in.acct.mkdirFor(in.data); err != nil {
+		return "", err
+	}
+	in.undo(func() error { return os.RemoveAll(in.data) })
+	sock, rm, err := socketDir(in.acct, phaseDir, sockName)
+	if err != nil {
+		return "", err
+	}
+	in.undo(rm)
+	return sock, nil
+}
+
+// undo adds f to what close undoes.
+func (in *instance) undo(f func() error) { in.cleanup = append(in.cleanup, f) }
+
+// run starts cmd with its output to outPath (removed by close) and waits
+// until ready says yes; errLog, when set, is the log whose end an early
+// exit reports (MariaDB writes its errors to a file of its own).
+func (in *instance) run(ctx context.Context, cmd *exec.Cmd, outPath, errLog string, stopSig syscall.Signal, ready func() bool) error {
+	in.undo(func() error { return removeIfThere(outPath) })
+	srv, err := start(cmd, outPath, stopSig)
+	if err != nil {
+		return err
+	}
+	in.srv = srv
+	if errLog != "" {
+		srv.log = errLog
+	}
+	return srv.waitReady(ctx, ready)
+}
+
+// close stops the server and undoes the rest, last made first.
+func (in *instance) close() error {
+	err := in.srv.stop()
+	for i := len(in.cleanup) - 1; i >= 0; i-- {
+		err = errors.Join(err, in.cleanup[i]())
+	}
+	in.cleanup = nil
+	return err
+}
