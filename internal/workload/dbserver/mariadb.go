@@ -56,6 +56,7 @@ var MariaDBEncryption = []snapshot.EngineEncryption{
 type MariaDB struct {
 	instance
 	sock string
+	key  string // the key file when the server encrypts
 }
 
 // sysbenchDB is the database sysbench fills, made at install.
@@ -102,6 +103,7 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaD
 		if err != nil {
 			return m, err
 		}
+		m.key = key
 		m.undo(rmKey)
 		common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
 			"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")

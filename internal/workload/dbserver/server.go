@@ -328,3 +328,6 @@ func (in *instance) close() error {
 	in.cleanup = nil
 	return err
 }
+
+// DataDir is the server's data directory.
+func (in *instance) DataDir() string { return in.data }
