@@ -67,73 +67,65 @@ const sysbenchDB = "sbtest"
 // (--no-defaults), as the mysql user when we are root; with its own
 // encryption on when encrypt is set. On an error nothing is left
 // running; Close removes what was made, the key included.
-func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (_ *MariaDB, err error) {
+func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (*MariaDB, error) {
 	if err := MariaDBTools(encrypt); err != nil {
 		return nil, err
 	}
 	installDB, _ := lookBin("mariadb-install-db", "mariadb-server-core", "/usr/bin")
 	mariadbd, _ := lookBin("mariadbd", "mariadb-server-core", "/usr/sbin")
-	a, err := accountFor("MariaDB", "mysql", "mariadb-server-core")
-	if err != nil {
-		return nil, err
-	}
-	m := &MariaDB{instance: instance{acct: a}}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, m.Close())
+	m := &MariaDB{}
+	err := m.launch(mariadbLayout, phaseDir, func(sock string) error {
+		a := m.acct
+		m.sock = filepath.Join(sock, "mysqld.sock")
+		// The server writes its log and pid file: in a directory of its own
+		// (the phase's is slowpath's, 0711).
+		logs := filepath.Join(phaseDir, "mariadb-log")
+		if err := a.mkdirFor(logs); err != nil {
+			return err
 		}
-	}()
-	sock, err := m.prepare(phaseDir, "mariadb", "mysqld.sock")
-	if err != nil {
-		return m, err
-	}
-	m.sock = filepath.Join(sock, "mysqld.sock")
-	// The server writes its log and pid file: in a directory of its own
-	// (the phase's is slowpath's, 0711).
-	logs := filepath.Join(phaseDir, "mariadb-log")
-	if err := a.mkdirFor(logs); err != nil {
-		return m, err
-	}
-	m.undo(func() error { return os.RemoveAll(logs) })
-	errLog := filepath.Join(logs, "mariadbd.err")
-	common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
-		"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
-	if encrypt {
-		key, rmKey, err := makeKey(a)
-		if err != nil {
-			return m, err
+		m.undo(func() error { return os.RemoveAll(logs) })
+		errLog := filepath.Join(logs, "mariadbd.err")
+		common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
+			"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
+		if encrypt {
+			key, rmKey, err := makeKey(a)
+			if err != nil {
+				return err
+			}
+			m.key = key
+			m.undo(rmKey)
+			common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
+				"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
 		}
-		m.key = key
-		m.undo(rmKey)
-		common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
-			"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
-	}
-	extra := filepath.Join(phaseDir, "init.sql")
-	m.undo(func() error { return removeIfThere(extra) })
-	if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
-		return m, err
-	}
-	if err := a.chown(extra); err != nil {
-		return m, err
-	}
-	// root without a password, on a socket in a 0700 directory of a
-	// server that lives for one run and listens on no TCP port.
-	install := a.command(ctx, installDB, append([]string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve", "--extra-file=" + extra}, common[1:]...)...)
-	if err := runTool(install); err != nil {
-		return m, err
-	}
-	out := filepath.Join(phaseDir, "mariadbd.out")
-	err = m.run(ctx, a.command(ctx, mariadbd, common...), out, errLog, syscall.SIGTERM, func() bool {
-		c, err := net.DialTimeout("unix", m.sock, time.Second)
-		if err != nil {
-			return false
+		extra := filepath.Join(phaseDir, "init.sql")
+		m.undo(func() error { return removeIfThere(extra) })
+		if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
+			return err
 		}
-		c.Close()
-		return true
+		if err := a.chown(extra); err != nil {
+			return err
+		}
+		// root without a password, on a socket in a 0700 directory of a
+		// server that lives for one run and listens on no TCP port.
+		install := a.command(ctx, installDB, append([]string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--extra-file=" + extra}, common[1:]...)...)
+		if err := runTool(install); err != nil {
+			return err
+		}
+		return m.run(ctx, a.command(ctx, mariadbd, common...), filepath.Join(phaseDir, "mariadbd.out"), errLog, syscall.SIGTERM, func() bool {
+			c, err := net.DialTimeout("unix", m.sock, time.Second)
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return true
+		})
 	})
 	return m, err
 }
+
+// mariadbLayout is Debian's: the mysql user of mariadb-server-core.
+var mariadbLayout = layout{engine: "MariaDB", user: "mysql", pkg: "mariadb-server-core", data: "mariadb", sock: "mysqld.sock"}
 
 // makeKey writes a random AES-256 key as file_key_management reads it
 // ("1;HEX") into a private temporary directory outside the run's (the

@@ -2,7 +2,6 @@ package dbserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,40 +38,32 @@ type Postgres struct {
 // unix socket only (listen_addresses=”), as the postgres user when we
 // are root. On an error nothing is left running; Close removes what
 // was made.
-func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error) {
+func StartPostgres(ctx context.Context, phaseDir string) (*Postgres, error) {
 	if err := PostgresTools(); err != nil {
 		return nil, err
 	}
-	a, err := accountFor("PostgreSQL", "postgres", "postgresql-15")
-	if err != nil {
-		return nil, err
-	}
-	pg := &Postgres{instance: instance{acct: a}}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, pg.Close())
+	pg := &Postgres{}
+	err := pg.launch(postgresLayout, phaseDir, func(sock string) error {
+		pg.sock = sock
+		// trust on the socket only: the cluster lives for one run, its socket
+		// directory is 0700, and it listens on no TCP address.
+		initdb := pg.acct.command(ctx, filepath.Join(PostgresBin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust",
+			"--encoding=UTF8", "--locale=C", "--no-instructions")
+		if err := runTool(initdb); err != nil {
+			return err
 		}
-	}()
-	sock, err := pg.prepare(phaseDir, "pgdata", ".s.PGSQL.5432")
-	if err != nil {
-		return pg, err
-	}
-	pg.sock = sock
-	// trust on the socket only: the cluster lives for one run, its socket
-	// directory is 0700, and it listens on no TCP address.
-	initdb := a.command(ctx, filepath.Join(PostgresBin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-instructions")
-	if err := runTool(initdb); err != nil {
-		return pg, err
-	}
-	cmd := a.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
-		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
-	// SIGINT: fast shutdown.
-	err = pg.run(ctx, cmd, filepath.Join(phaseDir, "postgres.log"), "", syscall.SIGINT, func() bool {
-		return exec.CommandContext(ctx, filepath.Join(PostgresBin, "pg_isready"), "-q", "-h", sock, "-p", "5432", "-U", "postgres", "-d", "postgres").Run() == nil
+		cmd := pg.acct.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
+			"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
+		// SIGINT: fast shutdown.
+		return pg.run(ctx, cmd, filepath.Join(phaseDir, "postgres.log"), "", syscall.SIGINT, func() bool {
+			return exec.CommandContext(ctx, filepath.Join(PostgresBin, "pg_isready"), "-q", "-h", sock, "-p", "5432", "-U", "postgres", "-d", "postgres").Run() == nil
+		})
 	})
 	return pg, err
 }
+
+// postgresLayout is Debian's: the postgres user of postgresql-15.
+var postgresLayout = layout{engine: "PostgreSQL", user: "postgres", pkg: "postgresql-15", data: "pgdata", sock: ".s.PGSQL.5432"}
 
 // PID is the postmaster's: the service's CPU is its process tree's.
 func (pg *Postgres) PID() int { return pg.srv.PID() }

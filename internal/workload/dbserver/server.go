@@ -280,24 +280,42 @@ type instance struct {
 	cleanup []func() error
 }
 
-// prepare makes phaseDir reachable by the account and creates the data
-// directory dataName and the socket's directory (for sockName) in it,
-// each removed by close; it returns the socket's directory.
-func (in *instance) prepare(phaseDir, dataName, sockName string) (string, error) {
-	if err := in.acct.reach(phaseDir); err != nil {
-		return "", err
+// layout is where an engine's server lives and whom it runs as.
+type layout struct {
+	engine, user, pkg string // accountFor's
+	data              string // the data directory, in the phase's
+	sock              string // the socket's name
+}
+
+// launch sets in up in phaseDir as l says (the account, phaseDir made
+// reachable by it, the data directory and the socket's) and calls start
+// with the socket's directory to make and start the server; on an error
+// of either, what was made is undone and nothing is left running.
+func (in *instance) launch(l layout, phaseDir string, start func(sockDir string) error) (err error) {
+	a, err := accountFor(l.engine, l.user, l.pkg)
+	if err != nil {
+		return err
 	}
-	in.data = filepath.Join(phaseDir, dataName)
-	if err := in.acct.mkdirFor(in.data); err != nil {
-		return "", err
+	in.acct = a
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, in.close())
+		}
+	}()
+	if err := a.reach(phaseDir); err != nil {
+		return err
+	}
+	in.data = filepath.Join(phaseDir, l.data)
+	if err := a.mkdirFor(in.data); err != nil {
+		return err
 	}
 	in.undo(func() error { return os.RemoveAll(in.data) })
-	sock, rm, err := socketDir(in.acct, phaseDir, sockName)
+	sock, rm, err := socketDir(a, phaseDir, l.sock)
 	if err != nil {
-		return "", err
+		return err
 	}
 	in.undo(rm)
-	return sock, nil
+	return start(sock)
 }
 
 // undo adds f to what close undoes.
