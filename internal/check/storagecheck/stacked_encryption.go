@@ -353,21 +353,20 @@ func layerCount(p storagemodel.Path) string {
 
 // kernelLayers are the layers of chain that encrypt on this machine's CPUs.
 func kernelLayers(chain []storagemodel.Layer) []storagemodel.Layer {
-	var out []storagemodel.Layer
-	for _, l := range chain {
-		if l.EncryptedBy == storagemodel.ByKernelCPU {
-			out = append(out, l)
-		}
-	}
-	return out
+	return encryptedBy(chain, storagemodel.ByKernelCPU)
 }
 
 // serviceLayers are the layers of chain that encrypt in a service's own
 // threads (a database engine's encryption of its files).
 func serviceLayers(chain []storagemodel.Layer) []storagemodel.Layer {
+	return encryptedBy(chain, storagemodel.ByServiceCPU)
+}
+
+// encryptedBy are the layers of chain whose encryption runs where by says.
+func encryptedBy(chain []storagemodel.Layer, by string) []storagemodel.Layer {
 	var out []storagemodel.Layer
 	for _, l := range chain {
-		if l.EncryptedBy == storagemodel.ByServiceCPU {
+		if l.EncryptedBy == by {
 			out = append(out, l)
 		}
 	}

@@ -48,19 +48,17 @@ func parseMyCnf(data string) (items []cnfItem, bad int) {
 			}
 			group = strings.ToLower(strings.TrimSpace(line[1:end]))
 			continue
-		case strings.HasPrefix(line, "!includedir"):
-			if p := strings.TrimSpace(line[len("!includedir"):]); p != "" {
-				items = append(items, cnfItem{kind: cnfIncludeDir, group: group, path: p, line: i + 1})
-				continue
-			}
-			bad++
-			continue
 		case strings.HasPrefix(line, "!include"):
-			if p := strings.TrimSpace(line[len("!include"):]); p != "" {
-				items = append(items, cnfItem{kind: cnfInclude, group: group, path: p, line: i + 1})
+			// !include FILE or !includedir DIR.
+			kind, p := cnfInclude, line[len("!include"):]
+			if dir, ok := strings.CutPrefix(p, "dir"); ok {
+				kind, p = cnfIncludeDir, dir
+			}
+			if p = strings.TrimSpace(p); p == "" {
+				bad++
 				continue
 			}
-			bad++
+			items = append(items, cnfItem{kind: kind, group: group, path: p, line: i + 1})
 			continue
 		}
 		name, value, hasValue := strings.Cut(line, "=")

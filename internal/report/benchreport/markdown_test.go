@@ -2,11 +2,13 @@ package benchreport
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/testing/golden"
+	"github.com/slowpath/slowpath/internal/testing/mdcheck"
 )
 
 // TestMarkdownWithTax: the Markdown says what the text summary says, of
@@ -53,6 +55,7 @@ func TestMarkdownHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := md.String()
+	mdcheck.Rules{}.Check(t, out)
 	for _, bad := range []string{"<b>", "<i>", "<script>", "vda<", "dm-0|x", "fio|<i>", "`|"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("markdown holds %q raw:\n%s", bad, out)
@@ -63,4 +66,20 @@ func TestMarkdownHostile(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// FuzzWriteMarkdown: whatever the target, a thread, a device or a replay's
+// problem is called, the Markdown holds no HTML, its rows keep their
+// table's cells and every code span closes on its line.
+func FuzzWriteMarkdown(f *testing.F) {
+	mdcheck.Rules{}.Fuzz(f, "/data", func(w io.Writer, s string) error {
+		r, err := benchresult.ReadFile("../../experiment/testdata/result-tax.json")
+		if err != nil {
+			return err
+		}
+		r.Parameters.Target, r.WhereTime.Threads[0].Top[0].Comm, r.WhereTime.Devices[0].Device = s, s, s
+		trace := benchresult.BlockTrace{Device: s, IOs: 100}
+		r.Fidelity = &benchresult.Fidelity{Mode: "timed", Capture: trace, Replay: &trace, Problems: []string{s}}
+		return WriteMarkdown(w, r)
+	})
 }

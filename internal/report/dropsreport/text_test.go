@@ -31,6 +31,22 @@ func readCapture(t *testing.T, name string) *dropreport.Capture {
 	return &c
 }
 
+// kallsyms510 is the symbols of the 5.10 kernel the capture without drop
+// reasons was recorded on.
+func kallsyms510(t *testing.T) *dropreport.Symbols {
+	t.Helper()
+	f, err := os.Open(testdata + "kallsyms-5.10.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := dropreport.ParseKallsyms(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return syms
+}
+
 // TestRecordedFlood renders the capture recorded by the real flood test
 // (internal/cli/netcmd/dropscmd TestBacklogFlood with SLOWPATH_UPDATE=1)
 // as a table, as tab-separated rows and as folded stacks, against golden
@@ -62,15 +78,7 @@ func TestRecordedFlood(t *testing.T) {
 // kallsyms: the text says it attributes by location and names no reason.
 func TestNoReasonsCapture(t *testing.T) {
 	c := readCapture(t, "nodropreasons-5.10.capture.json")
-	f, err := os.Open(testdata + "kallsyms-5.10.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := dropreport.ParseKallsyms(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := kallsyms510(t)
 	rep := dropreport.Summarize(c, syms, dropreport.SummaryOptions{IfNames: c.IfNames})
 	var text bytes.Buffer
 	if err := WriteText(&text, rep, TextOptions{}); err != nil {

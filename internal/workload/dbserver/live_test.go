@@ -10,28 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/testing/dbservertest"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 )
 
-// runDir is a run's directory as bench makes it: 0700 below a directory
-// the servers' users can enter, removed after the test.
+// runDir is a run's directory as bench makes it, below a directory the
+// servers' users can enter, removed after the test.
 func runDir(t *testing.T) string {
 	t.Helper()
 	testenv.RequireRoot(t)
-	base, err := os.MkdirTemp("", "slowpath-dbserver-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(base, "run")
-	phase := filepath.Join(run, "0-phase")
-	if err := os.MkdirAll(phase, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return phase
+	return dbservertest.PhaseDir(t, dbservertest.Enterable(t))
 }
 
 // gone fails t unless process pid has ended.
@@ -119,8 +107,10 @@ func TestMariaDBEncrypts(t *testing.T) {
 		}
 		gone(t, pid)
 		empty(t, dir)
-	}
-	if keys, _ := filepath.Glob(filepath.Join(os.TempDir(), "slowpath-key-*")); len(keys) > 0 {
-		t.Errorf("key directories left: %v", keys)
+		// This server's key alone: another package's test may be
+		// running a MariaDB of its own beside this one.
+		if _, err := os.Stat(filepath.Dir(m.key)); encrypt && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("key directory %s left: %v", filepath.Dir(m.key), err)
+		}
 	}
 }

@@ -54,11 +54,9 @@ var MariaDBEncryption = []snapshot.EngineEncryption{
 
 // MariaDB is a throwaway MariaDB server in a run's directory.
 type MariaDB struct {
-	acct    Account
-	data    string
-	sock    string
-	srv     *server
-	cleanup []func() error
+	instance
+	sock string
+	key  string // the key file when the server encrypts
 }
 
 // sysbenchDB is the database sysbench fills, made at install.
@@ -76,87 +74,65 @@ func StartMariaDB(ctx context.Context, phaseDir string, encrypt bool) (*MariaDB,
 // StartMariaDBWith is StartMariaDB with more server options (names and
 // values of mariadbd's own, such as --innodb-buffer-pool-size=8M), given
 // after slowpath's.
-func StartMariaDBWith(ctx context.Context, phaseDir string, encrypt bool, options ...string) (_ *MariaDB, err error) {
+func StartMariaDBWith(ctx context.Context, phaseDir string, encrypt bool, options ...string) (*MariaDB, error) {
 	if err := MariaDBTools(encrypt); err != nil {
 		return nil, err
 	}
 	installDB, _ := lookBin("mariadb-install-db", "mariadb-server-core", "/usr/bin")
 	mariadbd, _ := lookBin("mariadbd", "mariadb-server-core", "/usr/sbin")
-	a, err := accountFor("MariaDB", "mysql", "mariadb-server-core")
-	if err != nil {
-		return nil, err
-	}
-	m := &MariaDB{acct: a, data: filepath.Join(phaseDir, "mariadb")}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, m.Close())
+	m := &MariaDB{}
+	err := m.launch(mariadbLayout, phaseDir, func(sock string) error {
+		a := m.acct
+		m.sock = filepath.Join(sock, "mysqld.sock")
+		// The server writes its log and pid file: in a directory of its own
+		// (the phase's is slowpath's, 0711).
+		logs := filepath.Join(phaseDir, "mariadb-log")
+		if err := a.mkdirFor(logs); err != nil {
+			return err
 		}
-	}()
-	if err := a.reach(phaseDir); err != nil {
-		return m, err
-	}
-	if err := a.mkdirFor(m.data); err != nil {
-		return m, err
-	}
-	m.cleanup = append(m.cleanup, func() error { return os.RemoveAll(m.data) })
-	sock, rm, err := socketDir(a, phaseDir, "mysqld.sock")
-	if err != nil {
-		return m, err
-	}
-	m.sock = filepath.Join(sock, "mysqld.sock")
-	m.cleanup = append(m.cleanup, rm)
-	// The server writes its log and pid file: in a directory of its own
-	// (the phase's is slowpath's, 0711).
-	logs := filepath.Join(phaseDir, "mariadb-log")
-	if err := a.mkdirFor(logs); err != nil {
-		return m, err
-	}
-	m.cleanup = append(m.cleanup, func() error { return os.RemoveAll(logs) })
-	errLog := filepath.Join(logs, "mariadbd.err")
-	common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
-		"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
-	if encrypt {
-		key, rmKey, err := makeKey(a)
-		if err != nil {
-			return m, err
+		m.undo(func() error { return os.RemoveAll(logs) })
+		errLog := filepath.Join(logs, "mariadbd.err")
+		common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
+			"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
+		if encrypt {
+			key, rmKey, err := makeKey(a)
+			if err != nil {
+				return err
+			}
+			m.key = key
+			m.undo(rmKey)
+			common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
+				"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
 		}
-		m.cleanup = append(m.cleanup, rmKey)
-		common = append(common, "--plugin-dir="+MariaDBPlugins, "--plugin-load-add=file_key_management",
-			"--file-key-management-filename="+key, "--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--encrypt-tmp-files=ON")
-	}
-	extra := filepath.Join(phaseDir, "init.sql")
-	m.cleanup = append(m.cleanup, func() error { return removeIfThere(extra) })
-	if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
-		return m, err
-	}
-	if err := a.chown(extra); err != nil {
-		return m, err
-	}
-	// root without a password, on a socket in a 0700 directory of a
-	// server that lives for one run and listens on no TCP port.
-	install := a.command(ctx, installDB, append([]string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve", "--extra-file=" + extra}, common[1:]...)...)
-	if err := runTool(install); err != nil {
-		return m, err
-	}
-	out := filepath.Join(phaseDir, "mariadbd.out")
-	m.cleanup = append(m.cleanup, func() error { return removeIfThere(out) })
-	srv, err := start(a.command(ctx, mariadbd, append(common, options...)...), out, syscall.SIGTERM)
-	if err != nil {
-		return m, err
-	}
-	m.srv = srv
-	srv.log = errLog
-	err = srv.waitReady(ctx, func() bool {
-		c, err := net.DialTimeout("unix", m.sock, time.Second)
-		if err != nil {
-			return false
+		extra := filepath.Join(phaseDir, "init.sql")
+		m.undo(func() error { return removeIfThere(extra) })
+		if err := os.WriteFile(extra, []byte("CREATE DATABASE IF NOT EXISTS "+sysbenchDB+";\n"), 0o600); err != nil {
+			return err
 		}
-		c.Close()
-		return true
+		if err := a.chown(extra); err != nil {
+			return err
+		}
+		// root without a password, on a socket in a 0700 directory of a
+		// server that lives for one run and listens on no TCP port.
+		install := a.command(ctx, installDB, append([]string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--extra-file=" + extra}, common[1:]...)...)
+		if err := runTool(install); err != nil {
+			return err
+		}
+		return m.run(ctx, a.command(ctx, mariadbd, append(common, options...)...), filepath.Join(phaseDir, "mariadbd.out"), errLog, syscall.SIGTERM, func() bool {
+			c, err := net.DialTimeout("unix", m.sock, time.Second)
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return true
+		})
 	})
 	return m, err
 }
+
+// mariadbLayout is Debian's: the mysql user of mariadb-server-core.
+var mariadbLayout = layout{engine: "MariaDB", user: "mysql", pkg: "mariadb-server-core", data: "mariadb", sock: "mysqld.sock"}
 
 // makeKey writes a random AES-256 key as file_key_management reads it
 // ("1;HEX") into a private temporary directory outside the run's (the
@@ -188,14 +164,7 @@ func (m *MariaDB) PID() int { return m.srv.PID() }
 
 // Close stops the server (SIGTERM: a clean shutdown) and removes its
 // data directory and the key.
-func (m *MariaDB) Close() error {
-	err := m.srv.stop()
-	for i := len(m.cleanup) - 1; i >= 0; i-- {
-		err = errors.Join(err, m.cleanup[i]())
-	}
-	m.cleanup = nil
-	return err
-}
+func (m *MariaDB) Close() error { return m.close() }
 
 // SysbenchOptions size sysbench's OLTP read/write workload.
 type SysbenchOptions struct {

@@ -2,7 +2,6 @@ package dbserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,78 +30,46 @@ func PostgresTools() error {
 
 // Postgres is a throwaway PostgreSQL cluster in a run's directory.
 type Postgres struct {
-	acct    Account
-	data    string
-	sock    string
-	srv     *server
-	cleanup []func() error
+	instance
+	sock string
 }
 
 // StartPostgres creates a cluster in phaseDir/pgdata and starts it on a
 // unix socket only (listen_addresses=”), as the postgres user when we
 // are root. On an error nothing is left running; Close removes what
 // was made.
-func StartPostgres(ctx context.Context, phaseDir string) (_ *Postgres, err error) {
+func StartPostgres(ctx context.Context, phaseDir string) (*Postgres, error) {
 	if err := PostgresTools(); err != nil {
 		return nil, err
 	}
-	a, err := accountFor("PostgreSQL", "postgres", "postgresql-15")
-	if err != nil {
-		return nil, err
-	}
-	pg := &Postgres{acct: a, data: filepath.Join(phaseDir, "pgdata")}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, pg.Close())
+	pg := &Postgres{}
+	err := pg.launch(postgresLayout, phaseDir, func(sock string) error {
+		pg.sock = sock
+		// trust on the socket only: the cluster lives for one run, its socket
+		// directory is 0700, and it listens on no TCP address.
+		initdb := pg.acct.command(ctx, filepath.Join(PostgresBin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust",
+			"--encoding=UTF8", "--locale=C", "--no-instructions")
+		if err := runTool(initdb); err != nil {
+			return err
 		}
-	}()
-	if err := a.reach(phaseDir); err != nil {
-		return pg, err
-	}
-	if err := a.mkdirFor(pg.data); err != nil {
-		return pg, err
-	}
-	pg.cleanup = append(pg.cleanup, func() error { return os.RemoveAll(pg.data) })
-	sock, rm, err := socketDir(a, phaseDir, ".s.PGSQL.5432")
-	if err != nil {
-		return pg, err
-	}
-	pg.sock = sock
-	pg.cleanup = append(pg.cleanup, rm)
-	// trust on the socket only: the cluster lives for one run, its socket
-	// directory is 0700, and it listens on no TCP address.
-	initdb := a.command(ctx, filepath.Join(PostgresBin, "initdb"), "-D", pg.data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-instructions")
-	if err := runTool(initdb); err != nil {
-		return pg, err
-	}
-	cmd := a.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
-		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
-	logPath := filepath.Join(phaseDir, "postgres.log")
-	pg.cleanup = append(pg.cleanup, func() error { return removeIfThere(logPath) })
-	srv, err := start(cmd, logPath, syscall.SIGINT) // SIGINT: fast shutdown
-	if err != nil {
-		return pg, err
-	}
-	pg.srv = srv
-	err = srv.waitReady(ctx, func() bool {
-		return exec.CommandContext(ctx, filepath.Join(PostgresBin, "pg_isready"), "-q", "-h", sock, "-p", "5432", "-U", "postgres", "-d", "postgres").Run() == nil
+		cmd := pg.acct.command(ctx, filepath.Join(PostgresBin, "postgres"), "-D", pg.data,
+			"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "port=5432")
+		// SIGINT: fast shutdown.
+		return pg.run(ctx, cmd, filepath.Join(phaseDir, "postgres.log"), "", syscall.SIGINT, func() bool {
+			return exec.CommandContext(ctx, filepath.Join(PostgresBin, "pg_isready"), "-q", "-h", sock, "-p", "5432", "-U", "postgres", "-d", "postgres").Run() == nil
+		})
 	})
 	return pg, err
 }
+
+// postgresLayout is Debian's: the postgres user of postgresql-15.
+var postgresLayout = layout{engine: "PostgreSQL", user: "postgres", pkg: "postgresql-15", data: "pgdata", sock: ".s.PGSQL.5432"}
 
 // PID is the postmaster's: the service's CPU is its process tree's.
 func (pg *Postgres) PID() int { return pg.srv.PID() }
 
 // Close stops the server (a fast shutdown) and removes the cluster.
-func (pg *Postgres) Close() error {
-	err := pg.srv.stop()
-	for i := len(pg.cleanup) - 1; i >= 0; i-- {
-		err = errors.Join(err, pg.cleanup[i]())
-	}
-	pg.cleanup = nil
-	return err
-}
+func (pg *Postgres) Close() error { return pg.close() }
 
 // PgbenchInit fills the pgbench tables at scale (pgbench -i -s).
 func (pg *Postgres) PgbenchInit(ctx context.Context, scale int) error {

@@ -269,3 +269,83 @@ func removeIfThere(p string) error {
 	}
 	return nil
 }
+
+// instance is what both engines' throwaway servers share: the account
+// they run as, their data directory, the running server and what to undo,
+// last made first.
+type instance struct {
+	acct    Account
+	data    string
+	srv     *server
+	cleanup []func() error
+}
+
+// layout is where an engine's server lives and whom it runs as.
+type layout struct {
+	engine, user, pkg string // accountFor's
+	data              string // the data directory, in the phase's
+	sock              string // the socket's name
+}
+
+// launch sets in up in phaseDir as l says (the account, phaseDir made
+// reachable by it, the data directory and the socket's) and calls start
+// with the socket's directory to make and start the server; on an error
+// of either, what was made is undone and nothing is left running.
+func (in *instance) launch(l layout, phaseDir string, start func(sockDir string) error) (err error) {
+	a, err := accountFor(l.engine, l.user, l.pkg)
+	if err != nil {
+		return err
+	}
+	in.acct = a
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, in.close())
+		}
+	}()
+	if err := a.reach(phaseDir); err != nil {
+		return err
+	}
+	in.data = filepath.Join(phaseDir, l.data)
+	if err := a.mkdirFor(in.data); err != nil {
+		return err
+	}
+	in.undo(func() error { return os.RemoveAll(in.data) })
+	sock, rm, err := socketDir(a, phaseDir, l.sock)
+	if err != nil {
+		return err
+	}
+	in.undo(rm)
+	return start(sock)
+}
+
+// undo adds f to what close undoes.
+func (in *instance) undo(f func() error) { in.cleanup = append(in.cleanup, f) }
+
+// run starts cmd with its output to outPath (removed by close) and waits
+// until ready says yes; errLog, when set, is the log whose end an early
+// exit reports (MariaDB writes its errors to a file of its own).
+func (in *instance) run(ctx context.Context, cmd *exec.Cmd, outPath, errLog string, stopSig syscall.Signal, ready func() bool) error {
+	in.undo(func() error { return removeIfThere(outPath) })
+	srv, err := start(cmd, outPath, stopSig)
+	if err != nil {
+		return err
+	}
+	in.srv = srv
+	if errLog != "" {
+		srv.log = errLog
+	}
+	return srv.waitReady(ctx, ready)
+}
+
+// close stops the server and undoes the rest, last made first.
+func (in *instance) close() error {
+	err := in.srv.stop()
+	for i := len(in.cleanup) - 1; i >= 0; i-- {
+		err = errors.Join(err, in.cleanup[i]())
+	}
+	in.cleanup = nil
+	return err
+}
+
+// DataDir is the server's data directory.
+func (in *instance) DataDir() string { return in.data }
