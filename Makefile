@@ -20,7 +20,7 @@ STATIC    := CGO_ENABLED=0
 # functions (Go's own pclntab stays); only delve and gdb need DWARF:
 # `make build STRIP=` keeps it.
 STRIP     ?= -s -w
-FUZZTIME  ?= 3s
+FUZZTIME  ?= 2s
 # bash with pipefail, so `| tee` does not hide a failing go test.
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c

@@ -63,7 +63,7 @@ func (r *throwaway) put(t *testing.T, src, name string) {
 }
 
 func (r *throwaway) cmd(args ...string) *exec.Cmd {
-	return exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", overlay, "sh", r.dir}, args...)...)
+	return exec.Command("unshare", append([]string{"--mount", "--propagation", "slave", "sh", "-c", overlay, "sh", r.dir}, args...)...)
 }
 
 func (r *throwaway) run(t *testing.T, args ...string) []byte {

@@ -6,6 +6,10 @@
 # coordinator, go.dev/issue/75804), having found nothing. Such a run is
 # repeated once; a second one, or any failure that wrote a failing input
 # or printed anything else, fails the run.
+#
+# One worker per target (-parallel 1): make test fuzzes beside the VM lab,
+# whose TCG boots each want a core of this 2-core machine; a second worker
+# doubled the fuzzers' CPU for the same wall time and slowed the boots.
 set -euo pipefail
 t=${1:-5s}
 log=$(mktemp)
@@ -22,7 +26,7 @@ while IFS=: read -r file name; do
 	dir=$(dirname "$file")
 	echo "fuzz: $dir $name ($t)"
 	for try in 1 2; do
-		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "./$dir" >"$log" 2>&1; then
+		if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" -parallel 1 "./$dir" >"$log" 2>&1; then
 			break
 		fi
 		if [ "$try" = 1 ] && coordinator_race; then

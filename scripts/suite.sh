@@ -38,7 +38,7 @@ stamp "go test of every other package"
 SLOWPATH_RELEASE_DIR=$PWD/bin/release go test -count=1 -timeout 25m $(go list ./... | grep -v '/test/vm$') || rc=1
 
 stamp "fuzz targets"
-./scripts/fuzz.sh "${FUZZTIME:-3s}" || rc=1
+./scripts/fuzz.sh "${FUZZTIME:-2s}" || rc=1
 
 stamp "waiting for test/vm"
 wait "$vm" || rc=1

@@ -50,7 +50,7 @@ func TestNodeTuningMarkerRoundTrip(t *testing.T) {
 		// the others keep theirs.
 		m := fix.NodeTuningMarker
 		start := time.Now().Truncate(time.Second)
-		out, err := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-ec",
+		out, err := exec.Command(unshare, "--mount", "--propagation", "slave", "sh", "-ec",
 			"mount -t tmpfs slowpath-test /run\n"+mark+"\na=$(grep '^fix ' "+m+")\nsleep 1.1\n"+mark+"\n"+
 				"[ \"$(grep '^fix ' "+m+")\" = \"$a\" ] || { echo restart moved a time; exit 9; }\n"+
 				"first=$(grep -m1 '^fix ' "+m+")\ngrep -vxF \"$first\" "+m+" > "+m+".x; mv "+m+".x "+m+"\nsleep 1.1\n"+mark+"\n"+

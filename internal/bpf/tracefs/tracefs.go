@@ -106,9 +106,13 @@ func private(logf func(string), fn func(string) error) error {
 	}
 	// The namespace starts as a copy whose mounts still share propagation
 	// with the host's (systemd makes / shared): without this, the mount
-	// below would appear on the host too.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("%w; making the private mount namespace private failed: %w", ErrNotMounted, err)
+	// below would appear on the host too. Slave, not private: a private
+	// copy would keep every filesystem the host unmounts meanwhile alive
+	// (and its loop or dm device busy) until this thread ends; a slave
+	// still receives the host's unmounts and sends it nothing, as
+	// iproute2's `ip netns exec` does (lib/namespace.c).
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("%w; making the private mount namespace a slave failed: %w", ErrNotMounted, err)
 	}
 	if err := unix.Mount("nodev", Canonical, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("%w; mounting a private one at %s failed: %w", ErrNotMounted, Canonical, err)

@@ -52,7 +52,7 @@ func TestDoPrivate(t *testing.T) {
 	testenv.RequireRoot(t)
 	unshare := testenv.RequireTool(t, "unshare", "util-linux")
 	script := `for m in /sys/kernel/debug/tracing /sys/kernel/tracing /sys/kernel/debug; do umount -l "$m" 2>/dev/null; done; exec "$0" -test.run '^TestDoPrivate$'`
-	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script, os.Args[0])
+	cmd := exec.Command(unshare, "-m", "--propagation", "slave", "sh", "-c", script, os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "child ok") {

@@ -251,7 +251,7 @@ setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+bpf,+perfmon --am
 	"$BIN" capture --duration 1s --comm sp-nosuch -o "$DIR/cap2"
 echo "unprivileged exit $?"
 `
-	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+	cmd := exec.Command(unshare, "-m", "--propagation", "slave", "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "BIN="+bin, "DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
