@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
@@ -73,30 +74,13 @@ func TestFidelityAsync(t *testing.T) {
 			if depth > j.depth || depth < (j.depth+1)/2 {
 				t.Errorf("captured depth %d, fio's iodepth %d", depth, j.depth)
 			}
-			name := "replay-afap:cap"
-			plan, err := profile.New(name, profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan.Recorder = replay.RecordBlocks
-			run := filepath.Join(mnt, "afap")
-			if err := os.Mkdir(run, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			res, _, err := plan.Run(context.Background(), run, profile.Hooks{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, f := replayAFAP(context.Background(), t, mnt, src)
 			for _, ph := range res {
 				for _, s := range ph.Streams {
 					t.Logf("replay stream %s %s: %d ops, %d bytes", s.Name, s.Op, s.Ops, s.Bytes)
 				}
 			}
-			f := plan.Fidelity()
-			if f == nil || f.Replay == nil {
-				t.Fatalf("no replay block trace: %+v", f)
-			}
-			t.Logf("captured depth %d (events %+v); %s against its capture:", depth, src.Manifest.Events, name)
+			t.Logf("captured depth %d (events %+v); replay-afap:cap against its capture:", depth, src.Manifest.Events)
 			logDiffs(t, f.Capture, *f.Replay)
 			t.Logf("skipped: %v problems: %v", f.Skipped, f.Problems)
 			// The bounds for asynchronous engines: requests and
@@ -116,4 +100,29 @@ func TestFidelityAsync(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayAFAP replays src as fast as it can (replay-afap:cap) in a new
+// directory of mnt, recording the replay's block requests, and returns
+// the run's phases and its fidelity, which has the replay's block trace.
+func replayAFAP(ctx context.Context, t *testing.T, mnt string, src *replay.Source) ([]benchresult.Phase, *benchresult.Fidelity) {
+	t.Helper()
+	plan, err := profile.New("replay-afap:cap", profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Recorder = replay.RecordBlocks
+	run := filepath.Join(mnt, "afap")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := plan.Run(ctx, run, profile.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := plan.Fidelity()
+	if f == nil || f.Replay == nil {
+		t.Fatalf("no replay block trace: %+v", f)
+	}
+	return res, f
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/slowpath/slowpath/internal/capture"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
 	"github.com/slowpath/slowpath/internal/workload/dbserver"
-	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
@@ -103,23 +102,7 @@ func TestFidelityMariaDB(t *testing.T) {
 			t.Logf("thread %s: %s, depth %d, %d ops", th.Name, th.Engine, th.Depth, len(th.Ops))
 		}
 	}
-	name := "replay-afap:cap"
-	plan, err := profile.New(name, profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Recorder = replay.RecordBlocks
-	run := filepath.Join(mnt, "afap")
-	if err := os.Mkdir(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := plan.Run(ctx, run, profile.Hooks{}); err != nil {
-		t.Fatal(err)
-	}
-	f := plan.Fidelity()
-	if f == nil || f.Replay == nil {
-		t.Fatalf("no replay block trace: %+v", f)
-	}
+	_, f := replayAFAP(ctx, t, mnt, src)
 	logDiffs(t, f.Capture, *f.Replay)
 	t.Logf("skipped: %v problems: %v", f.Skipped, f.Problems)
 	for _, d := range replay.Differences(f.Capture, *f.Replay) {
