@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowpath/slowpath/internal/collect/sampler"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
@@ -132,21 +133,7 @@ func readCmdline(p string) []string {
 // of the postmaster with the same comm (the postmaster forks, it does not
 // exec: src/backend/postmaster/postmaster.c).
 func parentIsPostgres(fs hostfs.FS, pid int) bool {
-	b, err := os.ReadFile(fs.ProcPath(strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// Field 4 is the ppid, after the comm in parentheses, which may
-	// itself hold ") " (proc_pid_stat(5)).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return false
-	}
-	ppid, err := strconv.Atoi(f[1])
+	ppid, err := sampler.ParentPID(fs, pid)
 	if err != nil || ppid <= 0 {
 		return false
 	}

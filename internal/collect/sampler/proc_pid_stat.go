@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+
+	"github.com/slowpath/slowpath/internal/hostfs"
 )
 
 // taskStat is what the sampler needs of /proc/PID/stat or
@@ -59,4 +62,29 @@ func parseTaskStat(b []byte) (taskStat, error) {
 	}
 	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), PPID: ppid, Ticks: ut + st,
 		ChildTicks: uint64(max(cut, 0)) + uint64(max(cst, 0)), Start: start}, nil
+}
+
+// readStatInto reads one stat file with a single read into buf, which
+// the sampler reuses across its reads of every task each interval (a stat
+// line is far shorter than buf).
+func readStatInto(path string, buf []byte) (taskStat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return taskStat{}, err
+	}
+	defer f.Close()
+	n, err := f.Read(buf)
+	if err != nil {
+		return taskStat{}, err
+	}
+	return parseTaskStat(buf[:n])
+}
+
+// ParentPID is the ppid of pid from its /proc/PID/stat under fsys.
+func ParentPID(fsys hostfs.FS, pid int) (int, error) {
+	st, err := readStatInto(fsys.ProcPath(strconv.Itoa(pid), "stat"), make([]byte, 1024))
+	if err != nil {
+		return 0, err
+	}
+	return st.PPID, nil
 }

@@ -244,18 +244,7 @@ func Group(comm string, ppid int, workload bool) string {
 	return ""
 }
 
-func (s *Sampler) readStat(path string) (taskStat, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return taskStat{}, err
-	}
-	defer f.Close()
-	n, err := f.Read(s.buf)
-	if err != nil {
-		return taskStat{}, err
-	}
-	return parseTaskStat(s.buf[:n])
-}
+func (s *Sampler) readStat(path string) (taskStat, error) { return readStatInto(path, s.buf) }
 
 func (s *Sampler) sampleTasks(now time.Time, selfTID int, first bool) {
 	ents, err := os.ReadDir(s.o.FS.Proc)

@@ -71,16 +71,3 @@ func treeTicks(tasks []taskStat, root int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
-
-func readStatInto(path string, buf []byte) (taskStat, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return taskStat{}, err
-	}
-	defer f.Close()
-	n, err := f.Read(buf)
-	if err != nil {
-		return taskStat{}, err
-	}
-	return parseTaskStat(buf[:n])
-}
