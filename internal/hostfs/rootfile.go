@@ -14,18 +14,13 @@ import (
 // (os-release, tuned profiles) are a few KiB.
 const maxRootFile = 1 << 20
 
-// openInRoot opens rel below the root filesystem with symbolic links
-// resolved inside the root (openat2 RESOLVE_IN_ROOT), as chroot would: on
-// a host whose root is mounted at /host, /host/etc/os-release is often a
-// link to /usr/lib/os-release, which must mean /host/usr/lib/os-release,
-// never slowpath's own. Magic links (/proc/self/root) are refused.
-func (f FS) openInRoot(rel string, flags int) (*os.File, error) {
-	return openBelow(f.Root, rel, flags|unix.O_RDONLY|unix.O_NOCTTY)
-}
-
 // openBelow opens rel below the directory root with links resolved inside
-// it. root itself may be a magic link (/proc/PID/root): opening it is
-// ordinary resolution, only the walk below it is confined.
+// it (openat2 RESOLVE_IN_ROOT), as chroot would: on a host whose root is
+// mounted at /host, /host/etc/os-release is often a link to
+// /usr/lib/os-release, which must mean /host/usr/lib/os-release, never
+// slowpath's own. Magic links below root (/proc/self/root) are refused;
+// root itself may be one (/proc/PID/root): opening it is ordinary
+// resolution, only the walk below it is confined.
 func openBelow(root, rel string, flags int) (*os.File, error) {
 	full := filepath.Join(root, rel)
 	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -48,15 +43,10 @@ func openBelow(root, rel string, flags int) (*os.File, error) {
 }
 
 // ReadRootFile reads a file of the root filesystem, rel being its path
-// below the root (etc/os-release), links resolved inside the root
-// (openInRoot). Files over 1 MiB are an error.
-func (f FS) ReadRootFile(rel string) ([]byte, error) {
-	file, err := f.openInRoot(rel, 0)
-	if err != nil {
-		return nil, err
-	}
-	return readBounded(file)
-}
+// below the root (etc/os-release), links resolved inside the root and
+// only a regular file opened for reading, as ReadFileBelow does for any
+// root. Files over 1 MiB are an error.
+func (f FS) ReadRootFile(rel string) ([]byte, error) { return ReadFileBelow(f.Root, rel) }
 
 // readBounded reads a regular file whole, at most maxRootFile bytes, and
 // closes it.
@@ -81,14 +71,7 @@ func readBounded(file *os.File) ([]byte, error) {
 
 // ReadRootDir lists a directory of the root filesystem, resolved inside
 // the root as ReadRootFile does.
-func (f FS) ReadRootDir(rel string) ([]os.DirEntry, error) {
-	dir, err := f.openInRoot(rel, unix.O_DIRECTORY)
-	if err != nil {
-		return nil, err
-	}
-	defer dir.Close()
-	return dir.ReadDir(-1)
-}
+func (f FS) ReadRootDir(rel string) ([]os.DirEntry, error) { return ReadDirBelow(f.Root, rel) }
 
 // ReadFileBelow reads the file at path p as seen from the directory root
 // (another process's root, /proc/PID/root), links resolved inside root, as
