@@ -12,10 +12,20 @@ import (
 // facts a comparison lists when they differ: filesystem, encryption layers
 // and where each runs, a database engine's own encryption settings, dm-crypt cipher, sector size and flags, the
 // scheduler of each disk, and the cloud disk.
-func StorageFacts(p storagemodel.Path) []Fact {
+func StorageFacts(p storagemodel.Path) []Fact { return storageFacts(p, "") }
+
+// storageFacts is StorageFacts with top, when set, counted as one more
+// encryption layer above the path's: a bench result's database engine,
+// which the storage model of its target does not hold (engineLayer).
+func storageFacts(p storagemodel.Path, top string) []Fact {
 	var out []Fact
 	add := func(k, v string) { out = append(out, Fact{Key: k, Value: v}) }
 	var enc []string
+	layers := p.EncryptionLayers
+	if top != "" {
+		enc = append(enc, top)
+		layers++
+	}
 	for _, l := range p.EncryptionChain() {
 		if l.Kind == storagemodel.LayerEngine {
 			// The database's own encryption, named: the four-way table
@@ -25,7 +35,7 @@ func StorageFacts(p storagemodel.Path) []Fact {
 		}
 		enc = append(enc, fmt.Sprintf("%s (%s)", l.Kind, l.EncryptedBy))
 	}
-	n := fmt.Sprint(p.EncryptionLayers)
+	n := fmt.Sprint(layers)
 	if len(enc) > 0 {
 		n += ": " + strings.Join(enc, ", ")
 	}

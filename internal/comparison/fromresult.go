@@ -286,55 +286,55 @@ func resultFacts(r *benchresult.Result) []Fact {
 		add("cloud", strings.TrimSpace(strings.Join([]string{c.Provider, c.InstanceType, c.Region}, " ")))
 	}
 	add("fio", e.FioVersion)
+	top := engineLayer(r.Engine)
 	if t := e.Target; t != nil {
 		if t.Storage != nil {
-			out = append(out, StorageFacts(*storagemodel.FromRecord(t.Storage))...)
+			out = append(out, storageFacts(*storagemodel.FromRecord(t.Storage), top)...)
+			top = "" // counted among the path's layers
 		} else {
 			add("filesystem", t.FSType)
 		}
 	}
-	return EngineFacts(out, r.Engine)
+	if r.Engine != nil {
+		out = append(out, Fact{Key: "engine", Value: engineSettings(r.Engine)})
+	}
+	if top != "" {
+		// No storage path to count it on: the engine's layer alone.
+		out = append(out, Fact{Key: "encryption layers", Value: "1: " + top})
+	}
+	return out
 }
 
-// EngineFacts adds a database profile's engine to facts: its encryption
-// settings ("engine"), and its encryption as the top layer of "encryption
-// layers", above the storage path's, so each side of a none / engine /
-// LUKS / both comparison names its layers. The engine's runs in the
-// service's own threads on this machine's CPUs.
-func EngineFacts(facts []Fact, e *snapshot.Engine) []Fact {
-	if e == nil {
-		return facts
-	}
-	var on, set []string
+// engineSettings is a database profile's engine and its encryption
+// settings, for the "engine" fact.
+func engineSettings(e *snapshot.Engine) string {
+	var set []string
 	for _, x := range e.Encryption {
 		set = append(set, x.Setting+"="+x.Value)
+	}
+	if len(set) == 0 {
+		return e.Engine + ": no encryption settings"
+	}
+	return e.Engine + ": " + strings.Join(set, ", ")
+}
+
+// engineLayer names a database profile's engine encryption as the top
+// layer of "encryption layers", above the storage path's, so each side of
+// a none / engine / LUKS / both comparison names its layers; the engine's
+// runs in the service's own threads on this machine's CPUs. "" when the
+// engine encrypts nothing (or there is none).
+func engineLayer(e *snapshot.Engine) string {
+	if e == nil {
+		return ""
+	}
+	var on []string
+	for _, x := range e.Encryption {
 		if x.Enabled {
 			on = append(on, x.Covers...)
 		}
 	}
-	v := e.Engine + ": no encryption settings"
-	if len(set) > 0 {
-		v = e.Engine + ": " + strings.Join(set, ", ")
-	}
-	facts = append(facts, Fact{Key: "engine", Value: v})
 	if len(on) == 0 {
-		return facts
+		return ""
 	}
-	layer := fmt.Sprintf("engine %s (%s; service CPU)", e.Engine, strings.Join(slices.Compact(on), " "))
-	for i, f := range facts {
-		if f.Key != "encryption layers" {
-			continue
-		}
-		n, rest, _ := strings.Cut(f.Value, ":")
-		k, err := strconv.Atoi(n)
-		if err != nil {
-			break
-		}
-		facts[i].Value = fmt.Sprintf("%d: %s", k+1, layer)
-		if rest = strings.TrimSpace(rest); rest != "" {
-			facts[i].Value += ", " + rest
-		}
-		return facts
-	}
-	return append(facts, Fact{Key: "encryption layers", Value: "1: " + layer})
+	return fmt.Sprintf("engine %s (%s; service CPU)", e.Engine, strings.Join(slices.Compact(on), " "))
 }
