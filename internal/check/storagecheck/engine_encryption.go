@@ -2,6 +2,7 @@ package storagecheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -144,7 +145,7 @@ func coverList(on []snapshot.EngineEncryption) string {
 	var out []string
 	for _, s := range on {
 		for _, c := range s.Covers {
-			if !contains(out, c) {
+			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		}

@@ -2,6 +2,7 @@ package storagecheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -154,15 +155,6 @@ func cloudConfirm(c *storagemodel.CloudDisk) []string {
 	return nil
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // engineRemediation is the stacked-encryption remedy when one layer is the
 // database's own: what each layer protects against, that the choice is the
 // threat's and the key management's, and how to confirm each.
@@ -201,7 +193,7 @@ func engineRefs(chain []storagemodel.Layer) []string {
 	var out []string
 	for _, l := range chain {
 		for _, e := range l.Engines {
-			if f, ok := engineFacts[e.Engine]; ok && !contains(out, f.ref) {
+			if f, ok := engineFacts[e.Engine]; ok && !slices.Contains(out, f.ref) {
 				out = append(out, f.ref)
 			}
 		}

@@ -2,6 +2,7 @@ package storagemodel
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,7 +61,7 @@ func (e *EngineProcess) Covers() []string {
 	var out []string
 	for _, s := range e.Settings {
 		for _, c := range s.Covers {
-			if !contains(out, c) {
+			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		}
@@ -73,21 +74,12 @@ func (e *EngineProcess) Covers() []string {
 func (e *EngineProcess) KeyManagers() []string {
 	var out []string
 	for _, s := range e.Settings {
-		if s.KeyManager != "" && !contains(out, s.KeyManager) {
+		if s.KeyManager != "" && !slices.Contains(out, s.KeyManager) {
 			out = append(out, s.KeyManager)
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // engineLayers puts an engine layer at the top of each path holding files
@@ -167,7 +159,7 @@ func engineLayer(procs []EngineProcess) Layer {
 	var names, notes []string
 	for _, pr := range procs {
 		n := EngineName(pr.Engine)
-		if !contains(names, n) {
+		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 		note := fmt.Sprintf("%s (pid %d) encrypts %s of %s in its own threads",
