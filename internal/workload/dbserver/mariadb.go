@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -117,18 +118,37 @@ func StartMariaDBWith(ctx context.Context, phaseDir string, encrypt bool, option
 		install := a.command(ctx, installDB, append([]string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
 			"--skip-test-db", "--skip-name-resolve", "--extra-file=" + extra}, common[1:]...)...)
 		if err := runTool(install); err != nil {
-			return err
+			// Its output says only to look in the log, which close removes.
+			b, _ := os.ReadFile(errLog)
+			return fmt.Errorf("%w; %s ends: %s", err, filepath.Base(errLog), tail(b))
 		}
-		return m.run(ctx, a.command(ctx, mariadbd, append(common, options...)...), filepath.Join(phaseDir, "mariadbd.out"), errLog, syscall.SIGTERM, func() bool {
-			c, err := net.DialTimeout("unix", m.sock, time.Second)
-			if err != nil {
-				return false
-			}
-			c.Close()
-			return true
-		})
+		return m.run(ctx, a.command(ctx, mariadbd, append(common, options...)...), filepath.Join(phaseDir, "mariadbd.out"), errLog, syscall.SIGTERM,
+			func() bool { return greets(m.sock) })
 	})
 	return m, err
+}
+
+// greets says whether the server at sock sends its handshake: its accept
+// loop runs, so its start-up is over. A connect alone is not enough: the
+// socket listens before start-up ends, and a SIGTERM in that window
+// was seen to leave mariadbd 10.11 hung, neither started nor stopped.
+func greets(sock string) bool {
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if err := c.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		return false
+	}
+	// A packet header (3 bytes of length, a sequence number) and the
+	// first byte of its payload: protocol version 10, or 0xff for an
+	// error packet (a server that answers, refusing).
+	var b [5]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return false
+	}
+	return b[3] == 0 && (b[4] == 10 || b[4] == 0xff)
 }
 
 // mariadbLayout is Debian's: the mysql user of mariadb-server-core.
