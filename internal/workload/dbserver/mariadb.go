@@ -93,8 +93,16 @@ func StartMariaDBWith(ctx context.Context, phaseDir string, encrypt bool, option
 		}
 		m.undo(func() error { return os.RemoveAll(logs) })
 		errLog := filepath.Join(logs, "mariadbd.err")
+		// Temporary tables in a directory of its own: in a shared /tmp, two
+		// servers (two bootstraps, in the test suite) were seen to name
+		// temporary files alike, and one removed the other's.
+		tmp := filepath.Join(phaseDir, "mariadb-tmp")
+		if err := a.mkdirFor(tmp); err != nil {
+			return err
+		}
+		m.undo(func() error { return os.RemoveAll(tmp) })
 		common := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock, "--skip-networking",
-			"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid")}
+			"--log-error=" + errLog, "--pid-file=" + filepath.Join(logs, "mariadbd.pid"), "--tmpdir=" + tmp}
 		if encrypt {
 			key, rmKey, err := makeKey(a)
 			if err != nil {
