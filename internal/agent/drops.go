@@ -8,9 +8,9 @@ import (
 	"github.com/slowpath/slowpath/internal/dropreport"
 )
 
-var descSkbDrops = prometheus.NewDesc(ns+"_skb_drops_total",
+var descSkbDrops = newDesc(ns+"_skb_drops_total",
 	"Packets the kernel freed as dropped (skb:kfree_skb), by drop reason (enum skb_drop_reason) and the data-path layer it belongs to; NOT_SPECIFIED frees are left out (mostly not drops, see docs/drops.md).",
-	[]string{"reason", "layer"}, nil)
+	[]string{"reason", "layer"})
 
 // DropsReader is what --collector.drops reads: the agent's per-reason
 // eBPF counter (reasoncounter.Counter), or recorded captures in tests.
@@ -48,7 +48,7 @@ func DropCounts(c *dropreport.Capture) map[string]uint64 {
 // agent restarted): that is a counter reset, which Prometheus' rate() and
 // increase() handle. Holding the old maximum instead would hide every
 // drop after a reset until the new count passed it.
-func emitDrops(ch chan<- prometheus.Metric, d DropsReader) bool {
+func emitDrops(out *sink, d DropsReader) bool {
 	c, err := d.Read()
 	if err != nil {
 		return false
@@ -60,7 +60,7 @@ func emitDrops(ch chan<- prometheus.Metric, d DropsReader) bool {
 	}
 	sort.Strings(reasons)
 	for _, r := range reasons {
-		ch <- prometheus.MustNewConstMetric(descSkbDrops, prometheus.CounterValue, float64(counts[r]), r, dropreport.MeaningOf(r).Layer)
+		out.add(descSkbDrops, prometheus.CounterValue, float64(counts[r]), r, dropreport.MeaningOf(r).Layer)
 	}
 	return true
 }

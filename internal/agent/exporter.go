@@ -34,63 +34,63 @@ var CryptFlags = []string{
 }
 
 var (
-	descFinding = prometheus.NewDesc(ns+"_finding",
+	descFinding = newDesc(ns+"_finding",
 		"A check's finding: 1 when it fires on subject. Every registered check is exported, at 0 with subject=\"\" when it fires nowhere.",
-		[]string{"id", "severity", "subject"}, nil)
-	descUnknown = prometheus.NewDesc(ns+"_finding_unknown",
+		[]string{"id", "severity", "subject"})
+	descUnknown = newDesc(ns+"_finding_unknown",
 		"1 when a check could not decide for subject (evidence missing); doctor's summary says why.",
-		[]string{"id", "subject"}, nil)
-	descNodeInfo = prometheus.NewDesc(ns+"_node_info",
+		[]string{"id", "subject"})
+	descNodeInfo = newDesc(ns+"_node_info",
 		"The node as the snapshot describes it; labels for grouping in PromQL and `slowpath fleet --by`.",
-		[]string{"cloud", "instance_type", "region", "kernel"}, nil)
-	descLayers = prometheus.NewDesc(ns+"_storage_encryption_layers",
+		[]string{"cloud", "instance_type", "region", "kernel"})
+	descLayers = newDesc(ns+"_storage_encryption_layers",
 		"Encryption layers counted on a mounted filesystem's path down to the hardware and cloud.",
-		[]string{"mountpoint", "device"}, nil)
-	descUnknownLayers = prometheus.NewDesc(ns+"_storage_encryption_layers_unknown",
+		[]string{"mountpoint", "device"})
+	descUnknownLayers = newDesc(ns+"_storage_encryption_layers_unknown",
 		"Layers of a path that may encrypt but cannot be seen from inside the machine (EBS, persistent disks).",
-		[]string{"mountpoint", "device"}, nil)
-	descLayer = prometheus.NewDesc(ns+"_storage_encryption_layer",
+		[]string{"mountpoint", "device"})
+	descLayer = newDesc(ns+"_storage_encryption_layer",
 		"One encrypting layer of a path (1), with where its encryption runs: service-cpu, kernel-cpu, hypervisor-host, drive, cloud-storage-service.",
-		[]string{"mountpoint", "device", "depth", "kind", "name", "encrypted_by"}, nil)
-	descEngine = prometheus.NewDesc(ns+"_storage_engine_encryption",
+		[]string{"mountpoint", "device", "depth", "kind", "name", "encrypted_by"})
+	descEngine = newDesc(ns+"_storage_engine_encryption",
 		"A database engine's own encryption setting that is on, on the path holding its data (1): the engine layer, which runs in the service's threads (service-cpu).",
-		[]string{"mountpoint", "engine", "setting"}, nil)
-	descCryptFlag = prometheus.NewDesc(ns+"_dmcrypt_flag",
+		[]string{"mountpoint", "engine", "setting"})
+	descCryptFlag = newDesc(ns+"_dmcrypt_flag",
 		"A dm-crypt mapping's optional flag: 1 set, 0 not set.",
-		[]string{"device", "name", "flag"}, nil)
-	descCryptSector = prometheus.NewDesc(ns+"_dmcrypt_sector_size_bytes",
+		[]string{"device", "name", "flag"})
+	descCryptSector = newDesc(ns+"_dmcrypt_sector_size_bytes",
 		"A dm-crypt mapping's encryption sector size.",
-		[]string{"device", "name"}, nil)
-	descRing = prometheus.NewDesc(ns+"_net_ring_entries",
+		[]string{"device", "name"})
+	descRing = newDesc(ns+"_net_ring_entries",
 		"NIC descriptor ring size in use (ethtool -g current).",
-		[]string{"interface", "queue"}, nil)
-	descRingMax = prometheus.NewDesc(ns+"_net_ring_max_entries",
+		[]string{"interface", "queue"})
+	descRingMax = newDesc(ns+"_net_ring_max_entries",
 		"NIC descriptor ring pre-set maximum (ethtool -g maximums).",
-		[]string{"interface", "queue"}, nil)
-	descDrops = prometheus.NewDesc(ns+"_net_drops_total",
+		[]string{"interface", "queue"})
+	descDrops = newDesc(ns+"_net_drops_total",
 		"Packets lost, by receive-path layer (ring, driver, backlog, socket, qdisc) and the kernel counter that counted them; counters that repeat other layers' drops are in slowpath_net_drops_aggregate_total instead.",
-		[]string{"layer", "counter", "subject"}, nil)
-	descAggregate = prometheus.NewDesc(ns+"_net_drops_aggregate_total",
+		[]string{"layer", "counter", "subject"})
+	descAggregate = newDesc(ns+"_net_drops_aggregate_total",
 		"Drop counters that also count drops of other layers (rx_dropped, Udp InErrors, ...): shown, never summed with slowpath_net_drops_total.",
-		[]string{"layer", "counter", "subject"}, nil)
-	descSqueeze = prometheus.NewDesc(ns+"_net_time_squeeze_total",
+		[]string{"layer", "counter", "subject"})
+	descSqueeze = newDesc(ns+"_net_time_squeeze_total",
 		"NAPI rounds that stopped with work left (budget layer, softnet_stat time_squeeze), per CPU.",
-		[]string{"layer", "counter", "subject"}, nil)
-	descSysctl = prometheus.NewDesc(ns+"_net_sysctl",
+		[]string{"layer", "counter", "subject"})
+	descSysctl = newDesc(ns+"_net_sysctl",
 		"A receive-path sysctl as read (net.core.netdev_max_backlog, ...).",
-		[]string{"name"}, nil)
-	descFixApplied = prometheus.NewDesc(ns+"_fix_applied",
+		[]string{"name"})
+	descFixApplied = newDesc(ns+"_fix_applied",
 		"A runtime setting slowpath fix --apply changed on this node and that still holds: the Unix time it was set (0 when its state file did not record it). Which node runs which change, for canary verdicts.",
-		[]string{"id", "subject", "key", "value"}, nil)
-	descSuccess = prometheus.NewDesc(ns+"_scrape_collector_success",
+		[]string{"id", "subject", "key", "value"})
+	descSuccess = newDesc(ns+"_scrape_collector_success",
 		"1 when the collector produced its section of the snapshot.",
-		[]string{"collector"}, nil)
-	descDuration = prometheus.NewDesc(ns+"_scrape_collector_duration_seconds",
+		[]string{"collector"})
+	descDuration = newDesc(ns+"_scrape_collector_duration_seconds",
 		"Time the collector took the last time it ran (topology collectors run on the slow interval).",
-		[]string{"collector"}, nil)
-	descErrors = prometheus.NewDesc(ns+"_scrape_collector_errors",
+		[]string{"collector"})
+	descErrors = newDesc(ns+"_scrape_collector_errors",
 		"Things the collector could not read in the snapshot being served (manifest errors).",
-		[]string{"collector"}, nil)
+		[]string{"collector"})
 )
 
 // Exporter is a prometheus.Collector over a Source.
@@ -103,30 +103,37 @@ type Exporter struct {
 
 // Describe sends every fixed descriptor.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer, descEngine,
+	for _, d := range []*desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer, descEngine,
 		descCryptFlag, descCryptSector, descRing, descRingMax, descDrops, descAggregate, descSqueeze, descSysctl,
 		descFixApplied, descSuccess, descDuration, descErrors} {
-		ch <- d
+		ch <- d.d
 	}
 	for _, d := range taxDescs {
-		ch <- d
+		ch <- d.d
 	}
 	if e.Drops != nil {
-		ch <- descSkbDrops
+		ch <- descSkbDrops.d
 	}
 }
 
-// Collect takes a snapshot, analyses it and sends the metrics.
+// Collect takes a snapshot, analyses it and sends the metrics as const
+// metrics (what a registry gathers; tests and `Scrape`). The agent's own
+// /metrics writes the same series straight as text (Handler).
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.collect(&sink{ch: ch})
+}
+
+// collect takes a snapshot, analyses it and adds its series to out.
+func (e *Exporter) collect(out *sink) {
 	s, runs := e.Source.Snapshot(context.Background())
 	if s != nil {
 		start := time.Now()
-		ok := Emit(ch, s, e.Config)
+		ok := emit(out, s, e.Config)
 		runs = append(runs, CollectorRun{Name: "analyze", Success: ok, Duration: time.Since(start)})
 	}
 	if e.Drops != nil {
 		start := time.Now()
-		ok := emitDrops(ch, e.Drops)
+		ok := emitDrops(out, e.Drops)
 		runs = append(runs, CollectorRun{Name: "drops", Success: ok, Duration: time.Since(start)})
 	}
 	errs := map[string]int{}
@@ -136,10 +143,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, r := range runs {
-		ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, b2f(r.Success), r.Name)
-		ch <- prometheus.MustNewConstMetric(descDuration, prometheus.GaugeValue, r.Duration.Seconds(), r.Name)
+		out.add(descSuccess, prometheus.GaugeValue, b2f(r.Success), r.Name)
+		out.add(descDuration, prometheus.GaugeValue, r.Duration.Seconds(), r.Name)
 		if r.Name != "analyze" && r.Name != "drops" {
-			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.GaugeValue, float64(errsFor(errs, r.Name)), r.Name)
+			out.add(descErrors, prometheus.GaugeValue, float64(errsFor(errs, r.Name)), r.Name)
 		}
 	}
 }
@@ -183,22 +190,26 @@ func b2f(b bool) float64 {
 // Emit analyses s and sends its metrics. It reports false when analysis
 // failed (a model could not be built); collector metrics still go out.
 func Emit(ch chan<- prometheus.Metric, s *snapshot.Snapshot, cfg check.Config) bool {
+	return emit(&sink{ch: ch}, s, cfg)
+}
+
+func emit(out *sink, s *snapshot.Snapshot, cfg check.Config) bool {
 	r, err := analyze.Run(s, cfg)
 	if err != nil {
 		return false
 	}
-	emitNode(ch, s)
-	emitFixes(ch, s.Host)
-	emitFindings(ch, r.Findings)
-	emitStorage(ch, r.Storage)
-	emitTax(ch, s, r.Storage)
+	emitNode(out, s)
+	emitFixes(out, s.Host)
+	emitFindings(out, r.Findings)
+	emitStorage(out, r.Storage)
+	emitTax(out, s, r.Storage)
 	if s.Net != nil {
-		emitNet(ch, s.Net, r.Network)
+		emitNet(out, s.Net, r.Network)
 	}
 	return true
 }
 
-func emitNode(ch chan<- prometheus.Metric, s *snapshot.Snapshot) {
+func emitNode(out *sink, s *snapshot.Snapshot) {
 	var provider, itype, region, kernel string
 	if c := s.Cloud; c != nil {
 		provider, itype, region = c.Provider, c.InstanceType, c.Region
@@ -206,12 +217,12 @@ func emitNode(ch chan<- prometheus.Metric, s *snapshot.Snapshot) {
 	if s.Host != nil {
 		kernel = s.Host.KernelRelease
 	}
-	ch <- prometheus.MustNewConstMetric(descNodeInfo, prometheus.GaugeValue, 1, provider, itype, region, kernel)
+	out.add(descNodeInfo, prometheus.GaugeValue, 1, provider, itype, region, kernel)
 }
 
 // emitFixes sends one slowpath_fix_applied per change slowpath's fix made
 // that still holds on the node.
-func emitFixes(ch chan<- prometheus.Metric, h *snapshot.Host) {
+func emitFixes(out *sink, h *snapshot.Host) {
 	if h == nil {
 		return
 	}
@@ -220,11 +231,11 @@ func emitFixes(ch chan<- prometheus.Metric, h *snapshot.Host) {
 		if !f.AppliedAt.IsZero() {
 			at = float64(f.AppliedAt.Unix())
 		}
-		ch <- prometheus.MustNewConstMetric(descFixApplied, prometheus.GaugeValue, at, f.ID, f.Subject, f.Key, f.Value)
+		out.add(descFixApplied, prometheus.GaugeValue, at, f.ID, f.Subject, f.Key, f.Value)
 	}
 }
 
-func emitFindings(ch chan<- prometheus.Metric, fs []check.Finding) {
+func emitFindings(out *sink, fs []check.Finding) {
 	fired := map[string]bool{}
 	type key struct{ id, sev, subject string }
 	seen := map[key]bool{}
@@ -237,26 +248,26 @@ func emitFindings(ch chan<- prometheus.Metric, fs []check.Finding) {
 			}
 			seen[k] = true
 			fired[f.ID] = true
-			ch <- prometheus.MustNewConstMetric(descFinding, prometheus.GaugeValue, 1, k.id, k.sev, k.subject)
+			out.add(descFinding, prometheus.GaugeValue, 1, k.id, k.sev, k.subject)
 		case check.Unknown:
 			k := key{f.ID, "unknown", f.Subject}
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.GaugeValue, 1, f.ID, f.Subject)
+			out.add(descUnknown, prometheus.GaugeValue, 1, f.ID, f.Subject)
 		}
 	}
 	// Absence must never read as healthy: a check that did not fire says
 	// so with a 0 at its default severity.
 	for _, c := range check.All() {
 		if !fired[c.ID] {
-			ch <- prometheus.MustNewConstMetric(descFinding, prometheus.GaugeValue, 0, c.ID, c.Severity.String(), "")
+			out.add(descFinding, prometheus.GaugeValue, 0, c.ID, c.Severity.String(), "")
 		}
 	}
 }
 
-func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
+func emitStorage(out *sink, paths []storagemodel.Path) {
 	type pathKey struct{ mp, dev string }
 	seen := map[pathKey]bool{}
 	crypts := map[string]*storagemodel.Layer{}
@@ -270,8 +281,8 @@ func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
 			continue
 		}
 		seen[k] = true
-		ch <- prometheus.MustNewConstMetric(descLayers, prometheus.GaugeValue, float64(p.EncryptionLayers), k.mp, k.dev)
-		ch <- prometheus.MustNewConstMetric(descUnknownLayers, prometheus.GaugeValue, float64(p.UnknownEncryptionLayers), k.mp, k.dev)
+		out.add(descLayers, prometheus.GaugeValue, float64(p.EncryptionLayers), k.mp, k.dev)
+		out.add(descUnknownLayers, prometheus.GaugeValue, float64(p.UnknownEncryptionLayers), k.mp, k.dev)
 		type layerKey struct {
 			depth      int
 			kind, name string
@@ -290,9 +301,9 @@ func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
 				continue
 			}
 			lseen[lk] = true
-			ch <- prometheus.MustNewConstMetric(descLayer, prometheus.GaugeValue, 1,
+			out.add(descLayer, prometheus.GaugeValue, 1,
 				k.mp, k.dev, strconv.Itoa(l.Depth), l.Kind, safetext.Clean(l.Name), l.EncryptedBy)
-			emitEngine(ch, k.mp, l)
+			emitEngine(out, k.mp, l)
 		}
 	}
 	devs := make([]string, 0, len(crypts))
@@ -307,13 +318,13 @@ func emitStorage(ch chan<- prometheus.Metric, paths []storagemodel.Path) {
 			set[f] = true
 		}
 		for _, f := range CryptFlags {
-			ch <- prometheus.MustNewConstMetric(descCryptFlag, prometheus.GaugeValue, b2f(set[f]), d, l.Name, f)
+			out.add(descCryptFlag, prometheus.GaugeValue, b2f(set[f]), d, l.Name, f)
 		}
 		sector := l.Crypt.SectorSize
 		if sector == 0 {
 			sector = 512 // the kernel's default when the table names none
 		}
-		ch <- prometheus.MustNewConstMetric(descCryptSector, prometheus.GaugeValue, float64(sector), d, l.Name)
+		out.add(descCryptSector, prometheus.GaugeValue, float64(sector), d, l.Name)
 	}
 }
 
@@ -325,7 +336,7 @@ const maxEngineSeries = 32
 // emitEngine exports the settings of an engine layer that encrypt, one
 // series each, labelled by the engine's name (the snapshot's constant, not
 // the product) so the series stay few.
-func emitEngine(ch chan<- prometheus.Metric, mp string, l *storagemodel.Layer) {
+func emitEngine(out *sink, mp string, l *storagemodel.Layer) {
 	if l.Kind != storagemodel.LayerEngine {
 		return
 	}
@@ -337,7 +348,7 @@ func emitEngine(ch chan<- prometheus.Metric, mp string, l *storagemodel.Layer) {
 				continue
 			}
 			seen[k] = true
-			ch <- prometheus.MustNewConstMetric(descEngine, prometheus.GaugeValue, 1, mp, k[0], k[1])
+			out.add(descEngine, prometheus.GaugeValue, 1, mp, k[0], k[1])
 		}
 	}
 }
@@ -356,16 +367,16 @@ func pathDevice(p *storagemodel.Path) string {
 	return ""
 }
 
-func emitNet(ch chan<- prometheus.Metric, n *snapshot.Net, m *netmodel.Model) {
+func emitNet(out *sink, n *snapshot.Net, m *netmodel.Model) {
 	if m != nil {
 		for _, ifc := range m.Interfaces {
 			if ifc.Ring == nil {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(descRing, prometheus.GaugeValue, float64(ifc.Ring.RX), ifc.Name, "rx")
-			ch <- prometheus.MustNewConstMetric(descRing, prometheus.GaugeValue, float64(ifc.Ring.TX), ifc.Name, "tx")
-			ch <- prometheus.MustNewConstMetric(descRingMax, prometheus.GaugeValue, float64(ifc.Ring.RXMax), ifc.Name, "rx")
-			ch <- prometheus.MustNewConstMetric(descRingMax, prometheus.GaugeValue, float64(ifc.Ring.TXMax), ifc.Name, "tx")
+			out.add(descRing, prometheus.GaugeValue, float64(ifc.Ring.RX), ifc.Name, "rx")
+			out.add(descRing, prometheus.GaugeValue, float64(ifc.Ring.TX), ifc.Name, "tx")
+			out.add(descRingMax, prometheus.GaugeValue, float64(ifc.Ring.RXMax), ifc.Name, "rx")
+			out.add(descRingMax, prometheus.GaugeValue, float64(ifc.Ring.TXMax), ifc.Name, "tx")
 		}
 	}
 	names := make([]string, 0, len(n.Sysctls))
@@ -374,7 +385,7 @@ func emitNet(ch chan<- prometheus.Metric, n *snapshot.Net, m *netmodel.Model) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		ch <- prometheus.MustNewConstMetric(descSysctl, prometheus.GaugeValue, float64(n.Sysctls[k]), k)
+		out.add(descSysctl, prometheus.GaugeValue, float64(n.Sysctls[k]), k)
 	}
 	if len(n.Samples) == 0 {
 		return
@@ -389,6 +400,6 @@ func emitNet(ch chan<- prometheus.Metric, n *snapshot.Net, m *netmodel.Model) {
 		case c.Aggregate:
 			d = descAggregate
 		}
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(c.Total), string(c.Layer), c.Counter, c.Subject)
+		out.add(d, prometheus.CounterValue, float64(c.Total), string(c.Layer), c.Counter, c.Subject)
 	}
 }

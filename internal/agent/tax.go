@@ -16,36 +16,36 @@ import (
 // deploy/kubernetes/prometheusrule.yaml compute, per node and mount, the
 // await the dm-crypt layers add against what the cipher costs per I/O.
 var (
-	descCipher = prometheus.NewDesc(ns+"_cipher_bytes_per_second",
+	descCipher = newDesc(ns+"_cipher_bytes_per_second",
 		"One core's AES-XTS throughput as measured at the last topology refresh (host.cipher), or as given with --collector.cipher.bytes-per-second (driver=\"\").",
-		[]string{"algorithm", "driver", "key_bits"}, nil)
-	descCPUs = prometheus.NewDesc(ns+"_cpus",
+		[]string{"algorithm", "driver", "key_bits"})
+	descCPUs = newDesc(ns+"_cpus",
 		"CPUs of the node: the cores that can encrypt at once, in the cipher's expected cost per I/O.",
-		nil, nil)
-	descLayerInfo = prometheus.NewDesc(ns+"_storage_layer_info",
+		nil)
+	descLayerInfo = newDesc(ns+"_storage_layer_info",
 		"One edge of the storage layer graph: the block device of a layer of mountpoint's path and the device directly beneath it (lower=\"\" at the bottom); joins node_exporter's node_disk_* by device.",
-		[]string{"mountpoint", "device", "lower", "kind", "encrypts", "runs_on"}, nil)
-	descTaxSpan = prometheus.NewDesc(ns+"_dmcrypt_tax_span",
+		[]string{"mountpoint", "device", "lower", "kind", "encrypts", "runs_on"})
+	descTaxSpan = newDesc(ns+"_dmcrypt_tax_span",
 		"The dm-crypt layers of a path's encryption chain (the value), from the topmost dm-crypt device (device) to the one device beneath the lowest (lower): where the encryption tax is read. table=\"unread\": a layer's device-mapper table was not read (no CAP_SYS_ADMIN) and it is dm-crypt by its cryptsetup uuid, its cipher assumed AES-XTS.",
-		[]string{"mountpoint", "device", "lower", "table"}, nil)
-	descDiskIOs = prometheus.NewDesc(ns+"_disk_ios_total",
+		[]string{"mountpoint", "device", "lower", "table"})
+	descDiskIOs = newDesc(ns+"_disk_ios_total",
 		"I/Os completed by a device on an encrypted path (/sys/class/block/NAME/stat reads, writes).",
-		[]string{"device", "direction"}, nil)
-	descDiskTime = prometheus.NewDesc(ns+"_disk_io_time_seconds_total",
+		[]string{"device", "direction"})
+	descDiskTime = newDesc(ns+"_disk_io_time_seconds_total",
 		"Time the device's completed I/Os took, summed over I/Os (stat read_ticks, write_ticks): over _disk_ios_total it is the await.",
-		[]string{"device", "direction"}, nil)
-	descDiskBytes = prometheus.NewDesc(ns+"_disk_io_bytes_total",
+		[]string{"device", "direction"})
+	descDiskBytes = newDesc(ns+"_disk_io_bytes_total",
 		"Bytes the device's completed I/Os moved (stat sectors × 512).",
-		[]string{"device", "direction"}, nil)
-	descDiskBusy = prometheus.NewDesc(ns+"_disk_io_busy_seconds_total",
+		[]string{"device", "direction"})
+	descDiskBusy = newDesc(ns+"_disk_io_busy_seconds_total",
 		"Time the device had I/O in flight (stat io_ticks).",
-		[]string{"device"}, nil)
-	descDiskWeighted = prometheus.NewDesc(ns+"_disk_io_time_weighted_seconds_total",
+		[]string{"device"})
+	descDiskWeighted = newDesc(ns+"_disk_io_time_weighted_seconds_total",
 		"Sum over I/Os of their time in flight (stat time_in_queue); over _disk_io_busy_seconds_total it is the mean I/Os in flight while busy.",
-		[]string{"device"}, nil)
+		[]string{"device"})
 )
 
-var taxDescs = []*prometheus.Desc{descCipher, descCPUs, descLayerInfo, descTaxSpan, descDiskIOs, descDiskTime, descDiskBytes, descDiskBusy, descDiskWeighted}
+var taxDescs = []*desc{descCipher, descCPUs, descLayerInfo, descTaxSpan, descDiskIOs, descDiskTime, descDiskBytes, descDiskBusy, descDiskWeighted}
 
 // EncryptedDevices lists the block devices of every path with an
 // encryption layer or a dm-crypt span (one inferred from a dm uuid has no
@@ -95,13 +95,13 @@ func tableLabel(cs storagemodel.CryptSpan) string {
 	return "read"
 }
 
-func emitTax(ch chan<- prometheus.Metric, s *snapshot.Snapshot, paths []storagemodel.Path) {
+func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path) {
 	if s.Host != nil {
 		if c := s.Host.Cipher; c != nil && c.BytesPerSecPerCore > 0 {
-			ch <- prometheus.MustNewConstMetric(descCipher, prometheus.GaugeValue, c.BytesPerSecPerCore, c.Algorithm, c.Driver, strconv.Itoa(c.KeyBits))
+			out.add(descCipher, prometheus.GaugeValue, c.BytesPerSecPerCore, c.Algorithm, c.Driver, strconv.Itoa(c.KeyBits))
 		}
 		if s.Host.NumCPU > 0 {
-			ch <- prometheus.MustNewConstMetric(descCPUs, prometheus.GaugeValue, float64(s.Host.NumCPU))
+			out.add(descCPUs, prometheus.GaugeValue, float64(s.Host.NumCPU))
 		}
 	}
 	type edge struct{ mp, dev, lower string }
@@ -132,14 +132,14 @@ func emitTax(ch chan<- prometheus.Metric, s *snapshot.Snapshot, paths []storagem
 					continue
 				}
 				seen[e] = true
-				ch <- prometheus.MustNewConstMetric(descLayerInfo, prometheus.GaugeValue, 1, e.mp, e.dev, e.lower, l.Kind, encrypts(l), l.EncryptedBy)
+				out.add(descLayerInfo, prometheus.GaugeValue, 1, e.mp, e.dev, e.lower, l.Kind, encrypts(l), l.EncryptedBy)
 			}
 		}
 		if cs, ok := p.CryptSpan(); ok && cs.Beneath != nil && cs.Top().Device != "" {
 			k := [2]string{p.MountPoint, cs.Top().Device}
 			if !spans[k] {
 				spans[k] = true
-				ch <- prometheus.MustNewConstMetric(descTaxSpan, prometheus.GaugeValue, float64(len(cs.Crypts)), p.MountPoint, cs.Top().Device, cs.Beneath.Device, tableLabel(cs))
+				out.add(descTaxSpan, prometheus.GaugeValue, float64(len(cs.Crypts)), p.MountPoint, cs.Top().Device, cs.Beneath.Device, tableLabel(cs))
 			}
 		}
 	}
@@ -160,11 +160,11 @@ func emitTax(ch chan<- prometheus.Metric, s *snapshot.Snapshot, paths []storagem
 			name                string
 			ios, sectors, ticks uint64
 		}{{"read", st.ReadIOs, st.ReadSectors, st.ReadTicksMS}, {"write", st.WriteIOs, st.WriteSectors, st.WriteTicksMS}} {
-			ch <- prometheus.MustNewConstMetric(descDiskIOs, prometheus.CounterValue, float64(dir.ios), name, dir.name)
-			ch <- prometheus.MustNewConstMetric(descDiskTime, prometheus.CounterValue, float64(dir.ticks)/1000, name, dir.name)
-			ch <- prometheus.MustNewConstMetric(descDiskBytes, prometheus.CounterValue, float64(dir.sectors)*512, name, dir.name)
+			out.add(descDiskIOs, prometheus.CounterValue, float64(dir.ios), name, dir.name)
+			out.add(descDiskTime, prometheus.CounterValue, float64(dir.ticks)/1000, name, dir.name)
+			out.add(descDiskBytes, prometheus.CounterValue, float64(dir.sectors)*512, name, dir.name)
 		}
-		ch <- prometheus.MustNewConstMetric(descDiskBusy, prometheus.CounterValue, float64(st.IOTicksMS)/1000, name)
-		ch <- prometheus.MustNewConstMetric(descDiskWeighted, prometheus.CounterValue, float64(st.TimeInQueueMS)/1000, name)
+		out.add(descDiskBusy, prometheus.CounterValue, float64(st.IOTicksMS)/1000, name)
+		out.add(descDiskWeighted, prometheus.CounterValue, float64(st.TimeInQueueMS)/1000, name)
 	}
 }
