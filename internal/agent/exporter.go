@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,6 +100,9 @@ type Exporter struct {
 	Config check.Config
 	// Drops, when set, adds slowpath_skb_drops_total from the eBPF counter.
 	Drops DropsReader
+
+	// hint is the series per family of the last scrape Handler served.
+	hint atomic.Pointer[[]int]
 }
 
 // Describe sends every fixed descriptor.
@@ -125,10 +129,19 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 
 // collect takes a snapshot, analyses it and adds its series to out.
 func (e *Exporter) collect(out *sink) {
-	s, runs := e.Source.Snapshot(context.Background())
+	var (
+		s    *snapshot.Snapshot
+		runs []CollectorRun
+		topo *topology
+	)
+	if ts, ok := e.Source.(topologySource); ok {
+		s, runs, topo = ts.snapshotTopology(context.Background())
+	} else {
+		s, runs = e.Source.Snapshot(context.Background())
+	}
 	if s != nil {
 		start := time.Now()
-		ok := emit(out, s, e.Config)
+		ok := emit(out, s, topo, e.Config)
 		runs = append(runs, CollectorRun{Name: "analyze", Success: ok, Duration: time.Since(start)})
 	}
 	if e.Drops != nil {
@@ -190,19 +203,35 @@ func b2f(b bool) float64 {
 // Emit analyses s and sends its metrics. It reports false when analysis
 // failed (a model could not be built); collector metrics still go out.
 func Emit(ch chan<- prometheus.Metric, s *snapshot.Snapshot, cfg check.Config) bool {
-	return emit(&sink{ch: ch}, s, cfg)
+	return emit(&sink{ch: ch}, s, nil, cfg)
 }
 
-func emit(out *sink, s *snapshot.Snapshot, cfg check.Config) bool {
-	r, err := analyze.Run(s, cfg)
+// emit is Emit with the topology's model when the source keeps it (nil:
+// built from s).
+func emit(out *sink, s *snapshot.Snapshot, topo *topology, cfg check.Config) bool {
+	var (
+		r   *analyze.Report
+		err error
+	)
+	if topo != nil {
+		r, err = analyze.RunStorage(s, topo.model, cfg)
+	} else {
+		r, err = analyze.Run(s, cfg)
+	}
 	if err != nil {
 		return false
+	}
+	var encrypted []string
+	if topo != nil {
+		encrypted = topo.encrypted
+	} else {
+		encrypted = EncryptedDevices(r.Storage)
 	}
 	emitNode(out, s)
 	emitFixes(out, s.Host)
 	emitFindings(out, r.Findings)
 	emitStorage(out, r.Storage)
-	emitTax(out, s, r.Storage)
+	emitTax(out, s, r.Storage, encrypted)
 	if s.Net != nil {
 		emitNet(out, s.Net, r.Network)
 	}

@@ -79,8 +79,14 @@ func (e *Exporter) Handler(reg prometheus.Gatherer, o HandlerOpts) http.Handler 
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			out := newTextSink()
+			var hint []int
+			if h := e.hint.Load(); h != nil {
+				hint = *h
+			}
+			out := newTextSink(hint)
 			e.collect(out)
+			counts := out.counts()
+			e.hint.Store(&counts)
 			mfs, err := reg.Gather()
 			done <- result{out, mfs, err}
 		}()

@@ -72,7 +72,11 @@ type Live struct {
 	prev     *snapshot.NetSample
 	// statDevs are the devices on encrypted paths, whose stat is read on
 	// every scrape; prevStat is the last reading of each, at prevStatAt.
-	statDevs   []string
+	statDevs []string
+	// model is the storage model of topo and its encrypted devices: it
+	// holds no counters, so one serves every scrape until the topology is
+	// read again.
+	model      *topology
 	prevStat   map[string]*snapshot.BlockStat
 	prevStatAt time.Time
 }
@@ -97,6 +101,27 @@ func (l *Live) now() time.Time {
 // Snapshot returns the cached topology with fresh counters. Scrapes are
 // serialised: two at once would read the same counters twice.
 func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []CollectorRun) {
+	s, runs, _ := l.snapshotTopology(ctx)
+	return s, runs
+}
+
+// topology is what a Source knows of a snapshot's topology that the
+// exporter would otherwise derive again on every scrape.
+type topology struct {
+	// model is storagemodel.Build of the snapshot's topology.
+	model *storagemodel.Model
+	// encrypted is EncryptedDevices(model.Paths).
+	encrypted []string
+}
+
+// topologySource is a Source that keeps its topology's model.
+type topologySource interface {
+	snapshotTopology(ctx context.Context) (*snapshot.Snapshot, []CollectorRun, *topology)
+}
+
+// snapshotTopology is Snapshot with the model of the cached topology,
+// taken under the same lock.
+func (l *Live) snapshotTopology(ctx context.Context) (*snapshot.Snapshot, []CollectorRun, *topology) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -134,7 +159,7 @@ func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []CollectorRun
 		runs = append(runs, CollectorRun{Name: "storage.counters", Success: ok, Duration: time.Since(start)})
 	}
 	s.SortErrors()
-	return &s, runs
+	return &s, runs, l.model
 }
 
 // diskstatsAbove is how many devices on encrypted paths the agent reads
@@ -228,10 +253,12 @@ func (l *Live) refreshTopology(ctx context.Context, now time.Time) {
 	s, runs := collect.Collect(ctx, collect.Options{FS: l.FS, LiveSources: l.LiveSources, Version: l.Version,
 		Cloud: l.Cloud, OpenDM: l.OpenDM, Cipher: l.Cipher, Now: func() time.Time { return now }})
 	l.topo, l.topoRuns, l.topoAt = s, runs, now
+	m := storagemodel.Build(s)
 	l.statDevs = nil
 	if s.Storage != nil {
-		l.statDevs = EncryptedDevices(storagemodel.Build(s).Paths)
+		l.statDevs = EncryptedDevices(m.Paths)
 	}
+	l.model = &topology{model: m, encrypted: l.statDevs}
 	// The topology's own stat reading starts the first window. Later
 	// refreshes keep the last scrape's readings, so the scrape that reads
 	// the topology again still judges a whole interval (a device made

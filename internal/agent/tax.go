@@ -95,7 +95,7 @@ func tableLabel(cs storagemodel.CryptSpan) string {
 	return "read"
 }
 
-func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path) {
+func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path, encrypted []string) {
 	if s.Host != nil {
 		if c := s.Host.Cipher; c != nil && c.BytesPerSecPerCore > 0 {
 			out.add(descCipher, prometheus.GaugeValue, c.BytesPerSecPerCore, c.Algorithm, c.Driver, strconv.Itoa(c.KeyBits))
@@ -150,7 +150,7 @@ func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path) {
 	for i := range s.Storage.BlockDevices {
 		devs[s.Storage.BlockDevices[i].Name] = &s.Storage.BlockDevices[i]
 	}
-	for _, name := range EncryptedDevices(paths) {
+	for _, name := range encrypted {
 		d := devs[name]
 		if d == nil || d.Stat == nil {
 			continue

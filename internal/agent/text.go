@@ -45,6 +45,9 @@ func newDesc(name, help string, labels []string) *desc {
 type sink struct {
 	ch   chan<- prometheus.Metric
 	fams []*family // by desc id
+	// hint is the series per family of the last scrape, by desc id: a
+	// family's first add makes room for as many.
+	hint []int
 }
 
 // family is the series of one desc: values and, len(labels) per series,
@@ -56,7 +59,23 @@ type family struct {
 	lvs  []string
 }
 
-func newTextSink() *sink { return &sink{fams: make([]*family, len(descs))} }
+func newTextSink(hint []int) *sink {
+	if len(hint) != len(descs) {
+		hint = nil
+	}
+	return &sink{fams: make([]*family, len(descs)), hint: hint}
+}
+
+// counts are the series per family, by desc id: the next scrape's hint.
+func (s *sink) counts() []int {
+	out := make([]int, len(s.fams))
+	for i, f := range s.fams {
+		if f != nil {
+			out[i] = len(f.vals)
+		}
+	}
+	return out
+}
 
 // add sends or keeps one series. Wrong label counts panic, as
 // prometheus.MustNewConstMetric does.
@@ -71,6 +90,10 @@ func (s *sink) add(d *desc, t prometheus.ValueType, v float64, lvs ...string) {
 	f := s.fams[d.id]
 	if f == nil {
 		f = &family{d: d, typ: t}
+		if s.hint != nil && s.hint[d.id] > 0 {
+			f.vals = make([]float64, 0, s.hint[d.id])
+			f.lvs = make([]string, 0, s.hint[d.id]*len(d.labels))
+		}
 		s.fams[d.id] = f
 	}
 	f.vals = append(f.vals, v)

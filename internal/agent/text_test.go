@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/slowpath/slowpath/internal/check"
 	"github.com/slowpath/slowpath/internal/collect"
 	"github.com/slowpath/slowpath/internal/hostfs"
 	"github.com/slowpath/slowpath/internal/testing/dmtest"
@@ -64,7 +66,7 @@ func viaRegistry(t testing.TB, ss []series) string {
 
 // viaText is the series through the text sink.
 func viaText(ss []series) string {
-	s := newTextSink()
+	s := newTextSink(nil)
 	for _, x := range ss {
 		s.add(x.d, x.t, x.v, x.lvs...)
 	}
@@ -284,4 +286,49 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return "lengths differ"
+}
+
+// TestTopologyModelKept: the storage model and encrypted devices a Live
+// source keeps with its topology give the series that building them from
+// each scrape's snapshot gives.
+func TestTopologyModelKept(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := dmtest.WriteSynthetic(dir, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := dmtest.WriteCounters(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	live := &Live{FS: hostfs.New(dir).WithLiveSources(hostfs.LiveOff), LiveSources: hostfs.LiveOff, TopologyInterval: time.Hour,
+		Cipher: collect.Cipher{Off: true}, Now: func() time.Time { return now }}
+	live.Cloud.Cloud = "none"
+	defer live.Close()
+	for i := 0; i < 2; i++ {
+		now = now.Add(time.Minute)
+		s, _, topo := live.snapshotTopology(context.Background())
+		if topo == nil || len(topo.encrypted) != 41 {
+			t.Fatalf("scrape %d: topology %+v", i, topo)
+		}
+		text := func(topo *topology) string {
+			out := newTextSink(nil)
+			if !emit(out, s, topo, check.Config{}) {
+				t.Fatal("emit failed")
+			}
+			var buf bytes.Buffer
+			w := bufio.NewWriter(&buf)
+			for _, f := range out.families() {
+				f.writeText(w)
+			}
+			w.Flush()
+			return buf.String()
+		}
+		kept, built := text(topo), text(nil)
+		if kept != built {
+			t.Errorf("scrape %d: kept model and built model differ:\n%s", i, firstDiff(kept, built))
+		}
+		if !strings.Contains(kept, "slowpath_dmcrypt_tax_span{") || !strings.Contains(kept, "slowpath_disk_ios_total{") {
+			t.Errorf("scrape %d: no tax series", i)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	// The check packages register their checks in init.
 	_ "github.com/slowpath/slowpath/internal/check/netcheck"
 	_ "github.com/slowpath/slowpath/internal/check/storagecheck"
+	"github.com/slowpath/slowpath/internal/model/storagemodel"
 	"github.com/slowpath/slowpath/internal/snapshot"
 )
 
@@ -15,6 +16,16 @@ import (
 // A model that cannot be built is an error naming the section.
 func Run(s *snapshot.Snapshot, cfg check.Config) (*Report, error) {
 	in, findings, err := check.Evaluate(s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newReport(in, findings), nil
+}
+
+// RunStorage is Run with the storage model built already from s's
+// topology (check.EvaluateStorage): the agent's, once per topology read.
+func RunStorage(s *snapshot.Snapshot, sm *storagemodel.Model, cfg check.Config) (*Report, error) {
+	in, findings, err := check.EvaluateStorage(s, sm, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -237,6 +237,14 @@ func Run(in *Input, keepPass bool) []Finding {
 // an error, never an empty, clean result: the check packages register
 // themselves when imported (internal/analyze imports them all).
 func Evaluate(s *snapshot.Snapshot, cfg Config) (*Input, []Finding, error) {
+	return EvaluateStorage(s, storagemodel.Build(s), cfg)
+}
+
+// EvaluateStorage is Evaluate with the storage model given: built from
+// s's topology already (storagemodel.Build(s) of a snapshot whose storage
+// section differs from s's only in block counters, which the model does
+// not hold). The agent builds it once per topology read, not per scrape.
+func EvaluateStorage(s *snapshot.Snapshot, sm *storagemodel.Model, cfg Config) (*Input, []Finding, error) {
 	if len(registry) == 0 {
 		return nil, nil, fmt.Errorf("no check is registered (import internal/analyze)")
 	}
@@ -244,7 +252,7 @@ func Evaluate(s *snapshot.Snapshot, cfg Config) (*Input, []Finding, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("network model: %w", err)
 	}
-	in := &Input{Snapshot: s, Storage: storagemodel.Build(s), Network: nm, Config: cfg}
+	in := &Input{Snapshot: s, Storage: sm, Network: nm, Config: cfg}
 	return in, Run(in, false), nil
 }
 
