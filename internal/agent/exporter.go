@@ -230,8 +230,17 @@ func emit(out *sink, s *snapshot.Snapshot, topo *topology, cfg check.Config) boo
 	emitNode(out, s)
 	emitFixes(out, s.Host)
 	emitFindings(out, r.Findings)
-	emitStorage(out, r.Storage)
-	emitTax(out, s, r.Storage, encrypted)
+	// The storage series come from the model alone: with the model kept
+	// with the topology, written once for every scrape until it changes.
+	static := topo != nil && out.ch == nil
+	if static {
+		for _, f := range topo.rendered() {
+			out.fams[f.d.id] = f
+		}
+	} else {
+		emitStorage(out, r.Storage)
+	}
+	emitTax(out, s, r.Storage, encrypted, !static)
 	if s.Net != nil {
 		emitNet(out, s.Net, r.Network)
 	}

@@ -95,7 +95,9 @@ func tableLabel(cs storagemodel.CryptSpan) string {
 	return "read"
 }
 
-func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path, encrypted []string) {
+// emitTax sends the cipher figure, the layer graph and spans of paths
+// (emitTaxPaths, topology only) and the counters of the encrypted devices.
+func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path, encrypted []string, withPaths bool) {
 	if s.Host != nil {
 		if c := s.Host.Cipher; c != nil && c.BytesPerSecPerCore > 0 {
 			out.add(descCipher, prometheus.GaugeValue, c.BytesPerSecPerCore, c.Algorithm, c.Driver, strconv.Itoa(c.KeyBits))
@@ -104,6 +106,39 @@ func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path, encrypt
 			out.add(descCPUs, prometheus.GaugeValue, float64(s.Host.NumCPU))
 		}
 	}
+	if withPaths {
+		emitTaxPaths(out, paths)
+	}
+	if s.Storage == nil {
+		return
+	}
+	devs := map[string]*snapshot.BlockDevice{}
+	for i := range s.Storage.BlockDevices {
+		devs[s.Storage.BlockDevices[i].Name] = &s.Storage.BlockDevices[i]
+	}
+	for _, name := range encrypted {
+		d := devs[name]
+		if d == nil || d.Stat == nil {
+			continue
+		}
+		st := d.Stat
+		for _, dir := range []struct {
+			name                string
+			ios, sectors, ticks uint64
+		}{{"read", st.ReadIOs, st.ReadSectors, st.ReadTicksMS}, {"write", st.WriteIOs, st.WriteSectors, st.WriteTicksMS}} {
+			out.add(descDiskIOs, prometheus.CounterValue, float64(dir.ios), name, dir.name)
+			out.add(descDiskTime, prometheus.CounterValue, float64(dir.ticks)/1000, name, dir.name)
+			out.add(descDiskBytes, prometheus.CounterValue, float64(dir.sectors)*512, name, dir.name)
+		}
+		out.add(descDiskBusy, prometheus.CounterValue, float64(st.IOTicksMS)/1000, name)
+		out.add(descDiskWeighted, prometheus.CounterValue, float64(st.TimeInQueueMS)/1000, name)
+	}
+}
+
+// emitTaxPaths sends the layer graph's edges and the dm-crypt spans of
+// paths: the storage model's alone, the same until the topology is read
+// again.
+func emitTaxPaths(out *sink, paths []storagemodel.Path) {
 	type edge struct{ mp, dev, lower string }
 	seen := map[edge]bool{}
 	spans := map[[2]string]bool{}
@@ -142,29 +177,5 @@ func emitTax(out *sink, s *snapshot.Snapshot, paths []storagemodel.Path, encrypt
 				out.add(descTaxSpan, prometheus.GaugeValue, float64(len(cs.Crypts)), p.MountPoint, cs.Top().Device, cs.Beneath.Device, tableLabel(cs))
 			}
 		}
-	}
-	if s.Storage == nil {
-		return
-	}
-	devs := map[string]*snapshot.BlockDevice{}
-	for i := range s.Storage.BlockDevices {
-		devs[s.Storage.BlockDevices[i].Name] = &s.Storage.BlockDevices[i]
-	}
-	for _, name := range encrypted {
-		d := devs[name]
-		if d == nil || d.Stat == nil {
-			continue
-		}
-		st := d.Stat
-		for _, dir := range []struct {
-			name                string
-			ios, sectors, ticks uint64
-		}{{"read", st.ReadIOs, st.ReadSectors, st.ReadTicksMS}, {"write", st.WriteIOs, st.WriteSectors, st.WriteTicksMS}} {
-			out.add(descDiskIOs, prometheus.CounterValue, float64(dir.ios), name, dir.name)
-			out.add(descDiskTime, prometheus.CounterValue, float64(dir.ticks)/1000, name, dir.name)
-			out.add(descDiskBytes, prometheus.CounterValue, float64(dir.sectors)*512, name, dir.name)
-		}
-		out.add(descDiskBusy, prometheus.CounterValue, float64(st.IOTicksMS)/1000, name)
-		out.add(descDiskWeighted, prometheus.CounterValue, float64(st.TimeInQueueMS)/1000, name)
 	}
 }

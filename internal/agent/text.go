@@ -57,6 +57,8 @@ type family struct {
 	typ  prometheus.ValueType
 	vals []float64
 	lvs  []string
+	// text, when set, is the family written already (topology.rendered).
+	text []byte
 }
 
 func newTextSink(hint []int) *sink {
@@ -104,7 +106,7 @@ func (s *sink) add(d *desc, t prometheus.ValueType, v float64, lvs ...string) {
 func (s *sink) families() []*family {
 	out := make([]*family, 0, len(s.fams))
 	for _, f := range s.fams {
-		if f != nil && len(f.vals) > 0 {
+		if f != nil && (len(f.vals) > 0 || len(f.text) > 0) {
 			out = append(out, f)
 		}
 	}
@@ -120,6 +122,10 @@ func (s *sink) families() []*family {
 // scrape); label values that are not UTF-8 have U+FFFD for the bad bytes
 // (MustNewConstMetric would panic).
 func (f *family) writeText(w *bufio.Writer) error {
+	if f.text != nil {
+		_, err := w.Write(f.text)
+		return err
+	}
 	d := f.d
 	w.WriteString("# HELP ")
 	w.WriteString(d.name)
