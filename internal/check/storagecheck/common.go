@@ -3,6 +3,7 @@ package storagecheck
 import (
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slowpath/slowpath/internal/check"
@@ -45,12 +46,34 @@ type cryptUse struct {
 // Subject names the device the way an operator would type it.
 func (c *cryptUse) Subject() string { return "/dev/mapper/" + c.layer.Name }
 
+// lastCryptUses is cryptUses of the last model asked: five checks ask for
+// the same model in one evaluation, and the agent evaluates the model it
+// keeps per topology read on every scrape (a copy of each crypt layer and
+// its subtree; docs/performance.md has what it cost at 512 dm-crypt
+// devices). Callers only read what it returns.
+var lastCryptUses struct {
+	sync.Mutex
+	m                *storagemodel.Model
+	uses, unreadable []*cryptUse
+}
+
 // cryptUses returns every dm-crypt layer with a parsed table, sorted by name.
 // Layers whose table could not be parsed are returned in unreadable.
 func cryptUses(m *storagemodel.Model) (uses []*cryptUse, unreadable []*cryptUse) {
 	if m == nil {
 		return nil, nil
 	}
+	c := &lastCryptUses
+	c.Lock()
+	defer c.Unlock()
+	if c.m != m {
+		c.uses, c.unreadable = buildCryptUses(m)
+		c.m = m
+	}
+	return c.uses, c.unreadable
+}
+
+func buildCryptUses(m *storagemodel.Model) (uses []*cryptUse, unreadable []*cryptUse) {
 	byName := map[string]*cryptUse{}
 	var order []string
 	for _, p := range m.Paths {
