@@ -110,13 +110,13 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*desc{descFinding, descUnknown, descNodeInfo, descLayers, descUnknownLayers, descLayer, descEngine,
 		descCryptFlag, descCryptSector, descRing, descRingMax, descDrops, descAggregate, descSqueeze, descSysctl,
 		descFixApplied, descSuccess, descDuration, descErrors} {
-		ch <- d.d
+		ch <- d.prom()
 	}
 	for _, d := range taxDescs {
-		ch <- d.d
+		ch <- d.prom()
 	}
 	if e.Drops != nil {
-		ch <- descSkbDrops.d
+		ch <- descSkbDrops.prom()
 	}
 }
 

@@ -171,7 +171,7 @@ func TestDropsExportedAsRead(t *testing.T) {
 	d := &fakeDrops{caps: []*dropreport.Capture{c(100, 7), c(35, 0), c(50, 2)}}
 	e := &Exporter{Source: &Fixed{S: load(t, "plain-host")}, Drops: d}
 	head := `
-# HELP slowpath_skb_drops_total ` + helpOf(t, descSkbDrops.d) + `
+# HELP slowpath_skb_drops_total ` + helpOf(t, descSkbDrops.prom()) + `
 # TYPE slowpath_skb_drops_total counter
 `
 	for i, want := range []string{

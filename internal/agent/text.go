@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +15,11 @@ import (
 // desc is a metric family's descriptor: client_golang's, for Collect, and
 // what the text writer needs, which a prometheus.Desc does not expose.
 type desc struct {
-	d          *prometheus.Desc
+	// pd is client_golang's descriptor, made on first use (prom): only
+	// Describe and Collect need it, and making 30 of them in package
+	// init cost every command, not only the agent, a hundred allocations.
+	pdOnce     sync.Once
+	pd         *prometheus.Desc
 	name, help string
 	labels     []string
 	// order is the label indices sorted by label name: the order of the
@@ -29,7 +34,7 @@ type desc struct {
 var descs []*desc
 
 func newDesc(name, help string, labels []string) *desc {
-	d := &desc{d: prometheus.NewDesc(name, help, labels, nil), name: name, help: help, labels: labels, id: len(descs)}
+	d := &desc{name: name, help: help, labels: labels, id: len(descs)}
 	d.order = make([]int, len(labels))
 	for i := range d.order {
 		d.order[i] = i
@@ -37,6 +42,12 @@ func newDesc(name, help string, labels []string) *desc {
 	slices.SortStableFunc(d.order, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
 	descs = append(descs, d)
 	return d
+}
+
+// prom is d's client_golang descriptor.
+func (d *desc) prom() *prometheus.Desc {
+	d.pdOnce.Do(func() { d.pd = prometheus.NewDesc(d.name, d.help, d.labels, nil) })
+	return d.pd
 }
 
 // sink receives the series of a scrape: as const metrics on ch (Collect),
@@ -83,7 +94,7 @@ func (s *sink) counts() []int {
 // prometheus.MustNewConstMetric does.
 func (s *sink) add(d *desc, t prometheus.ValueType, v float64, lvs ...string) {
 	if s.ch != nil {
-		s.ch <- prometheus.MustNewConstMetric(d.d, t, v, slices.Clone(lvs)...)
+		s.ch <- prometheus.MustNewConstMetric(d.prom(), t, v, slices.Clone(lvs)...)
 		return
 	}
 	if len(lvs) != len(d.labels) {
