@@ -226,18 +226,8 @@ func TestHandlerMatchesRegistry(t *testing.T) {
 // the handler writes what promhttp writes for a registry of the exporter
 // and the same Go collectors' families, merged by name.
 func TestHandlerLive(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := dmtest.WriteSynthetic(dir, 40); err != nil {
-		t.Fatal(err)
-	}
-	if err := dmtest.WriteCounters(dir, 3); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1_800_000_000, 0)
-	live := &Live{FS: hostfs.New(dir).WithLiveSources(hostfs.LiveOff), LiveSources: hostfs.LiveOff, TopologyInterval: time.Hour,
-		Cipher: collect.Cipher{Off: true}, Now: func() time.Time { return now }}
-	live.Cloud.Cloud = "none"
-	defer live.Close()
+	live := syntheticLive(t, 40, 3, &now)
 	e := &Exporter{Source: live}
 	// A fixed family outside slowpath_ stands for the Go collectors.
 	other := collectorOfSeries{{newDescFor(t, "aaa_first"), prometheus.GaugeValue, 1, nil}, {newDescFor(t, "zzz_last"), prometheus.GaugeValue, 2, nil}}
@@ -292,18 +282,8 @@ func firstDiff(a, b string) string {
 // source keeps with its topology give the series that building them from
 // each scrape's snapshot gives.
 func TestTopologyModelKept(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := dmtest.WriteSynthetic(dir, 20); err != nil {
-		t.Fatal(err)
-	}
-	if err := dmtest.WriteCounters(dir, 2); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1_800_000_000, 0)
-	live := &Live{FS: hostfs.New(dir).WithLiveSources(hostfs.LiveOff), LiveSources: hostfs.LiveOff, TopologyInterval: time.Hour,
-		Cipher: collect.Cipher{Off: true}, Now: func() time.Time { return now }}
-	live.Cloud.Cloud = "none"
-	defer live.Close()
+	live := syntheticLive(t, 20, 2, &now)
 	for i := 0; i < 2; i++ {
 		now = now.Add(time.Minute)
 		s, _, topo := live.snapshotTopology(context.Background())
@@ -331,4 +311,23 @@ func TestTopologyModelKept(t *testing.T) {
 			t.Errorf("scrape %d: no tax series", i)
 		}
 	}
+}
+
+// syntheticLive is a Live source over a synthetic tree of dm dm-crypt
+// devices and nics NICs, read without live sources, its clock *now;
+// closed when t ends.
+func syntheticLive(t *testing.T, dm, nics int, now *time.Time) *Live {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := dmtest.WriteSynthetic(dir, dm); err != nil {
+		t.Fatal(err)
+	}
+	if err := dmtest.WriteCounters(dir, nics); err != nil {
+		t.Fatal(err)
+	}
+	live := &Live{FS: hostfs.New(dir).WithLiveSources(hostfs.LiveOff), LiveSources: hostfs.LiveOff, TopologyInterval: time.Hour,
+		Cipher: collect.Cipher{Off: true}, Now: func() time.Time { return *now }}
+	live.Cloud.Cloud = "none"
+	t.Cleanup(live.Close)
+	return live
 }
