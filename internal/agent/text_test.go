@@ -70,6 +70,11 @@ func viaText(ss []series) string {
 	for _, x := range ss {
 		s.add(x.d, x.t, x.v, x.lvs...)
 	}
+	return sinkText(s)
+}
+
+// sinkText is what s's families write as text.
+func sinkText(s *sink) string {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	for _, f := range s.families() {
@@ -295,13 +300,7 @@ func TestTopologyModelKept(t *testing.T) {
 			if !emit(out, s, topo, check.Config{}) {
 				t.Fatal("emit failed")
 			}
-			var buf bytes.Buffer
-			w := bufio.NewWriter(&buf)
-			for _, f := range out.families() {
-				f.writeText(w)
-			}
-			w.Flush()
-			return buf.String()
+			return sinkText(out)
 		}
 		kept, built := text(topo), text(nil)
 		if kept != built {
