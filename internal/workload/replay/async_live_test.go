@@ -103,16 +103,24 @@ func TestFidelityAsync(t *testing.T) {
 }
 
 // replayAFAP replays src as fast as it can (replay-afap:cap) in a new
-// directory of mnt, recording the replay's block requests, and returns
-// the run's phases and its fidelity, which has the replay's block trace.
+// directory of mnt: replayRecorded.
 func replayAFAP(ctx context.Context, t *testing.T, mnt string, src *replay.Source) ([]benchresult.Phase, *benchresult.Fidelity) {
 	t.Helper()
-	plan, err := profile.New("replay-afap:cap", profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
+	return replayRecorded(ctx, t, mnt, "replay-afap:cap", "afap", src)
+}
+
+// replayRecorded runs the replay profile name (replay:cap, replay-afap:cap)
+// of src in mnt/dir, a new directory, recording the replay's block
+// requests, and returns the run's phases and its fidelity, which has the
+// replay's block trace.
+func replayRecorded(ctx context.Context, t *testing.T, mnt, name, dir string, src *replay.Source) ([]benchresult.Phase, *benchresult.Fidelity) {
+	t.Helper()
+	plan, err := profile.New(name, profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan.Recorder = replay.RecordBlocks
-	run := filepath.Join(mnt, "afap")
+	run := filepath.Join(mnt, dir)
 	if err := os.Mkdir(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +130,7 @@ func replayAFAP(ctx context.Context, t *testing.T, mnt string, src *replay.Sourc
 	}
 	f := plan.Fidelity()
 	if f == nil || f.Replay == nil {
-		t.Fatalf("no replay block trace: %+v", f)
+		t.Fatalf("%s: no replay block trace: %+v", name, f)
 	}
 	return res, f
 }

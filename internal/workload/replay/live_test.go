@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/slowpath/slowpath/internal/benchresult"
 	"github.com/slowpath/slowpath/internal/capture"
 	"github.com/slowpath/slowpath/internal/capture/capfile"
 	"github.com/slowpath/slowpath/internal/testing/loopfs"
 	"github.com/slowpath/slowpath/internal/testing/testenv"
-	"github.com/slowpath/slowpath/internal/workload/profile"
 	"github.com/slowpath/slowpath/internal/workload/replay"
 )
 
@@ -107,33 +105,9 @@ func TestFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseline := map[string]float64{}
-	for _, d := range replay.Differences(src.Blocks, src2.Blocks) {
-		baseline[d.Name] = d.Relative
-	}
-	// What each capture saw and lost: the baseline once differed by +56%
-	// in bytes (the first capture short of ~20 MB of writes), cause not
-	// found; these say whether events were lost or unmatched.
-	t.Logf("captures' events: first %+v, second %+v", src.Manifest.Events, src2.Manifest.Events)
-	t.Logf("the job against itself (baseline):")
-	logDiffs(t, src.Blocks, src2.Blocks)
+	baseline := jobAgainstItself(t, src, src2)
 	for _, name := range []string{"replay:cap", "replay-afap:cap"} {
-		plan, err := profile.New(name, profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan.Recorder = replay.RecordBlocks
-		run := filepath.Join(mnt, strings.TrimSuffix(name, ":cap"))
-		if err := os.Mkdir(run, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := plan.Run(context.Background(), run, profile.Hooks{}); err != nil {
-			t.Fatal(err)
-		}
-		f := plan.Fidelity()
-		if f == nil || f.Replay == nil {
-			t.Fatalf("%s: no replay block trace: %+v", name, f)
-		}
+		_, f := replayRecorded(context.Background(), t, mnt, name, strings.TrimSuffix(name, ":cap"), src)
 		t.Logf("%s against its capture:", name)
 		logDiffs(t, f.Capture, *f.Replay)
 		if f.Timing != nil {
@@ -142,6 +116,23 @@ func TestFidelity(t *testing.T) {
 		t.Logf("skipped: %v problems: %v", f.Skipped, f.Problems)
 		checkFidelity(t, name, f, baseline)
 	}
+}
+
+// jobAgainstItself is how far two captures of one job differ, by
+// replay.Differences' names: the noise a replay is judged against. It
+// logs the differences and what each capture saw and lost (the first
+// capture of the search job once recorded 34.6 of 54 MB of block I/O,
+// cause not found: these say whether events were lost or unmatched).
+func jobAgainstItself(t *testing.T, src, src2 *replay.Source) map[string]float64 {
+	t.Helper()
+	baseline := map[string]float64{}
+	for _, d := range replay.Differences(src.Blocks, src2.Blocks) {
+		baseline[d.Name] = d.Relative
+	}
+	t.Logf("captures' events: first %+v, second %+v", src.Manifest.Events, src2.Manifest.Events)
+	t.Logf("the job against itself (baseline):")
+	logDiffs(t, src.Blocks, src2.Blocks)
+	return baseline
 }
 
 // captureJob captures searchJob run in mnt/sub and returns the capture.
@@ -272,32 +263,8 @@ func TestFidelityZram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseline := map[string]float64{}
-	for _, d := range replay.Differences(src.Blocks, src2.Blocks) {
-		baseline[d.Name] = d.Relative
-	}
-	// What each capture saw and lost: the baseline once differed by +56%
-	// in bytes (the first capture short of ~20 MB of writes), cause not
-	// found; these say whether events were lost or unmatched.
-	t.Logf("captures' events: first %+v, second %+v", src.Manifest.Events, src2.Manifest.Events)
-	t.Logf("the job against itself (baseline):")
-	logDiffs(t, src.Blocks, src2.Blocks)
-	plan, err := profile.New("replay:cap", profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Recorder = replay.RecordBlocks
-	run := filepath.Join(mnt, "replay")
-	if err := os.Mkdir(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := plan.Run(context.Background(), run, profile.Hooks{}); err != nil {
-		t.Fatal(err)
-	}
-	f := plan.Fidelity()
-	if f == nil || f.Replay == nil {
-		t.Fatalf("no replay block trace: %+v", f)
-	}
+	baseline := jobAgainstItself(t, src, src2)
+	_, f := replayRecorded(context.Background(), t, mnt, "replay:cap", "replay", src)
 	t.Logf("replay against its capture:")
 	logDiffs(t, f.Capture, *f.Replay)
 	if f.Timing != nil {
@@ -400,22 +367,7 @@ func TestFidelityLateOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := profile.New("replay:cap", profile.Params{Scale: 1, Runtime: time.Second, Dir: mnt, Capture: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan.Recorder = replay.RecordBlocks
-	run := filepath.Join(mnt, "replay")
-	if err := os.Mkdir(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := plan.Run(context.Background(), run, profile.Hooks{}); err != nil {
-		t.Fatal(err)
-	}
-	f := plan.Fidelity()
-	if f == nil || f.Replay == nil {
-		t.Fatalf("no replay block trace: %+v", f)
-	}
+	_, f := replayRecorded(context.Background(), t, mnt, "replay:cap", "replay", src)
 	logDiffs(t, f.Capture, *f.Replay)
 	// Reads, counted: the replay reads from disk what the service read
 	// from disk, plus what the capture could not prove resident (pages the
