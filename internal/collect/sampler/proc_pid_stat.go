@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/slowpath/slowpath/internal/hostfs"
 )
@@ -15,6 +19,7 @@ import (
 type taskStat struct {
 	PID   int
 	Comm  string
+	State byte // R, S, D, ... (proc(5) field 3)
 	PPID  int
 	Ticks uint64 // utime + stime, in USER_HZ ticks
 	// ChildTicks is cutime + cstime: the CPU of the task's children it
@@ -60,7 +65,7 @@ func parseTaskStat(b []byte) (taskStat, error) {
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return taskStat{}, fmt.Errorf("stat: %w", err)
 	}
-	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), PPID: ppid, Ticks: ut + st,
+	return taskStat{PID: pid, Comm: string(b[open+1 : closeIdx]), State: f[0][0], PPID: ppid, Ticks: ut + st,
 		ChildTicks: uint64(max(cut, 0)) + uint64(max(cst, 0)), Start: start}, nil
 }
 
@@ -87,4 +92,32 @@ func ParentPID(fsys hostfs.FS, pid int) (int, error) {
 		return 0, err
 	}
 	return st.PPID, nil
+}
+
+// ThreadStates counts pid's threads by state and wait channel ("S
+// futex_wait_queue": /proc/PID/task/TID/stat and wchan under fsys), as
+// "12 S futex_wait_queue, 1 S io_cqring_wait": what a process that will
+// not end was doing, for an error that says so.
+func ThreadStates(fsys hostfs.FS, pid int) (string, error) {
+	dir := fsys.ProcPath(strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, 1024)
+	counts := map[string]int{}
+	for _, e := range ents {
+		st, err := readStatInto(filepath.Join(dir, e.Name(), "stat"), buf)
+		if err != nil {
+			continue // exited since the listing
+		}
+		wchan, _ := os.ReadFile(filepath.Join(dir, e.Name(), "wchan"))
+		counts[string(st.State)+" "+string(bytes.TrimSpace(wchan))]++
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", "), nil
 }

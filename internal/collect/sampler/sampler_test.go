@@ -24,15 +24,15 @@ func TestParseTaskStat(t *testing.T) {
 		err  string
 	}{
 		{in: "1234 (fio) R 1200 1234 1200 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 5000 1000 100 18446744073709551615\n",
-			want: taskStat{PID: 1234, Comm: "fio", PPID: 1200, Ticks: 325, Start: 5000}},
+			want: taskStat{PID: 1234, Comm: "fio", State: 'R', PPID: 1200, Ticks: 325, Start: 5000}},
 		// A postmaster that reaped backends: cutime 40, cstime 2.
 		{in: "900 (postgres) S 1 900 900 0 -1 4194560 100 0 0 0 10 5 40 2 20 0 1 0 77 1000 100 18446744073709551615",
-			want: taskStat{PID: 900, Comm: "postgres", PPID: 1, Ticks: 15, ChildTicks: 42, Start: 77}},
+			want: taskStat{PID: 900, Comm: "postgres", State: 'S', PPID: 1, Ticks: 15, ChildTicks: 42, Start: 77}},
 		{in: "88 (kworker/u4:2-kcryptd/253:0) I 2 0 0 0 -1 69238880 0 0 0 0 7 913 0 0 20 0 1 0 310 0 0 18446744073709551615",
-			want: taskStat{PID: 88, Comm: "kworker/u4:2-kcryptd/253:0", PPID: 2, Ticks: 920, Start: 310}},
+			want: taskStat{PID: 88, Comm: "kworker/u4:2-kcryptd/253:0", State: 'I', PPID: 2, Ticks: 920, Start: 310}},
 		// comm may contain spaces and ')' (a process can name itself so).
 		{in: "7 (a) b (c)) S 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 9 0 0 0",
-			want: taskStat{PID: 7, Comm: "a) b (c)", PPID: 1, Ticks: 3, Start: 9}},
+			want: taskStat{PID: 7, Comm: "a) b (c)", State: 'S', PPID: 1, Ticks: 3, Start: 9}},
 		{in: "", err: "no (comm)"},
 		{in: "x (a) S 1", err: "bad pid"},
 		{in: "7 (a) S 1 2 3", err: "fields after comm"},

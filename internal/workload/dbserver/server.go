@@ -16,11 +16,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slowpath/slowpath/internal/collect/sampler"
+	"github.com/slowpath/slowpath/internal/hostfs"
 )
 
 // Account is who a server runs as: the engine's system user when slowpath
@@ -218,46 +220,15 @@ func (s *server) stop() error {
 	}
 	// What it was doing, before the kill ends it: its threads' states
 	// and wait channels, and its log's end.
-	threads := threadStates(pid)
+	threads, err := sampler.ThreadStates(hostfs.Default(), pid)
+	if err != nil {
+		threads = err.Error()
+	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-s.done
 	b, _ := os.ReadFile(s.log)
 	return fmt.Errorf("%s did not stop within a minute of %v: killed; its threads were %s; its log ends: %s",
 		filepath.Base(s.cmd.Path), s.stopSig, threads, tail(b))
-}
-
-// threadStates counts a process's threads by state and wait channel
-// ("12 S futex_wait_queue"), for an error about a server that hung.
-func threadStates(pid int) string {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err.Error()
-	}
-	counts := map[string]int{}
-	for _, e := range ents {
-		stat, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The state follows the command's closing parenthesis.
-		_, after, ok := bytes.Cut(stat, []byte(") "))
-		if !ok || len(after) == 0 {
-			continue
-		}
-		wchan, _ := os.ReadFile(filepath.Join(dir, e.Name(), "wchan"))
-		counts[string(after[0])+" "+string(bytes.TrimSpace(wchan))]++
-	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // lookBin finds a program on PATH or in dirs (/usr/sbin is not on every
